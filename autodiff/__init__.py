@@ -1,0 +1,51 @@
+"""A compact Python re-creation of the autodiff runtime of the Rust framework Burn.
+
+    from autodiff import Device, Tensor
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    grads = ((x * x) + x * 3.0).sum().backward()
+    x.grad(grads).tolist()  # [5.0, 7.0]
+"""
+
+from .device import Device, Distribution
+from .errors import (
+    AutodiffError,
+    DeviceMismatchError,
+    DTypeError,
+    NonFiniteError,
+    NonLeafRequireGradError,
+    ShapeMismatchError,
+    TapeConsumedError,
+    UnsupportedOperationError,
+    UntrackedBackwardError,
+)
+from .grads import Gradients
+from .graph import NodeId, Requirement
+from .memory import MemoryUsage
+from .server import AutodiffServer, GraphSnapshot, NodeSnapshot, NodeStatus
+from .tensor import Tensor
+from .trace import BackwardRecorder
+
+__all__ = [
+    "AutodiffError",
+    "AutodiffServer",
+    "BackwardRecorder",
+    "DTypeError",
+    "Device",
+    "DeviceMismatchError",
+    "Distribution",
+    "Gradients",
+    "GraphSnapshot",
+    "MemoryUsage",
+    "NodeId",
+    "NodeSnapshot",
+    "NodeStatus",
+    "NonFiniteError",
+    "NonLeafRequireGradError",
+    "Requirement",
+    "ShapeMismatchError",
+    "TapeConsumedError",
+    "Tensor",
+    "UnsupportedOperationError",
+    "UntrackedBackwardError",
+]

@@ -1,0 +1,72 @@
+"""Devices: an inner device that computes, and autodiff devices that wrap it with a server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .backends.numpy_backend import NumpyBackend
+from .errors import UnsupportedOperationError
+from .memory import MemoryUsage
+from .server import AutodiffServer, GraphSnapshot
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """How `Tensor.random` draws values. `Distribution.Default` is uniform on [0, 1), as in Burn."""
+
+    kind: str
+    a: float
+    b: float
+
+    @staticmethod
+    def uniform(low: float, high: float) -> Distribution:
+        return Distribution("uniform", float(low), float(high))
+
+    @staticmethod
+    def normal(mean: float, std: float) -> Distribution:
+        return Distribution("normal", float(mean), float(std))
+
+
+Distribution.Default = Distribution.uniform(0.0, 1.0)  # type: ignore[attr-defined]
+
+
+class Device:
+    """A compute device. `Device.numpy()` makes a new inner device with its own memory pool;
+    `device.autodiff()` makes an autodiff device on top of it, with its own `AutodiffServer`
+    and sharing the inner device's pool (so memory is measured the same way with or without
+    autodiff)."""
+
+    def __init__(self, backend: NumpyBackend, inner: Device | None = None) -> None:
+        self.backend = backend
+        self.inner: Device = inner if inner is not None else self
+        self.server: AutodiffServer | None = AutodiffServer(backend.pool) if inner is not None else None
+
+    @classmethod
+    def numpy(cls, seed: int | None = 0) -> Device:
+        return cls(NumpyBackend(seed))
+
+    def autodiff(self) -> Device:
+        if self.is_autodiff:
+            raise UnsupportedOperationError("This device already has autodiff; call autodiff() on its inner device.")
+        return Device(self.backend, inner=self)
+
+    @property
+    def is_autodiff(self) -> bool:
+        return self.server is not None
+
+    @property
+    def name(self) -> str:
+        return f"{self.backend.name}+autodiff" if self.is_autodiff else self.backend.name
+
+    def memory_usage(self) -> MemoryUsage:
+        return self.backend.pool.usage()
+
+    def snapshot(self) -> GraphSnapshot:
+        if self.server is None:
+            raise UnsupportedOperationError(
+                "Only an autodiff device has a graph to snapshot: use device.autodiff()."
+            )
+        return self.server.snapshot()
+
+    def __repr__(self) -> str:
+        return f"Device({self.name})"

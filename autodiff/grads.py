@@ -1,0 +1,91 @@
+"""The `Gradients` container returned by backward (Burn's `grads.rs`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from .graph import Node, NodeId, Requirement
+from .trace import GradientConsumed, GradientRegistered
+
+if TYPE_CHECKING:
+    from .backends.numpy_backend import NumpyBuffer as Buffer
+    from .device import Device
+    from .tensor import Tensor
+    from .trace import BackwardRecorder
+
+
+class Gradients:
+    """A map from node id to gradient, on the inner (non-autodiff) device.
+
+    Registering adds to an existing entry, so a tensor used twice gets both contributions.
+    A step consumes its own node's gradient: a `GradInBackward` entry is removed, a `Grad`
+    (leaf) entry is kept. That is why only leaves have gradients after backward.
+    """
+
+    def __init__(self, device: Device) -> None:
+        self.device = device  # the inner device: gradients are plain tensors
+        self._container: dict[NodeId, Buffer] = {}
+
+    def register(
+        self,
+        node_id: NodeId,
+        grad: Buffer,
+        source: NodeId | None = None,
+        recorder: BackwardRecorder | None = None,
+    ) -> None:
+        previous = self._container.get(node_id)
+        total = grad if previous is None else previous + grad
+        self._container[node_id] = total
+        if recorder is not None:
+            recorder.record(
+                GradientRegistered(
+                    node_id, source, grad.to_numpy(), total.to_numpy(), previous is not None
+                )
+            )
+
+    def consume(self, node: Node, recorder: BackwardRecorder | None = None) -> Buffer:
+        if node.requirement is Requirement.Grad:
+            grad = self._container.get(node.id)
+        elif node.requirement is Requirement.GradInBackward:
+            grad = self._container.pop(node.id, None)
+        else:
+            raise RuntimeError("Trying to consume the gradients for an untracked tensor")
+        if grad is None:
+            raise RuntimeError(
+                f"Can't consume the gradients of {node.id} before they are registered at least once."
+            )
+        if recorder is not None:
+            recorder.record(GradientConsumed(node.id, kept=node.requirement is Requirement.Grad))
+        return grad
+
+    # -- public access, through Tensor.grad / grad_remove / grad_replace ---------------
+    def get(self, node_id: NodeId) -> Tensor | None:
+        grad = self._container.get(node_id)
+        return None if grad is None else self._wrap(grad)
+
+    def remove(self, node_id: NodeId) -> Tensor | None:
+        grad = self._container.pop(node_id, None)
+        return None if grad is None else self._wrap(grad)
+
+    def replace(self, node_id: NodeId, grad: Buffer) -> None:
+        self._container[node_id] = grad  # replaces, does not add
+
+    def _wrap(self, grad: Buffer) -> Tensor:
+        from .tensor import Tensor
+
+        return Tensor(grad, self.device)
+
+    def node_ids(self) -> list[NodeId]:
+        return sorted(self._container)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._container
+
+    def __len__(self) -> int:
+        return len(self._container)
+
+    def __iter__(self) -> Iterator[NodeId]:
+        return iter(self.node_ids())
+
+    def __repr__(self) -> str:
+        return f"Gradients({', '.join(repr(i) for i in self.node_ids())})"

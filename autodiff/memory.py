@@ -1,0 +1,55 @@
+"""Exact, deterministic accounting of the buffers a device holds.
+
+What counts as an allocation: every array a backend operation creates (an op's output, a
+gradient, a sum of two gradients, the ones that seed a backward). Views share the buffer of the
+array they look at and count nothing: `reshape` (when no copy is needed), `swap_dims`,
+`transpose`, `detach()`, `without_autodiff()`, and reading a gradient out of `Gradients`.
+A buffer is freed the moment the last reference to it goes away (CPython's reference counting
+makes that moment exact), so `in_use` is always the sum of the bytes of the live buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class MemoryUsage:
+    """Bytes held by the live buffers of a device, and how many buffers that is."""
+
+    bytes_in_use: int
+    allocations: int
+
+    @property
+    def mib(self) -> float:
+        return self.bytes_in_use / MIB
+
+    def __str__(self) -> str:
+        # The seed's format: `in_use=   1.0 MiB allocs=2`.
+        return f"in_use={self.mib:6.1f} MiB allocs={self.allocations}"
+
+
+class MemoryPool:
+    """The live-buffer counter of one device (shared by its autodiff device)."""
+
+    __slots__ = ("bytes_in_use", "allocations", "peak_bytes")
+
+    def __init__(self) -> None:
+        self.bytes_in_use = 0
+        self.allocations = 0
+        self.peak_bytes = 0
+
+    def allocate(self, nbytes: int) -> None:
+        self.bytes_in_use += nbytes
+        self.allocations += 1
+        if self.bytes_in_use > self.peak_bytes:
+            self.peak_bytes = self.bytes_in_use
+
+    def release(self, nbytes: int) -> None:
+        self.bytes_in_use -= nbytes
+        self.allocations -= 1
+
+    def usage(self) -> MemoryUsage:
+        return MemoryUsage(self.bytes_in_use, self.allocations)

@@ -1,0 +1,247 @@
+"""The autodiff server of one device (Burn's `runtime/server.rs` + memory management).
+
+It owns every pending `Step` and a record of every node, for snapshots. Nothing is global:
+each autodiff device has its own server, so two users in one process never meet.
+"""
+
+from __future__ import annotations
+
+import enum
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import TapeConsumedError
+from .graph import Node, NodeId, Requirement, RootStep, Step
+from .grads import Gradients
+from .memory import MemoryPool, MemoryUsage
+from .trace import (
+    BackwardFinished,
+    BackwardRecorder,
+    SavedStateFreed,
+    StepStarted,
+    SweepFreed,
+    TapeBuilt,
+)
+
+if TYPE_CHECKING:
+    from .device import Device
+    from .tensor import Tensor
+
+
+class NodeStatus(enum.Enum):
+    LIVE = "live"  # step pending, and a live tensor handle depends on it
+    ABANDONED = "abandoned"  # step pending, but no live tensor depends on it: held until a backward
+    CONSUMED = "consumed"  # step ran in a backward; its saved state is gone
+    FREED = "freed"  # freed by a sweep without running (or a dropped leaf with no step)
+    CONSTANT = "constant"  # an untracked leaf (from data, random, detach) with a live handle
+
+
+@dataclass(frozen=True)
+class NodeSnapshot:
+    id: NodeId
+    op: str
+    shape: tuple[int, ...]
+    requirement: Requirement
+    order: int
+    parents: tuple[NodeId, ...]  # tracked inputs, as Burn records them
+    inputs: tuple[NodeId, ...]  # every autodiff input, tracked or not (for drawing)
+    status: NodeStatus
+    saved_bytes: int
+    handle_alive: bool
+
+
+@dataclass(frozen=True)
+class GraphSnapshot:
+    nodes: tuple[NodeSnapshot, ...]
+    pending_steps: tuple[NodeId, ...]
+    memory: MemoryUsage
+    backward_count: int
+
+    def node(self, node_id: int) -> NodeSnapshot:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(f"NodeId({node_id}) is not in this snapshot")
+
+
+class _Record:
+    """What the server remembers about a node, for snapshots and the sweep."""
+
+    __slots__ = ("node", "op", "shape", "inputs", "handle", "finished", "finished_in")
+
+    def __init__(self, node: Node, op: str, shape: tuple[int, ...], inputs: tuple[NodeId, ...], tensor: Tensor) -> None:
+        self.node = node
+        self.op = op
+        self.shape = shape
+        self.inputs = inputs
+        self.handle = weakref.ref(tensor)
+        self.finished: NodeStatus | None = None  # CONSUMED or FREED once the step is gone
+        self.finished_in = -1  # the backward that finished it (records are pruned one later)
+
+
+class AutodiffServer:
+    def __init__(self, pool: MemoryPool) -> None:
+        self.pool = pool
+        self.steps: dict[NodeId, Step] = {}
+        self._records: dict[NodeId, _Record] = {}
+        self._next_id = 0
+        self.backward_count = 0
+
+    # -- registration ------------------------------------------------------------------
+    def new_node_id(self) -> NodeId:
+        node_id = NodeId(self._next_id)
+        self._next_id += 1
+        return node_id
+
+    def register_leaf(self, tensor: Tensor, op: str) -> None:
+        node = tensor.node
+        self._records[node.id] = _Record(node, op, tensor.data.shape, (), tensor)
+
+    def register(self, tensor: Tensor, step: Step, inputs: tuple[NodeId, ...]) -> None:
+        node = tensor.node
+        record = self._records.get(node.id)
+        if record is None:
+            self._records[node.id] = _Record(node, step.op, tensor.data.shape, inputs, tensor)
+        else:  # require_grad() on a leaf: same id, new requirement
+            record.node = node
+        self.steps[node.id] = step
+
+    def register_root(self, tensor: Tensor) -> None:
+        self.register(tensor, RootStep(tensor.node), ())
+
+    # -- backward --------------------------------------------------------------------------
+    def backward(self, root: Tensor, inner: Device, recorder: BackwardRecorder | None = None) -> Gradients:
+        order = self._validate(root.node.id)  # raises before anything is consumed
+        root_step = self.steps[root.node.id]
+        tape: list[list[Step]] = [[] for _ in range(root_step.node.order + 1)]
+        for node_id in order:
+            step = self.steps.pop(node_id)
+            tape[step.node.order].append(step)
+        self.backward_count += 1
+        if recorder is not None:
+            recorder.record(TapeBuilt(root.node.id, tuple(tuple(s.node.id for s in b) for b in tape)))
+
+        grads = Gradients(inner)
+        grads.register(root.node.id, root.data.ones_like(), None, recorder)
+        for bucket in reversed(tape):
+            for step in bucket:
+                if recorder is not None:
+                    recorder.record(
+                        StepStarted(
+                            step.node.id,
+                            step.op,
+                            step.node.order,
+                            tuple(p.id for p in step.node.parents),
+                            tuple(r.text for r in step.rules),
+                        )
+                    )
+                step.run(grads, recorder)
+                self._finish(step, NodeStatus.CONSUMED, recorder)
+        self._sweep(recorder)
+        if recorder is not None:
+            recorder.record(BackwardFinished(self.pool.usage(), tuple(grads.node_ids())))
+        return grads
+
+    def _validate(self, root_id: NodeId) -> list[NodeId]:
+        """Walk the ancestry as Burn does (a stack) and return the steps to consume."""
+        if root_id not in self.steps:
+            raise TapeConsumedError(root_id)
+        visited = {root_id}
+        order = [root_id]
+        stack = list(self.steps[root_id].node.parents)
+        while stack:
+            parent = stack.pop()
+            if parent.id in visited:
+                continue
+            visited.add(parent.id)
+            step = self.steps.get(parent.id)
+            if step is not None:
+                order.append(parent.id)
+                stack.extend(step.node.parents)
+            elif not parent.is_leaf:
+                raise TapeConsumedError(parent.id)
+        return order
+
+    def _finish(self, step: Step, status: NodeStatus, recorder: BackwardRecorder | None) -> None:
+        record = self._records[step.node.id]
+        record.finished = status
+        record.finished_in = self.backward_count
+        if recorder is None:
+            step.free_saved()
+            return
+        saved_bytes, before = step.saved_bytes, self.pool.bytes_in_use
+        step.free_saved()
+        recorder.record(SavedStateFreed(step.node.id, saved_bytes, before - self.pool.bytes_in_use))
+
+    def _sweep(self, recorder: BackwardRecorder | None) -> None:
+        """Free every pending step that no live tensor handle depends on (abandoned graphs),
+        and forget records finished before this backward whose tensors are gone."""
+        for node_id in [i for i, r in self._records.items() if self._prunable(r)]:
+            del self._records[node_id]
+        needed = self._needed_steps()
+        before = self.pool.bytes_in_use
+        freed = []
+        for node_id in [i for i in self.steps if i not in needed]:
+            step = self.steps.pop(node_id)
+            step.free_saved()
+            record = self._records[node_id]
+            record.finished, record.finished_in = NodeStatus.FREED, self.backward_count
+            freed.append(node_id)
+        for record in self._records.values():  # dropped constants: nothing left to hold
+            if record.node.id not in self.steps and record.finished is None and record.handle() is None:
+                record.finished, record.finished_in = NodeStatus.FREED, self.backward_count
+        if recorder is not None:
+            recorder.record(SweepFreed(tuple(freed), before - self.pool.bytes_in_use))
+
+    def _prunable(self, record: _Record) -> bool:
+        return (
+            record.finished is not None
+            and record.finished_in < self.backward_count
+            and record.handle() is None
+        )
+
+    def _needed_steps(self) -> set[NodeId]:
+        """Pending steps that are a live handle's own or one of its ancestors."""
+        stack = [i for i in self.steps if self._records[i].handle() is not None]
+        needed: set[NodeId] = set()
+        while stack:
+            node_id = stack.pop()
+            if node_id in needed:
+                continue
+            needed.add(node_id)
+            stack.extend(p.id for p in self.steps[node_id].node.parents if p.id in self.steps)
+        return needed
+
+    # -- snapshot ------------------------------------------------------------------------
+    def snapshot(self) -> GraphSnapshot:
+        needed = self._needed_steps()
+        nodes = []
+        for node_id in sorted(self._records):
+            record = self._records[node_id]
+            step = self.steps.get(node_id)
+            alive = record.handle() is not None
+            if step is not None:
+                status = NodeStatus.LIVE if node_id in needed else NodeStatus.ABANDONED
+            elif record.finished is not None:
+                status = record.finished
+            else:
+                status = NodeStatus.CONSTANT if alive else NodeStatus.FREED
+            nodes.append(
+                NodeSnapshot(
+                    id=node_id,
+                    op=record.op,
+                    shape=tuple(record.shape),
+                    requirement=record.node.requirement,
+                    order=record.node.order,
+                    parents=tuple(p.id for p in record.node.parents),
+                    inputs=record.inputs,
+                    status=status,
+                    saved_bytes=0 if step is None else step.saved_bytes,
+                    handle_alive=alive,
+                )
+            )
+        return GraphSnapshot(
+            tuple(nodes), tuple(sorted(self.steps)), self.pool.usage(), self.backward_count
+        )
+

@@ -1,0 +1,455 @@
+"""`Tensor`: every op's forward and its backward rules, side by side.
+
+Each op computes its output on the device's buffers, then `_result` registers exactly one step
+on the autodiff server: an `OpsStep` (here `Step`) with the rules of the tracked inputs and
+only the saved tensors those rules need, or an `UntrackedOpsStep` when no input is tracked.
+In a rule, `g` is the gradient flowing into the op's output and `s` the saved tensors.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from .device import Device, Distribution
+from .errors import (
+    DeviceMismatchError,
+    DTypeError,
+    NonFiniteError,
+    NonLeafRequireGradError,
+    ShapeMismatchError,
+    UnsupportedOperationError,
+    UntrackedBackwardError,
+)
+from .graph import Node, NodeId, Parent, Requirement, Rule, Step, UntrackedOpsStep
+
+if TYPE_CHECKING:
+    from .backends.numpy_backend import NumpyBuffer as Buffer
+    from .grads import Gradients
+    from .trace import BackwardRecorder
+
+FLOAT_DTYPES = ("float32", "float64")
+Scalar = float | int
+
+
+class Tensor:
+    __slots__ = ("data", "device", "node", "__weakref__")
+
+    def __init__(self, data: Buffer, device: Device, node: Node | None = None) -> None:
+        self.data = data
+        self.device = device
+        self.node = node  # None on a device without autodiff
+
+    # -- creation ------------------------------------------------------------------------
+    @classmethod
+    def from_floats(cls, data: object, device: Device, dtype: str = "float32") -> Tensor:
+        """A tensor from (nested) lists of numbers of any rank, or a numpy array."""
+        _check_dtype(dtype)
+        try:
+            array = np.array(data)
+        except ValueError:
+            raise ShapeMismatchError(
+                "The nested lists are ragged: every row must have the same length."
+            ) from None
+        if array.dtype.kind not in "iuf":
+            raise DTypeError(
+                f"from_floats needs numbers, but got values of type {array.dtype}. "
+                "Write the data as (nested) lists of numbers, e.g. [[1.0, 2.0], [3.0, 4.0]]."
+            )
+        if array.size == 0:
+            raise ShapeMismatchError("from_floats got no values: a tensor needs at least one number.")
+        if not np.all(np.isfinite(array)):
+            raise NonFiniteError(
+                "The data contains NaN or infinity. Gradients of such values are meaningless; "
+                "replace them with finite numbers."
+            )
+        buffer = device.backend.from_numpy(array.reshape(array.shape or (1,)).astype(dtype))
+        return cls._leaf(buffer, device, "from_floats")
+
+    @classmethod
+    def zeros(cls, shape: Sequence[int], device: Device, dtype: str = "float32") -> Tensor:
+        return cls._leaf(device.backend.full(_check_shape(shape), 0.0, _check_dtype(dtype)), device, "zeros")
+
+    @classmethod
+    def ones(cls, shape: Sequence[int], device: Device, dtype: str = "float32") -> Tensor:
+        return cls._leaf(device.backend.full(_check_shape(shape), 1.0, _check_dtype(dtype)), device, "ones")
+
+    @classmethod
+    def random(
+        cls, shape: Sequence[int], distribution: Distribution, device: Device, dtype: str = "float32"
+    ) -> Tensor:
+        shape, dtype = _check_shape(shape), _check_dtype(dtype)
+        if distribution.kind == "normal":
+            buffer = device.backend.normal(shape, distribution.a, distribution.b, dtype)
+        else:
+            buffer = device.backend.uniform(shape, distribution.a, distribution.b, dtype)
+        return cls._leaf(buffer, device, "random")
+
+    @classmethod
+    def _leaf(cls, buffer: Buffer, device: Device, op: str) -> Tensor:
+        server = device.server
+        if server is None:
+            return cls(buffer, device)
+        tensor = cls(buffer, device, Node(server.new_node_id(), (), 0, Requirement.Untracked))
+        server.register_leaf(tensor, op)
+        return tensor
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    def dims(self) -> list[int]:
+        return list(self.data.shape)
+
+    @property
+    def dtype(self) -> str:
+        return self.data.dtype
+
+    def numpy(self) -> np.ndarray:
+        return self.data.to_numpy()
+
+    def tolist(self) -> list:
+        return self.data.to_numpy().tolist()
+
+    def item(self) -> float:
+        if math.prod(self.shape) != 1:
+            raise ShapeMismatchError(f"item() needs a tensor with one value, this one has shape {self.dims()}.")
+        return float(self.data.to_numpy().reshape(()))
+
+    @property
+    def node_id(self) -> NodeId | None:
+        return None if self.node is None else self.node.id
+
+    @property
+    def requirement(self) -> Requirement:
+        return Requirement.Untracked if self.node is None else self.node.requirement
+
+    @property
+    def is_tracked(self) -> bool:
+        return self.requirement.is_tracked
+
+    @property
+    def is_require_grad(self) -> bool:
+        return self.requirement is Requirement.Grad
+
+    def __repr__(self) -> str:
+        node = "" if self.node is None else f", id={self.node.id!r}, requirement={self.requirement.value}"
+        return f"Tensor(shape={self.dims()}, dtype={self.dtype}, device={self.device.name}{node})"
+
+    # -- graph control -------------------------------------------------------------------------
+    def require_grad(self) -> Tensor:
+        """Mark this leaf as a parameter whose gradient backward keeps. Returns the tensor itself."""
+        server = self.device.server
+        if server is None or self.node is None:
+            raise UnsupportedOperationError(
+                "require_grad() needs a tensor on an autodiff device: create it on device.autodiff()."
+            )
+        if self.node.requirement is Requirement.Grad:
+            return self
+        if self.node.requirement is Requirement.GradInBackward:
+            raise NonLeafRequireGradError(
+                f"Can't convert a non leaf tensor into a tracked tensor: {self.node.id!r} is the output "
+                "of an operation, so it already gets a gradient during backward. Call require_grad() "
+                "on the input tensors (the leaves) instead."
+            )
+        self.node = Node(self.node.id, (), 0, Requirement.Grad)
+        server.register_root(self)
+        return self
+
+    def detach(self) -> Tensor:
+        """The same data as a new untracked leaf: gradients do not flow through it."""
+        return Tensor._leaf(self.data, self.device, "detach")
+
+    def without_autodiff(self) -> Tensor:
+        """The same data on the inner device: no graph, no server, no memory held by steps."""
+        return Tensor(self.data, self.device.inner)
+
+    # -- backward and gradients ----------------------------------------------------------------
+    def backward(self, recorder: BackwardRecorder | None = None) -> Gradients:
+        server = self.device.server
+        if server is None or self.node is None:
+            raise UntrackedBackwardError(
+                "backward() needs a tensor computed on an autodiff device; this one is on "
+                f"'{self.device.name}'. Create the inputs on device.autodiff()."
+            )
+        if not self.node.requirement.is_tracked:
+            raise UntrackedBackwardError(
+                "This tensor does not depend on any tensor marked with require_grad(), so there is "
+                "nothing to differentiate. Call require_grad() on the inputs you want gradients for, "
+                "then recompute it."
+            )
+        return server.backward(self, self.device.inner, recorder)
+
+    def grad(self, grads: Gradients) -> Tensor | None:
+        return None if self.node is None else grads.get(self.node.id)
+
+    def grad_remove(self, grads: Gradients) -> Tensor | None:
+        return None if self.node is None else grads.remove(self.node.id)
+
+    def grad_replace(self, grads: Gradients, grad: Tensor) -> None:
+        if self.node is None:
+            raise UntrackedBackwardError("Only a tensor on an autodiff device has a gradient to replace.")
+        if grad.shape != self.shape:
+            raise ShapeMismatchError(f"The new gradient has shape {grad.dims()}, the tensor {self.dims()}.")
+        grads.replace(self.node.id, grad.data)
+
+    # -- binary ops (numpy broadcasting; gradients summed back over broadcast dims) ----------
+    def __add__(self, other: Tensor | Scalar) -> Tensor:
+        if _is_scalar(other):
+            c = _scalar(other)
+            return _result(f"add_scalar({c:g})", self.data + c, (self,), (Rule("grad", lambda g, s: g),))
+        a, b = self._operands(other)
+        return _result("add", a.data + b.data, (a, b), (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)))
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Tensor | Scalar) -> Tensor:
+        if _is_scalar(other):
+            c = _scalar(other)
+            return _result(f"sub_scalar({c:g})", self.data - c, (self,), (Rule("grad", lambda g, s: g),))
+        a, b = self._operands(other)
+        return _result("sub", a.data - b.data, (a, b), (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g)))
+
+    def __rsub__(self, other: Scalar) -> Tensor:
+        c = _scalar(other)
+        return _result(f"rsub_scalar({c:g})", c - self.data, (self,), (Rule("-grad", lambda g, s: -g),))
+
+    def __mul__(self, other: Tensor | Scalar) -> Tensor:
+        if _is_scalar(other):
+            c = _scalar(other)
+            return _result(f"mul_scalar({c:g})", self.data * c, (self,), (Rule(f"grad * {c:g}", lambda g, s: g * c),))
+        a, b = self._operands(other)
+        return _result(
+            "mul", a.data * b.data, (a, b),
+            (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
+             Rule("grad * a", lambda g, s: g * s["a"], ("a",))),
+            {"a": a.data, "b": b.data},
+        )  # fmt: skip
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Tensor | Scalar) -> Tensor:
+        if _is_scalar(other):
+            c = _scalar(other)
+            if c == 0:
+                raise NonFiniteError("Division by the number 0 gives infinity; divide by a non-zero number.")
+            return _result(f"div_scalar({c:g})", self.data / c, (self,), (Rule(f"grad / {c:g}", lambda g, s: g / c),))
+        a, b = self._operands(other)
+        return _result(
+            "div", a.data / b.data, (a, b),
+            (Rule("grad / b", lambda g, s: g / s["b"], ("b",)),
+             Rule("-grad * a / b²", lambda g, s: -g * s["a"] / (s["b"] * s["b"]), ("a", "b"))),
+            {"a": a.data, "b": b.data},
+        )  # fmt: skip
+
+    def __rtruediv__(self, other: Scalar) -> Tensor:
+        c = _scalar(other)
+        return _result(
+            f"rdiv_scalar({c:g})", c / self.data, (self,),
+            (Rule(f"-grad * {c:g} / x²", lambda g, s: -g * c / (s["x"] * s["x"]), ("x",)),),
+            {"x": self.data},
+        )  # fmt: skip
+
+    def __pow__(self, exponent: Scalar) -> Tensor:
+        if not _is_scalar(exponent):
+            raise UnsupportedOperationError("The exponent of ** must be a number, e.g. x ** 2.")
+        p = _scalar(exponent)
+        return _result(
+            f"powf_scalar({p:g})", self.data**p, (self,),
+            (Rule(f"grad * {p:g} * x^{p - 1:g}", lambda g, s: g * (s["x"] ** (p - 1) * p), ("x",)),),
+            {"x": self.data},
+        )  # fmt: skip
+
+    def matmul(self, other: Tensor) -> Tensor:
+        a, b = self._operands(other, broadcast=False)
+        if len(a.shape) < 2 or len(b.shape) < 2:
+            raise ShapeMismatchError(
+                f"matmul needs tensors of rank 2 or more, got shapes {a.dims()} and {b.dims()}. "
+                "Use reshape([1, n]) or reshape([n, 1]) to make a vector a matrix."
+            )
+        if a.shape[-1] != b.shape[-2]:
+            raise ShapeMismatchError(
+                f"matmul cannot multiply {a.dims()} by {b.dims()}: the last dimension of the first "
+                f"({a.shape[-1]}) must equal the second-to-last of the second ({b.shape[-2]})."
+            )
+        _broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul (batch dimensions)")
+        return _result(
+            "matmul", a.data @ b.data, (a, b),
+            (Rule("grad @ bᵀ", lambda g, s: g @ s["b"].swap_dims(-1, -2), ("b",)),
+             Rule("aᵀ @ grad", lambda g, s: s["a"].swap_dims(-1, -2) @ g, ("a",))),
+            {"a": a.data, "b": b.data},
+        )  # fmt: skip
+
+    __matmul__ = matmul
+
+    # -- unary ops ---------------------------------------------------------------------------------
+    def __neg__(self) -> Tensor:
+        return _result("neg", -self.data, (self,), (Rule("-grad", lambda g, s: -g),))
+
+    def exp(self) -> Tensor:
+        # Burn saves the input and recomputes exp(x) in backward.
+        return _result("exp", self.data.exp(), (self,), (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),), {"x": self.data})
+
+    def log(self) -> Tensor:
+        return _result("log", self.data.log(), (self,), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),), {"x": self.data})
+
+    def sqrt(self) -> Tensor:
+        return _result("sqrt", self.data.sqrt(), (self,), (Rule("grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0), ("x",)),), {"x": self.data})
+
+    def sin(self) -> Tensor:
+        return _result("sin", self.data.sin(), (self,), (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),), {"x": self.data})
+
+    def cos(self) -> Tensor:
+        return _result("cos", self.data.cos(), (self,), (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),), {"x": self.data})
+
+    def tanh(self) -> Tensor:
+        y = self.data.tanh()
+        return _result("tanh", y, (self,), (Rule("grad * (1 - y²)", lambda g, s: g * (1.0 - s["y"] * s["y"]), ("y",)),), {"y": y})
+
+    def sigmoid(self) -> Tensor:
+        y = self.data.sigmoid()
+        return _result("sigmoid", y, (self,), (Rule("grad * y * (1 - y)", lambda g, s: g * s["y"] * (1.0 - s["y"]), ("y",)),), {"y": y})
+
+    def relu(self) -> Tensor:
+        y = self.data.relu()
+        return _result("relu", y, (self,), (Rule("grad * (y > 0)", lambda g, s: g * (s["y"] > 0.0), ("y",)),), {"y": y})
+
+    # -- reductions (as in Burn: sum/mean give shape [1], *_dim keep the dim with size 1) ----------
+    def sum(self) -> Tensor:
+        shape = self.shape
+        return _result("sum", self.data.sum(), (self,), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),))
+
+    def mean(self) -> Tensor:
+        shape, n = self.shape, math.prod(self.shape)
+        return _result("mean", self.data.sum() / n, (self,), (Rule(f"ones(shape) * grad / {n}", lambda g, s: (g / n).expand(shape)),))
+
+    def sum_dim(self, dim: int) -> Tensor:
+        shape, dim = self.shape, self._dim(dim)
+        return _result(f"sum_dim({dim})", self.data.sum_dim(dim), (self,), (Rule("grad expanded along dim", lambda g, s: g.expand(shape)),))
+
+    def mean_dim(self, dim: int) -> Tensor:
+        shape, dim = self.shape, self._dim(dim)
+        n = shape[dim]
+        return _result(f"mean_dim({dim})", self.data.sum_dim(dim) / n, (self,), (Rule(f"grad / {n} expanded along dim", lambda g, s: (g / n).expand(shape)),))
+
+    # -- shape ops (views: no new allocation) ------------------------------------------------------
+    def reshape(self, shape: Sequence[int]) -> Tensor:
+        if not isinstance(shape, (list, tuple)) or not all(isinstance(d, numbers.Integral) for d in shape):
+            raise ShapeMismatchError("reshape takes a list of sizes, e.g. x.reshape([3, 1]).")
+        original = self.shape
+        try:
+            data = self.data.reshape([int(d) for d in shape])
+        except ValueError:
+            raise ShapeMismatchError(
+                f"Cannot reshape a tensor of shape {self.dims()} ({math.prod(original)} values) into {list(shape)}."
+            ) from None
+        return _result(f"reshape({list(data.shape)})", data, (self,), (Rule("grad reshaped back", lambda g, s: g.reshape(original)),))
+
+    def swap_dims(self, dim1: int, dim2: int) -> Tensor:
+        d1, d2 = self._dim(dim1), self._dim(dim2)
+        return _result(f"swap_dims({d1}, {d2})", self.data.swap_dims(d1, d2), (self,), (Rule("grad with dims swapped back", lambda g, s: g.swap_dims(d1, d2)),))
+
+    def transpose(self) -> Tensor:
+        if len(self.shape) < 2:
+            raise ShapeMismatchError(f"transpose swaps the last two dims, but this tensor has shape {self.dims()}.")
+        return self.swap_dims(-2, -1)
+
+    # -- input checks --------------------------------------------------------------------------
+    def _operands(self, other: object, broadcast: bool = True) -> tuple[Tensor, Tensor]:
+        if not isinstance(other, Tensor):
+            raise UnsupportedOperationError(
+                f"Cannot combine a tensor with a value of type {type(other).__name__}; use a number or a Tensor."
+            )
+        if other.device is not self.device:
+            raise DeviceMismatchError(
+                f"These tensors live on two different devices ({self.device.name} and {other.device.name}). "
+                "Create both on the same device, or move one with without_autodiff()."
+            )
+        if other.dtype != self.dtype:
+            raise DTypeError(
+                f"Cannot combine a {self.dtype} tensor with a {other.dtype} tensor; create both with the same dtype."
+            )
+        if broadcast:
+            _broadcast_shape(self.shape, other.shape, "this operation")
+        return self, other
+
+    def _dim(self, dim: int) -> int:
+        rank = len(self.shape)
+        if not isinstance(dim, numbers.Integral) or not -rank <= dim < rank:
+            raise ShapeMismatchError(f"Dimension {dim} does not exist: this tensor has {rank} dims (shape {self.dims()}).")
+        return int(dim) % rank
+
+
+def _result(
+    op: str,
+    out: Buffer,
+    inputs: tuple[Tensor, ...],
+    rules: tuple[Rule, ...],
+    saveable: dict[str, Buffer] | None = None,
+) -> Tensor:
+    """Wrap an op's output; on an autodiff device register its one step (Burn's `OpsPrep`)."""
+    device = inputs[0].device
+    server = device.server
+    if server is None:
+        return Tensor(out, device)
+    nodes = [t.node for t in inputs]
+    order = 1 + max(n.order for n in nodes)
+    tracked = [i for i, n in enumerate(nodes) if n.requirement.is_tracked]
+    node_id = server.new_node_id()
+    step: Step
+    if tracked:
+        parents = tuple(Parent(nodes[i].id, nodes[i].order == 0) for i in tracked)
+        node = Node(node_id, parents, order, Requirement.GradInBackward)
+        kept = tuple(rules[i] for i in tracked)
+        # Save only what the tracked inputs' rules read: an operand is kept only when the other is tracked.
+        saved = {name: saveable[name] for rule in kept for name in rule.needs} if saveable else {}
+        step = Step(node, op, kept, tuple(inputs[i].shape for i in tracked), saved)
+    else:
+        node = Node(node_id, (), order, Requirement.Untracked)
+        step = UntrackedOpsStep(node, op)
+    tensor = Tensor(out, device, node)
+    server.register(tensor, step, tuple(n.id for n in nodes))
+    return tensor
+
+
+def _is_scalar(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _scalar(value: object) -> float:
+    if not _is_scalar(value):
+        raise UnsupportedOperationError(f"Expected a number, got a value of type {type(value).__name__}.")
+    c = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(c):
+        raise NonFiniteError(f"The number {c} is not finite; use a finite number.")
+    return c
+
+
+def _check_dtype(dtype: str) -> str:
+    if dtype not in FLOAT_DTYPES:
+        raise DTypeError(f"Unsupported dtype {dtype!r}: use 'float32' (the default) or 'float64'.")
+    return dtype
+
+
+def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    if (
+        not isinstance(shape, (list, tuple))
+        or not shape
+        or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d > 0 for d in shape)
+    ):
+        raise ShapeMismatchError(f"A shape is a non-empty list of positive sizes, e.g. [2, 3]; got {shape!r}.")
+    return tuple(int(d) for d in shape)
+
+
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        raise ShapeMismatchError(
+            f"Shapes {list(a)} and {list(b)} do not match for {what}: each dimension must be equal, "
+            "or 1 in one of them (broadcasting)."
+        ) from None

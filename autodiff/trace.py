@@ -1,0 +1,119 @@
+"""Typed events of one backward pass, so a UI can replay it step by step.
+
+Pass a `BackwardRecorder` to `backward(recorder=...)`. Without one, backward skips every
+`if recorder is not None` branch and pays nothing else. Values are copied to numpy when
+recorded, so the trace stays valid after the engine frees or reuses its buffers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Union
+
+import numpy as np
+
+from .graph import NodeId
+from .memory import MemoryUsage
+
+
+@dataclass(frozen=True, eq=False)
+class TapeBuilt:
+    root: NodeId
+    buckets: tuple[tuple[NodeId, ...], ...]  # buckets[order]: the steps of that order, in tape order
+
+
+@dataclass(frozen=True, eq=False)
+class StepStarted:
+    node_id: NodeId
+    op: str
+    order: int
+    parents: tuple[NodeId, ...]
+    rules: tuple[str, ...]  # the backward rule sent to each parent, aligned with parents
+
+
+@dataclass(frozen=True, eq=False)
+class GradientRegistered:
+    node_id: NodeId
+    source: NodeId | None  # the step that sent it; None for the ones that seed the root
+    value: np.ndarray  # what was sent
+    total: np.ndarray  # the entry after registration (value plus what was there)
+    accumulated: bool  # True when it was added to an existing entry
+
+
+@dataclass(frozen=True, eq=False)
+class GradientConsumed:
+    node_id: NodeId
+    kept: bool  # True for a `Grad` leaf (entry stays), False for `GradInBackward` (removed)
+
+
+@dataclass(frozen=True, eq=False)
+class SavedStateFreed:
+    node_id: NodeId
+    saved_bytes: int  # what the step held
+    bytes_released: int  # what the device got back (less when a live tensor shares the buffer)
+
+
+@dataclass(frozen=True, eq=False)
+class SweepFreed:
+    node_ids: tuple[NodeId, ...]  # steps freed without running: abandoned or unreachable
+    bytes_released: int
+
+
+@dataclass(frozen=True, eq=False)
+class BackwardFinished:
+    memory: MemoryUsage
+    gradient_ids: tuple[NodeId, ...]
+
+
+Event = Union[
+    TapeBuilt,
+    StepStarted,
+    GradientRegistered,
+    GradientConsumed,
+    SavedStateFreed,
+    SweepFreed,
+    BackwardFinished,
+]
+
+
+class BackwardRecorder:
+    """Collects the events of one backward, in the order they happened."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def record(self, event: Event) -> None:
+        self.events.append(event)
+
+    def container_after(self, index: int) -> dict[NodeId, np.ndarray]:
+        """The `Gradients` entries after events[0..index] (inclusive) have happened."""
+        container: dict[NodeId, np.ndarray] = {}
+        for event in self.events[: index + 1]:
+            if isinstance(event, GradientRegistered):
+                container[event.node_id] = event.total
+            elif isinstance(event, GradientConsumed) and not event.kept:
+                container.pop(event.node_id, None)
+        return container
+
+    def to_json(self) -> str:
+        return json.dumps([_event_to_dict(e) for e in self.events], indent=1)
+
+
+def _event_to_dict(event: Event) -> dict[str, object]:
+    out: dict[str, object] = {"event": type(event).__name__}
+    for field in fields(event):
+        out[field.name] = _plain(getattr(event, field.name))
+    return out
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, MemoryUsage):
+        return {"bytes_in_use": value.bytes_in_use, "allocations": value.allocations}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, NodeId):
+        return int(value)
+    return value
