@@ -173,7 +173,7 @@ class Tensor:
         server = self.device.server
         if server is None or self.node is None:
             raise UntrackedBackwardError(
-                "backward() needs a tensor computed on an autodiff device; this one is on "
+                "A backward pass needs a tensor computed on an autodiff device; this one is on "
                 f"'{self.device.name}'. Create the inputs on device.autodiff()."
             )
         if not self.node.requirement.is_tracked:

@@ -1,0 +1,75 @@
+"""Bad input: a typed error with a plain sentence, and the server left consistent."""
+
+import pytest
+
+from autodiff import (
+    AutodiffError,
+    Device,
+    DeviceMismatchError,
+    DTypeError,
+    NonFiniteError,
+    NonLeafRequireGradError,
+    ShapeMismatchError,
+    Tensor,
+    UnsupportedOperationError,
+    UntrackedBackwardError,
+)
+
+
+@pytest.fixture
+def ad():
+    return Device.numpy().autodiff()
+
+
+def state(ad):
+    snap = ad.snapshot()
+    return snap.nodes, snap.pending_steps, snap.memory, ad.server._next_id
+
+
+def ones(*shape, dtype="float32"):
+    return lambda ad: Tensor.ones(list(shape), ad, dtype=dtype)
+
+
+# name: (error, words the message must contain, operand made before the check, the failing action)
+CASES = {
+    "broadcast": (ShapeMismatchError, "do not match", ones(3), lambda ad, x, o: x + o),
+    "matmul_inner": (ShapeMismatchError, "must equal", ones(2, 3), lambda ad, x, o: o @ o),
+    "matmul_rank": (ShapeMismatchError, "rank 2", None, lambda ad, x, o: x.matmul(x)),
+    "reshape": (ShapeMismatchError, "Cannot reshape", None, lambda ad, x, o: x.reshape([3])),
+    "dim": (ShapeMismatchError, "does not exist", None, lambda ad, x, o: x.sum_dim(2)),
+    "ragged": (ShapeMismatchError, "ragged", None, lambda ad, x, o: Tensor.from_floats([[1.0], [1.0, 2.0]], ad)),
+    "strings": (DTypeError, "needs numbers", None, lambda ad, x, o: Tensor.from_floats(["a", "b"], ad)),
+    "dtype_name": (DTypeError, "float64", None, lambda ad, x, o: Tensor.zeros([2], ad, dtype="int8")),
+    "mixed_dtypes": (DTypeError, "same dtype", ones(2, dtype="float64"), lambda ad, x, o: x * o),
+    "nan": (NonFiniteError, "NaN", None, lambda ad, x, o: Tensor.from_floats([1.0, float("nan")], ad)),
+    "inf_scalar": (NonFiniteError, "not finite", None, lambda ad, x, o: x * float("inf")),
+    "div_zero": (NonFiniteError, "non-zero", None, lambda ad, x, o: x / 0),
+    "untracked_backward": (UntrackedBackwardError, "require_grad()", ones(2), lambda ad, x, o: o.backward()),
+    "inner_backward": (UntrackedBackwardError, "autodiff device", None, lambda ad, x, o: x.without_autodiff().backward()),
+    "non_leaf": (NonLeafRequireGradError, "non leaf", None, lambda ad, x, o: o.require_grad()),
+    "devices": (DeviceMismatchError, "different devices", None, lambda ad, x, o: x + o),
+    "inner_mix": (DeviceMismatchError, "different devices", None, lambda ad, x, o: x + x.without_autodiff()),
+    "operand": (UnsupportedOperationError, "type str", None, lambda ad, x, o: x * "2"),
+    "tensor_exponent": (UnsupportedOperationError, "number", None, lambda ad, x, o: x**x),
+    "bad_shape": (ShapeMismatchError, "positive sizes", None, lambda ad, x, o: Tensor.ones([2, 0], ad)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_raises_typed_error_and_leaves_server_consistent(ad, name):
+    error, words, make_operand, action = CASES[name]
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    operand = make_operand(ad) if make_operand else None
+    if name == "devices":
+        operand = Tensor.ones([2], Device.numpy().autodiff())
+    if name == "non_leaf":
+        operand = x * 2.0
+    before = state(ad)
+    with pytest.raises(error) as raised:
+        action(ad, x, operand)
+    assert isinstance(raised.value, AutodiffError)
+    assert words in str(raised.value)
+    assert str(raised.value).endswith(".") and len(str(raised.value).split()) >= 8  # a sentence, not a code
+    after = state(ad)
+    assert after[1:] == before[1:]  # no step, no node id, no memory leaked by the failed op
+    assert x.grad((x * x).sum().backward()).tolist() == [2.0, 4.0]  # still usable

@@ -1,0 +1,161 @@
+"""Burn's runtime semantics: steps, order, requirements, consumption, saved state, sweeps."""
+
+import gc
+
+import numpy as np
+import pytest
+
+from autodiff import Device, NodeStatus, Requirement, TapeConsumedError, Tensor
+
+
+@pytest.fixture
+def ad():
+    return Device.numpy().autodiff()
+
+
+def test_every_op_registers_one_step_with_order_and_tracked_parents(ad):
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    c = Tensor.from_floats([3.0, 4.0], ad)  # untracked constant: not a parent
+    before = len(ad.server.steps)
+    y = x * c
+    z = y.exp() + c
+    assert len(ad.server.steps) == before + 3
+    assert y.node.parents == ((x.node_id, True),)
+    assert (x.node.order, y.node.order, z.node.order) == (0, 1, 3)
+    assert z.node.parents[0].id == z.node_id - 1  # the exp node, not a leaf
+    assert (x.requirement, c.requirement, y.requirement) == (
+        Requirement.Grad,
+        Requirement.Untracked,
+        Requirement.GradInBackward,
+    )
+
+
+def test_untracked_ops_register_a_no_op_step(ad):
+    c = Tensor.from_floats([1.0], ad)
+    d = c * 2.0
+    assert d.requirement is Requirement.Untracked
+    assert d.node_id in ad.server.steps
+    assert ad.server.steps[d.node_id].rules == ()
+
+
+def test_only_leaves_keep_gradients(ad):
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    h = x.exp()
+    loss = (h * x).sum()
+    grads = loss.backward()
+    assert h.grad(grads) is None and loss.grad(grads) is None
+    np.testing.assert_allclose(x.grad(grads).numpy(), np.exp([1.0, 2.0]) * (1 + np.array([1.0, 2.0])), rtol=1e-6)
+    assert grads.node_ids() == [x.node_id]
+
+
+def test_grad_remove_and_replace(ad):
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    grads = (x * 2.0).sum().backward()
+    x.grad_replace(grads, Tensor.from_floats([9.0, 9.0], ad.inner))
+    assert x.grad(grads).tolist() == [9.0, 9.0]  # replaced, not added
+    assert x.grad_remove(grads).tolist() == [9.0, 9.0]
+    assert x.grad(grads) is None and len(grads) == 0
+
+
+def test_consumed_steps_are_gone_and_refusal_consumes_nothing(ad):
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    shared = x.exp()
+    l1 = (shared * 2.0).sum()
+    l2 = (shared * 3.0).sum()
+    l1.backward()
+    steps_before = dict(ad.server.steps)
+    with pytest.raises(TapeConsumedError) as refusal:
+        l2.backward()
+    assert refusal.value.node_id == shared.node_id
+    assert ad.server.steps == steps_before  # nothing consumed by the refused backward
+    snap = ad.snapshot()
+    assert snap.node(shared.node_id).status is NodeStatus.CONSUMED
+    assert snap.node(l2.node_id).status is NodeStatus.LIVE
+    # the server is still usable: a fresh loss on the same leaf works
+    assert x.grad((x * 4.0).sum().backward()).tolist() == [4.0, 4.0]
+
+
+def test_detach_severs_and_shares_data(ad):
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    y = x * 2.0
+    d = y.detach()
+    assert not d.is_tracked and not d.is_require_grad and d.node_id != y.node_id
+    assert d.data is y.data  # same buffer, no copy
+    grads = (d * x).sum().backward()
+    assert x.grad(grads).tolist() == [2.0, 4.0]  # d treated as a constant
+    assert y.node_id in ad.server.steps  # y's step was not part of that backward
+
+
+def test_without_autodiff_is_on_the_inner_device(ad):
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    xi = x.without_autodiff()
+    assert xi.device is ad.inner and xi.node is None and xi.data is x.data
+    steps = len(ad.server.steps)
+    (xi * 2.0).exp().sum()
+    assert len(ad.server.steps) == steps
+
+
+MIB = 2**20
+
+
+def big(ad):
+    return Tensor.ones([512, 512], ad)
+
+
+def test_saved_state_follows_burn(ad):
+    x = big(ad).require_grad()
+    c = big(ad)
+    base = ad.memory_usage().bytes_in_use
+    y = x * c  # x tracked, c not: only c is saved (x's rule needs c)
+    assert ad.server.steps[y.node_id].saved.keys() == {"b"}
+    s = y.sum()  # sum saves only the shape
+    assert ad.server.steps[s.node_id].saved == {}
+    e = x.exp()  # exp saves its input
+    assert ad.server.steps[e.node_id].saved["x"] is x.data
+    del y, s, e
+    gc.collect()
+    # y's buffer is gone (sum saved nothing), e's output too; only handles and saved inputs remain
+    assert ad.memory_usage().bytes_in_use == base
+
+
+def test_abandoned_graph_keeps_memory_until_next_backward(ad):
+    x = big(ad).require_grad()
+    base = ad.memory_usage().bytes_in_use
+    loss = (x.exp() * x).sum()
+    del loss
+    assert ad.memory_usage().bytes_in_use == base + MIB  # exp's output saved by mul
+    assert any(n.status is NodeStatus.ABANDONED for n in ad.snapshot().nodes)
+    for _ in range(3):  # untracked work and reads never sweep
+        (big(ad) * 2.0).sum().item()
+    assert ad.memory_usage().bytes_in_use == base + MIB
+    y = Tensor.from_floats([1.0], ad).require_grad()
+    (y * y).sum().backward()
+    assert ad.memory_usage().bytes_in_use == base + 4  # y itself
+    assert all(n.status is not NodeStatus.ABANDONED for n in ad.snapshot().nodes)
+
+
+def test_sweep_keeps_graphs_of_live_tensors(ad):
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    kept = (x.exp() * x).sum()  # its handle is alive: must survive an unrelated backward
+    other = Tensor.from_floats([1.0], ad).require_grad()
+    (other * 2.0).sum().backward()
+    grads = kept.backward()
+    e = np.exp([1.0, 2.0])
+    np.testing.assert_allclose(x.grad(grads).numpy(), e * np.array([1.0, 2.0]) + e, rtol=1e-6)
+
+
+def test_memory_returns_to_baseline(ad):
+    base = ad.memory_usage()
+    x = Tensor.random([64, 64], __import__("autodiff").Distribution.Default, ad).require_grad()
+    grads = ((x @ x).tanh().mean()).backward()
+    del grads, x
+    assert ad.memory_usage() == base
+
+
+def test_devices_are_isolated():
+    a, b = Device.numpy().autodiff(), Device.numpy().autodiff()
+    xa = Tensor.ones([256, 256], a).require_grad()
+    (xa.exp() * 2.0).sum()
+    assert b.memory_usage().bytes_in_use == 0 and b.snapshot().nodes == ()
+    xb = Tensor.from_floats([1.0], b)
+    assert xb.node_id == 0  # each server counts its own ids
