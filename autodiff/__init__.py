@@ -1,10 +1,10 @@
 """A compact Python re-creation of the autodiff runtime of the Rust framework Burn.
 
-    from autodiff import Device, Tensor
-    ad = Device.numpy().autodiff()
-    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
-    grads = ((x * x) + x * 3.0).sum().backward()
-    x.grad(grads).tolist()  # [5.0, 7.0]
+from autodiff import Device, Tensor
+ad = Device.numpy().autodiff()
+x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+grads = ((x * x) + x * 3.0).sum().backward()
+x.grad(grads).tolist()  # [5.0, 7.0]
 """
 
 from .device import Device, Distribution

@@ -63,9 +63,7 @@ class Device:
 
     def snapshot(self) -> GraphSnapshot:
         if self.server is None:
-            raise UnsupportedOperationError(
-                "Only an autodiff device has a graph to snapshot: use device.autodiff()."
-            )
+            raise UnsupportedOperationError("Only an autodiff device has a graph to snapshot: use device.autodiff().")
         return self.server.snapshot()
 
     def __repr__(self) -> str:

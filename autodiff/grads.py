@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from .graph import Node, NodeId, Requirement
 from .trace import GradientConsumed, GradientRegistered
@@ -38,9 +39,7 @@ class Gradients:
         self._container[node_id] = total
         if recorder is not None:
             recorder.record(
-                GradientRegistered(
-                    node_id, source, grad.to_numpy(), total.to_numpy(), previous is not None
-                )
+                GradientRegistered(node_id, source, grad.to_numpy(), total.to_numpy(), previous is not None)
             )
 
     def consume(self, node: Node, recorder: BackwardRecorder | None = None) -> Buffer:
@@ -51,9 +50,7 @@ class Gradients:
         else:
             raise RuntimeError("Trying to consume the gradients for an untracked tensor")
         if grad is None:
-            raise RuntimeError(
-                f"Can't consume the gradients of {node.id} before they are registered at least once."
-            )
+            raise RuntimeError(f"Can't consume the gradients of {node.id} before they are registered at least once.")
         if recorder is not None:
             recorder.record(GradientConsumed(node.id, kept=node.requirement is Requirement.Grad))
         return grad

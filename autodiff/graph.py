@@ -8,8 +8,9 @@ consumes it: its saved state is freed and it can never run again.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from .backends.numpy_backend import NumpyBuffer as Buffer
@@ -45,8 +46,7 @@ class Parent(NamedTuple):
     is_leaf: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Node:
+class Node(NamedTuple):  # immutable, and cheap to create on every op
     id: NodeId
     parents: tuple[Parent, ...]  # tracked inputs only, in argument order (duplicates kept)
     order: int  # 1 + the highest order among all inputs; leaves 0
@@ -90,7 +90,7 @@ class Step:
 
     def run(self, grads: Gradients, recorder: BackwardRecorder | None) -> None:
         grad = grads.consume(self.node, recorder)
-        for parent, rule, shape in zip(self.node.parents, self.rules, self.input_shapes):
+        for parent, rule, shape in zip(self.node.parents, self.rules, self.input_shapes, strict=True):
             parent_grad = rule.fn(grad, self.saved)
             if parent_grad.shape != shape:
                 parent_grad = parent_grad.sum_to(shape)

@@ -8,8 +8,8 @@ which is why its refusal names NodeId(6).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -107,9 +107,7 @@ def shared_subgraph(ad: Device, x: Tensor) -> SharedSubgraphRun:
     combined = (fresh * 2.0).sum() + (fresh * 3.0).sum()
     combined_grad = format_values(x.grad(combined.backward()))
     detached = shared.detach()
-    return SharedSubgraphRun(
-        l1_grad, refusal, l3_grad, combined_grad, detached.is_tracked, detached.is_require_grad
-    )
+    return SharedSubgraphRun(l1_grad, refusal, l3_grad, combined_grad, detached.is_tracked, detached.is_require_grad)
 
 
 def memory_forward(x: Tensor) -> Tensor:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import TapeConsumedError
-from .graph import Node, NodeId, Requirement, RootStep, Step
 from .grads import Gradients
+from .graph import Node, NodeId, Requirement, RootStep, Step
 from .memory import MemoryPool, MemoryUsage
 from .trace import (
     BackwardFinished,
@@ -195,11 +195,7 @@ class AutodiffServer:
             recorder.record(SweepFreed(tuple(freed), before - self.pool.bytes_in_use))
 
     def _prunable(self, record: _Record) -> bool:
-        return (
-            record.finished is not None
-            and record.finished_in < self.backward_count
-            and record.handle() is None
-        )
+        return record.finished is not None and record.finished_in < self.backward_count and record.handle() is None
 
     def _needed_steps(self) -> set[NodeId]:
         """Pending steps that are a live handle's own or one of its ancestors."""
@@ -241,7 +237,4 @@ class AutodiffServer:
                     handle_alive=alive,
                 )
             )
-        return GraphSnapshot(
-            tuple(nodes), tuple(sorted(self.steps)), self.pool.usage(), self.backward_count
-        )
-
+        return GraphSnapshot(tuple(nodes), tuple(sorted(self.steps)), self.pool.usage(), self.backward_count)

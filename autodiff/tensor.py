@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,9 +52,7 @@ class Tensor:
         try:
             array = np.array(data)
         except ValueError:
-            raise ShapeMismatchError(
-                "The nested lists are ragged: every row must have the same length."
-            ) from None
+            raise ShapeMismatchError("The nested lists are ragged: every row must have the same length.") from None
         if array.dtype.kind not in "iuf":
             raise DTypeError(
                 f"from_floats needs numbers, but got values of type {array.dtype}. "
@@ -78,9 +77,7 @@ class Tensor:
         return cls._leaf(device.backend.full(_check_shape(shape), 1.0, _check_dtype(dtype)), device, "ones")
 
     @classmethod
-    def random(
-        cls, shape: Sequence[int], distribution: Distribution, device: Device, dtype: str = "float32"
-    ) -> Tensor:
+    def random(cls, shape: Sequence[int], distribution: Distribution, device: Device, dtype: str = "float32") -> Tensor:
         shape, dtype = _check_shape(shape), _check_dtype(dtype)
         if distribution.kind == "normal":
             buffer = device.backend.normal(shape, distribution.a, distribution.b, dtype)
@@ -292,27 +289,61 @@ class Tensor:
 
     def exp(self) -> Tensor:
         # Burn saves the input and recomputes exp(x) in backward.
-        return _result("exp", self.data.exp(), (self,), (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),), {"x": self.data})
+        return _result(
+            "exp",
+            self.data.exp(),
+            (self,),
+            (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),),
+            {"x": self.data},
+        )
 
     def log(self) -> Tensor:
-        return _result("log", self.data.log(), (self,), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),), {"x": self.data})
+        return _result(
+            "log", self.data.log(), (self,), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),), {"x": self.data}
+        )
 
     def sqrt(self) -> Tensor:
-        return _result("sqrt", self.data.sqrt(), (self,), (Rule("grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0), ("x",)),), {"x": self.data})
+        return _result(
+            "sqrt",
+            self.data.sqrt(),
+            (self,),
+            (Rule("grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0), ("x",)),),
+            {"x": self.data},
+        )
 
     def sin(self) -> Tensor:
-        return _result("sin", self.data.sin(), (self,), (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),), {"x": self.data})
+        return _result(
+            "sin",
+            self.data.sin(),
+            (self,),
+            (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),),
+            {"x": self.data},
+        )
 
     def cos(self) -> Tensor:
-        return _result("cos", self.data.cos(), (self,), (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),), {"x": self.data})
+        return _result(
+            "cos",
+            self.data.cos(),
+            (self,),
+            (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),),
+            {"x": self.data},
+        )
 
     def tanh(self) -> Tensor:
         y = self.data.tanh()
-        return _result("tanh", y, (self,), (Rule("grad * (1 - y²)", lambda g, s: g * (1.0 - s["y"] * s["y"]), ("y",)),), {"y": y})
+        return _result(
+            "tanh", y, (self,), (Rule("grad * (1 - y²)", lambda g, s: g * (1.0 - s["y"] * s["y"]), ("y",)),), {"y": y}
+        )
 
     def sigmoid(self) -> Tensor:
         y = self.data.sigmoid()
-        return _result("sigmoid", y, (self,), (Rule("grad * y * (1 - y)", lambda g, s: g * s["y"] * (1.0 - s["y"]), ("y",)),), {"y": y})
+        return _result(
+            "sigmoid",
+            y,
+            (self,),
+            (Rule("grad * y * (1 - y)", lambda g, s: g * s["y"] * (1.0 - s["y"]), ("y",)),),
+            {"y": y},
+        )
 
     def relu(self) -> Tensor:
         y = self.data.relu()
@@ -325,16 +356,31 @@ class Tensor:
 
     def mean(self) -> Tensor:
         shape, n = self.shape, math.prod(self.shape)
-        return _result("mean", self.data.sum() / n, (self,), (Rule(f"ones(shape) * grad / {n}", lambda g, s: (g / n).expand(shape)),))
+        return _result(
+            "mean",
+            self.data.sum() / n,
+            (self,),
+            (Rule(f"ones(shape) * grad / {n}", lambda g, s: (g / n).expand(shape)),),
+        )
 
     def sum_dim(self, dim: int) -> Tensor:
         shape, dim = self.shape, self._dim(dim)
-        return _result(f"sum_dim({dim})", self.data.sum_dim(dim), (self,), (Rule("grad expanded along dim", lambda g, s: g.expand(shape)),))
+        return _result(
+            f"sum_dim({dim})",
+            self.data.sum_dim(dim),
+            (self,),
+            (Rule("grad expanded along dim", lambda g, s: g.expand(shape)),),
+        )
 
     def mean_dim(self, dim: int) -> Tensor:
         shape, dim = self.shape, self._dim(dim)
         n = shape[dim]
-        return _result(f"mean_dim({dim})", self.data.sum_dim(dim) / n, (self,), (Rule(f"grad / {n} expanded along dim", lambda g, s: (g / n).expand(shape)),))
+        return _result(
+            f"mean_dim({dim})",
+            self.data.sum_dim(dim) / n,
+            (self,),
+            (Rule(f"grad / {n} expanded along dim", lambda g, s: (g / n).expand(shape)),),
+        )
 
     # -- shape ops (views: no new allocation) ------------------------------------------------------
     def reshape(self, shape: Sequence[int]) -> Tensor:
@@ -347,11 +393,21 @@ class Tensor:
             raise ShapeMismatchError(
                 f"Cannot reshape a tensor of shape {self.dims()} ({math.prod(original)} values) into {list(shape)}."
             ) from None
-        return _result(f"reshape({list(data.shape)})", data, (self,), (Rule("grad reshaped back", lambda g, s: g.reshape(original)),))
+        return _result(
+            f"reshape({list(data.shape)})",
+            data,
+            (self,),
+            (Rule("grad reshaped back", lambda g, s: g.reshape(original)),),
+        )
 
     def swap_dims(self, dim1: int, dim2: int) -> Tensor:
         d1, d2 = self._dim(dim1), self._dim(dim2)
-        return _result(f"swap_dims({d1}, {d2})", self.data.swap_dims(d1, d2), (self,), (Rule("grad with dims swapped back", lambda g, s: g.swap_dims(d1, d2)),))
+        return _result(
+            f"swap_dims({d1}, {d2})",
+            self.data.swap_dims(d1, d2),
+            (self,),
+            (Rule("grad with dims swapped back", lambda g, s: g.swap_dims(d1, d2)),),
+        )
 
     def transpose(self) -> Tensor:
         if len(self.shape) < 2:
@@ -369,18 +425,20 @@ class Tensor:
                 f"These tensors live on two different devices ({self.device.name} and {other.device.name}). "
                 "Create both on the same device, or move one with without_autodiff()."
             )
-        if other.dtype != self.dtype:
+        if not self.data.same_dtype(other.data):
             raise DTypeError(
                 f"Cannot combine a {self.dtype} tensor with a {other.dtype} tensor; create both with the same dtype."
             )
-        if broadcast:
-            _broadcast_shape(self.shape, other.shape, "this operation")
+        if broadcast and self.data.shape != other.data.shape:
+            _broadcast_shape(self.data.shape, other.data.shape, "this operation")
         return self, other
 
     def _dim(self, dim: int) -> int:
         rank = len(self.shape)
         if not isinstance(dim, numbers.Integral) or not -rank <= dim < rank:
-            raise ShapeMismatchError(f"Dimension {dim} does not exist: this tensor has {rank} dims (shape {self.dims()}).")
+            raise ShapeMismatchError(
+                f"Dimension {dim} does not exist: this tensor has {rank} dims (shape {self.dims()})."
+            )
         return int(dim) % rank
 
 
@@ -396,23 +454,26 @@ def _result(
     server = device.server
     if server is None:
         return Tensor(out, device)
-    nodes = [t.node for t in inputs]
-    order = 1 + max(n.order for n in nodes)
-    tracked = [i for i, n in enumerate(nodes) if n.requirement.is_tracked]
+    order = 0
+    tracked = []
+    for i, t in enumerate(inputs):
+        order = max(order, t.node.order)
+        if t.node.requirement is not Requirement.Untracked:
+            tracked.append(i)
     node_id = server.new_node_id()
     step: Step
     if tracked:
-        parents = tuple(Parent(nodes[i].id, nodes[i].order == 0) for i in tracked)
-        node = Node(node_id, parents, order, Requirement.GradInBackward)
+        parents = tuple(Parent(inputs[i].node.id, inputs[i].node.order == 0) for i in tracked)
+        node = Node(node_id, parents, order + 1, Requirement.GradInBackward)
         kept = tuple(rules[i] for i in tracked)
         # Save only what the tracked inputs' rules read: an operand is kept only when the other is tracked.
         saved = {name: saveable[name] for rule in kept for name in rule.needs} if saveable else {}
-        step = Step(node, op, kept, tuple(inputs[i].shape for i in tracked), saved)
+        step = Step(node, op, kept, tuple(inputs[i].data.shape for i in tracked), saved)
     else:
-        node = Node(node_id, (), order, Requirement.Untracked)
+        node = Node(node_id, (), order + 1, Requirement.Untracked)
         step = UntrackedOpsStep(node, op)
     tensor = Tensor(out, device, node)
-    server.register(tensor, step, tuple(n.id for n in nodes))
+    server.register(tensor, step, tuple(t.node.id for t in inputs))
     return tensor
 
 

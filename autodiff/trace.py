@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
-from typing import Union
 
 import numpy as np
 
@@ -66,15 +65,9 @@ class BackwardFinished:
     gradient_ids: tuple[NodeId, ...]
 
 
-Event = Union[
-    TapeBuilt,
-    StepStarted,
-    GradientRegistered,
-    GradientConsumed,
-    SavedStateFreed,
-    SweepFreed,
-    BackwardFinished,
-]
+Event = (
+    TapeBuilt | StepStarted | GradientRegistered | GradientConsumed | SavedStateFreed | SweepFreed | BackwardFinished
+)
 
 
 class BackwardRecorder:

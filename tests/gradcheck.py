@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def engine_and_numeric_grads(
     loss = (program(*leaves) * Tensor.from_floats(weights, ad, dtype="float64")).sum()
     grads = loss.backward()
     engine = []
-    for leaf, array in zip(leaves, inputs):
+    for leaf, array in zip(leaves, inputs, strict=True):
         grad = leaf.grad(grads)
         engine.append(np.zeros_like(array) if grad is None else grad.numpy())
 
@@ -51,6 +51,6 @@ def engine_and_numeric_grads(
 
 def assert_gradients_match(program: Program, inputs: Sequence[np.ndarray], tol: float = 1e-5) -> None:
     engine, numeric = engine_and_numeric_grads(program, inputs)
-    for k, (e, n) in enumerate(zip(engine, numeric)):
+    for k, (e, n) in enumerate(zip(engine, numeric, strict=True)):
         assert e.shape == n.shape, f"input {k}: gradient shape {e.shape} != input shape {n.shape}"
         np.testing.assert_allclose(e, n, rtol=tol, atol=tol, err_msg=f"gradient of input {k}")

@@ -45,7 +45,12 @@ CASES = {
     "inf_scalar": (NonFiniteError, "not finite", None, lambda ad, x, o: x * float("inf")),
     "div_zero": (NonFiniteError, "non-zero", None, lambda ad, x, o: x / 0),
     "untracked_backward": (UntrackedBackwardError, "require_grad()", ones(2), lambda ad, x, o: o.backward()),
-    "inner_backward": (UntrackedBackwardError, "autodiff device", None, lambda ad, x, o: x.without_autodiff().backward()),
+    "inner_backward": (
+        UntrackedBackwardError,
+        "autodiff device",
+        None,
+        lambda ad, x, o: x.without_autodiff().backward(),
+    ),
     "non_leaf": (NonLeafRequireGradError, "non leaf", None, lambda ad, x, o: o.require_grad()),
     "devices": (DeviceMismatchError, "different devices", None, lambda ad, x, o: x + o),
     "inner_mix": (DeviceMismatchError, "different devices", None, lambda ad, x, o: x + x.without_autodiff()),

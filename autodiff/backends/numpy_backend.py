@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -32,9 +32,11 @@ class NumpyBuffer:
         self.pool = pool
         # A view keeps its base alive and owns no bytes of its own.
         self.base = base
-        self.owned_bytes = 0 if base is not None else array.nbytes
         if base is None:
+            self.owned_bytes = array.nbytes
             pool.allocate(self.owned_bytes)
+        else:
+            self.owned_bytes = 0
 
     def __del__(self) -> None:
         if self.base is None:
@@ -60,6 +62,9 @@ class NumpyBuffer:
     # -- helpers ----------------------------------------------------------------------
     def _new(self, array: np.ndarray) -> NumpyBuffer:
         return NumpyBuffer(array, self.pool)
+
+    def same_dtype(self, other: NumpyBuffer) -> bool:
+        return self.array.dtype == other.array.dtype
 
     def _view(self, array: np.ndarray) -> NumpyBuffer:
         if np.shares_memory(array, self.array):
@@ -151,7 +156,9 @@ class NumpyBuffer:
 
     def expand(self, shape: Shape) -> NumpyBuffer:
         """A new buffer of `shape` filled by broadcasting (Burn's `ones(shape) * grad`)."""
-        return self._new(np.broadcast_to(self.array, shape).copy())
+        out = np.empty(shape, dtype=self.array.dtype)
+        out[...] = self.array
+        return self._new(out)
 
     def ones_like(self) -> NumpyBuffer:
         return self._new(np.ones_like(self.array))

@@ -1,0 +1,127 @@
+"""Engine speed, measured side by side in one run (a benchmark, not a test).
+
+(a) forward+backward of the seed graph on 2-element tensors vs PyTorch eager autograd
+    (skipped when torch is not installed); target: below 0.5x torch's time.
+(b) the 512x512 memory-experiment forward+backward vs the same math hand-written in numpy;
+    target: at most 1.15x.
+
+Run: python bench/engine.py
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autodiff import Device, Distribution, Tensor  # noqa: E402
+from autodiff.scenarios import memory_forward  # noqa: E402
+
+
+def best_of(fn: Callable[[], object], repeat: int, number: int) -> float:
+    """Best mean seconds per call over `repeat` rounds of `number` calls (the least noisy figure)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def seed_graph_engine() -> Callable[[], object]:
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+
+    def run() -> object:
+        return x.grad(((x * x) + x * 3.0).sum().backward())
+
+    return run
+
+
+def seed_graph_torch() -> Callable[[], object] | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def run() -> object:
+        x.grad = None
+        ((x * x) + x * 3.0).sum().backward()
+        return x.grad
+
+    return run
+
+
+def memory_graph_engine(size: int) -> Callable[[], object]:
+    ad = Device.numpy().autodiff()
+    x = Tensor.random([size, size], Distribution.Default, ad).require_grad()
+    return lambda: x.grad(memory_forward(x).backward())
+
+
+def rounded_exp(a: np.ndarray) -> np.ndarray:
+    """The engine's float32 exp: computed in float64 and rounded (correctly rounded, as the seed)."""
+    return np.exp(a.astype(np.float64)).astype(np.float32)
+
+
+def memory_graph_numpy(size: int, burn_like: bool = False) -> Callable[[], object]:
+    """Hand-written forward+backward. `burn_like` uses the engine's correctly rounded exp and
+    recomputes exp(x) in backward as Burn does, isolating the engine's own overhead."""
+    x = np.random.default_rng(0).random((size, size), dtype=np.float32)
+    exp = rounded_exp if burn_like else np.exp
+
+    def run() -> np.ndarray:
+        # forward: e = exp(x); m = e * x; y = m @ x; loss = sum(y)
+        e = exp(x)
+        m = e * x
+        y = m @ x
+        y.sum()
+        # backward, by hand
+        gy = np.ones_like(y)
+        gm = gy @ x.T
+        gx = m.T @ gy
+        gx += gm * e  # through m = e * x (rhs)
+        gx += gm * x * (exp(x) if burn_like else e)  # through e = exp(x)
+        return gx
+
+    return run
+
+
+def main() -> None:
+    print(f"# {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
+          f"Python {platform.python_version()}, numpy {np.__version__}")  # fmt: skip
+    engine = best_of(seed_graph_engine(), repeat=7, number=2000)
+    torch_run = seed_graph_torch()
+    if torch_run is None:
+        print(f"(a) seed graph fwd+bwd: engine {engine * 1e6:.1f} us; torch not installed, no ratio")
+    else:
+        import torch
+
+        reference = best_of(torch_run, repeat=7, number=2000)
+        print(
+            f"(a) seed graph fwd+bwd: engine {engine * 1e6:.1f} us, torch {torch.__version__} "
+            f"{reference * 1e6:.1f} us, ratio {engine / reference:.2f}x (target < 0.5x)"
+        )
+    engine = best_of(memory_graph_engine(512), repeat=5, number=5)
+    reference = best_of(memory_graph_numpy(512), repeat=5, number=5)
+    same_math = best_of(memory_graph_numpy(512, burn_like=True), repeat=5, number=5)
+    print(
+        f"(b) 512x512 experiment fwd+bwd: engine {engine * 1e3:.2f} ms, hand-written numpy "
+        f"{reference * 1e3:.2f} ms, ratio {engine / reference:.2f}x (target <= 1.15x)"
+    )
+    print(
+        f"    same hand-written numpy with the engine's correctly rounded exp, recomputed in backward as "
+        f"Burn does: {same_math * 1e3:.2f} ms, ratio {engine / same_math:.2f}x (the engine's own overhead)"
+    )
+
+
+if __name__ == "__main__":
+    main()
