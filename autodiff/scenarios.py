@@ -15,6 +15,7 @@ import numpy as np
 
 from .device import Device, Distribution
 from .errors import TapeConsumedError
+from .grads import Gradients
 from .memory import MemoryUsage
 from .tensor import Tensor
 
@@ -49,6 +50,7 @@ class ConsumptionRun:
     unused: Tensor
     h: Tensor
     loss: Tensor
+    grads: Gradients
     rows: list[GradRow]
 
 
@@ -73,7 +75,7 @@ def gradient_consumption(ad: Device) -> ConsumptionRun:
         GradRow("x.grad again", format_values(x.grad(grads)),
                 "It was removed, so the container no longer has it."),
     ]  # fmt: skip
-    return ConsumptionRun(ad, x, unused, h, loss, rows)
+    return ConsumptionRun(ad, x, unused, h, loss, grads, rows)
 
 
 def try_backward(loss: Tensor) -> TapeConsumedError | None:

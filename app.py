@@ -1,0 +1,49 @@
+"""Seeing reverse-mode autodiff: the app's frame (pages, sidebar, presenter mode, error guard).
+
+Run: streamlit run app.py
+"""
+
+import streamlit as st
+
+from autodiff import AutodiffError
+
+st.set_page_config(page_title="Seeing autodiff", page_icon="🔁", layout="wide")
+
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon="🏠", default=True),
+    st.Page("pages/backward_traversal.py", title="Backward traversal", icon="⏪"),
+    st.Page("pages/gradient_consumption.py", title="Gradient consumption", icon="🧾"),
+    st.Page("pages/tape_consumption.py", title="Tape consumption", icon="✂️"),
+    st.Page("pages/memory_growth.py", title="Memory growth", icon="📈"),
+]
+
+page = st.navigation(PAGES)
+
+with st.sidebar:
+    st.toggle("Presenter mode", key="presenter", help="Larger text and graphs, fewer controls: for a projector.")
+    st.selectbox(
+        "Backend",
+        ["numpy"],
+        key="backend",
+        help="The array library under the engine. numpy runs everywhere; the MLX backend is on the roadmap.",
+    )
+    st.caption(
+        "A Python re-creation of the autodiff runtime of the Rust framework Burn. "
+        "Everything you do here runs on your own device object: other visitors never see it."
+    )
+
+if st.session_state.get("presenter"):
+    st.html(
+        "<style>html, body, [data-testid='stMarkdownContainer'] p, li, td {font-size: 1.25rem !important;}"
+        " h1 {font-size: 2.6rem !important;} [data-testid='stSidebar'] {min-width: 15rem;}</style>"
+    )
+
+try:
+    page.run()
+except AutodiffError as error:
+    st.error(f"The engine refused this: {error}\n\nChange the input above and try again; nothing else was lost.")
+except Exception as error:  # the last guard: explain, never show a traceback
+    st.error(
+        f"Something unexpected went wrong ({type(error).__name__}: {error}). Your session is kept: "
+        "press **R** to rerun, or pick another lesson in the sidebar."
+    )

@@ -1,0 +1,77 @@
+import math
+
+import pandas as pd
+import streamlit as st
+
+from autodiff import Requirement
+from ui.graph import graph_dot
+from ui.labs import ConsumptionLab
+from ui.programs import PROGRAMS
+from ui.state import presenter_mode, session_object
+from ui.widgets import gradients_table, graph_with_legend, lesson_intro, outcome_log, outcome_message
+
+lesson_intro(
+    "Gradient consumption",
+    "`backward()` returns a `Gradients` container: a map from node to gradient. While backward runs, every "
+    "step **consumes** the gradient of its own node. For an op output (`GradInBackward`) that removes the "
+    "entry; for a leaf marked with `require_grad()` (`Grad`) the entry is **kept**. So after backward only "
+    "leaves have gradients, and a leaf the loss never used has none.",
+)
+
+lab = session_object("consumption_lab", ConsumptionLab)
+
+st.code(PROGRAMS["seed"].source + "grads = loss.backward()\n", language="python")
+st.markdown("**The seed's table**, computed live on your device:")
+st.dataframe(
+    pd.DataFrame([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows]),
+    hide_index=True,
+    width="stretch",
+)
+
+st.subheader("Ask the container yourself")
+names = list(lab.tensors)
+choice = st.radio("Tensor", names, horizontal=True, key="consumption_tensor")
+cols = st.columns([1, 1, 2, 1])
+outcome = None
+if cols[0].button("grad()", width="stretch"):
+    outcome = lab.grad(choice)
+if cols[1].button("grad_remove()", width="stretch"):
+    outcome = lab.grad_remove(choice)
+shape = lab.tensors[choice].dims()
+raw = cols[2].text_input(
+    "New gradient values",
+    value=", ".join(["1.0"] * math.prod(shape)),
+    help=f"Comma-separated numbers, as many as the tensor has ({shape}).",
+    label_visibility="collapsed",
+)
+if cols[3].button("grad_replace()", width="stretch"):
+    try:
+        values = [float(v) for v in raw.replace("[", "").replace("]", "").split(",") if v.strip()]
+    except ValueError:
+        st.error("The new gradient must be numbers separated by commas, for example `1.0, 2.0`.")
+    else:
+        outcome = lab.grad_replace(choice, values)
+if outcome is not None:
+    outcome_message(outcome)
+
+left, right = st.columns([1, 1])
+with left:
+    st.markdown("**The `Gradients` container now**")
+    container = {int(i): lab.grads.get(i).numpy() for i in lab.grads.node_ids()}
+    labels = {int(t.node_id): n for n, t in lab.tensors.items()}
+    leaves = {int(t.node_id) for t in lab.tensors.values() if t.requirement is Requirement.Grad}
+    gradients_table(container, labels, leaves)
+with right:
+    st.markdown("**Why each tensor has (or lacks) a gradient now**")
+    st.dataframe(pd.DataFrame([{"Tensor": n, "Why": lab.reason(n)} for n in names]), hide_index=True, width="stretch")
+
+graph_with_legend(
+    graph_dot(lab.ad.snapshot(), labels, presenter=presenter_mode()),
+    "After backward every step on the loss's path is consumed (dashed). `unused` was never on the path.",
+)
+if lab.log:
+    st.markdown("**What you did**")
+    outcome_log(lab.log)
+if st.button("Start over"):
+    del st.session_state["consumption_lab"]
+    st.rerun()

@@ -1,0 +1,103 @@
+import inspect
+
+import pandas as pd
+import streamlit as st
+
+from autodiff import NodeStatus
+from autodiff.scenarios import abandoned_graphs_experiment, memory_forward
+from ui.format import format_bytes
+from ui.graph import graph_dot
+from ui.labs import MemoryLab
+from ui.state import presenter_mode
+from ui.widgets import graph_with_legend, lesson_intro, memory_charts
+
+lesson_intro(
+    "Memory growth",
+    "Each forward pass on an autodiff device registers steps that **save tensors** for backward "
+    "(here `exp`'s output, kept by `mul`, and `mul`'s output, kept by `matmul`: 2 tensors per pass). "
+    "Dropping the loss does **not** free them: nothing frees graph memory in Burn except a `backward()`, "
+    "which ends with a sweep of every graph no live tensor needs. The same loop on `x.without_autodiff()` "
+    "records nothing and stays flat.",
+)
+st.code(inspect.getsource(memory_forward), language="python")
+
+RUNNING = "memory_running"
+SIZES = [128, 256, 512]
+controls = st.columns([1, 1, 1.3, 1])
+size = controls[0].selectbox("Tensor size (n × n)", SIZES, index=2, key="memory_size")
+iterations = controls[1].slider("Forward passes", 5, 40, 20, key="memory_iterations")
+mode = controls[2].radio("Mode", ["autodiff", "without_autodiff()"], horizontal=True, key="memory_mode")
+if controls[3].button("▶ Start", type="primary", width="stretch"):
+    st.session_state.memory_lab = MemoryLab(size, iterations, autodiff=mode == "autodiff")
+    st.session_state[RUNNING] = True
+    st.rerun()
+
+
+@st.fragment(run_every=0.3 if st.session_state.get(RUNNING) else None)
+def live_experiment() -> None:
+    lab: MemoryLab | None = st.session_state.get("memory_lab")
+    if lab is None:
+        st.info("Choose a size and a number of passes, then press **Start**.")
+        return
+    if st.session_state.get(RUNNING):
+        if lab.finished:
+            st.session_state[RUNNING] = False
+            st.rerun()
+        lab.forward_once()
+    usage = lab.history[-1].usage
+    snapshot = lab.ad.snapshot()
+    abandoned = [n for n in snapshot.nodes if n.status is NodeStatus.ABANDONED]
+    mode_text = "autodiff" if lab.autodiff else "without_autodiff()"
+    metrics = st.columns(4)
+    metrics[0].metric("Forward passes", f"{lab.done} / {lab.iterations}")
+    metrics[1].metric("Memory in use", f"{usage.mib:.1f} MiB")
+    metrics[2].metric("Live buffers", f"{usage.allocations:,}")
+    metrics[3].metric(
+        "Abandoned steps", f"{len(abandoned):,}", help="Steps no live tensor needs, still holding memory."
+    )
+    memory_charts(lab.history, lab.iterations)
+    st.caption(
+        f"Mode: {mode_text}, x is {lab.size} × {lab.size} float32 ({format_bytes(lab.size * lab.size * 4)}). "
+        + (
+            "Each pass adds the two tensors its steps saved."
+            if lab.autodiff
+            else "The inner device registers no steps: temporaries are freed as soon as each pass ends."
+        )
+    )
+    if lab.autodiff and st.button("Run one backward now", key="memory_backward", disabled=not lab.finished):
+        lab.backward_now()
+        st.rerun(scope="fragment")
+    if lab.autodiff and not presenter_mode():
+        graph_with_legend(
+            graph_dot(snapshot, {int(lab.x.node_id): "x"}, presenter=presenter_mode()),
+            "Which nodes hold memory: orange boxes are abandoned steps with their saved bytes. "
+            "Large graphs are drawn one box per order bucket.",
+        )
+
+
+live_experiment()
+
+st.subheader("The second experiment: what frees abandoned graphs?")
+st.markdown(
+    "Five graphs are built and dropped; then an untracked operation and a read of its value; then one "
+    "backward of an unrelated two-element loss. Only the backward frees anything."
+)
+EXPLANATIONS = {
+    0: "Each graph keeps x, exp(x) and exp(x)·x alive in its steps: 3 tensors per graph.",
+    1: "An untracked op and reading its value register no tracked step and never sweep: nothing is freed.",
+    2: "Same again: reads and untracked work never free graph memory.",
+    3: "A backward, even of an unrelated loss, ends with a sweep that frees every abandoned graph.",
+}
+if st.button("Run the abandoned-graphs experiment", key="abandoned_run"):
+    rows = list(abandoned_graphs_experiment(size=st.session_state.get("memory_size", 512)))
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {"Moment": label, "In use (MiB)": f"{usage.mib:.1f}", "Live buffers": usage.allocations,
+                 "Why": EXPLANATIONS[i]}
+                for i, (label, usage) in enumerate(rows)
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )  # fmt: skip

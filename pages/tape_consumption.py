@@ -1,0 +1,56 @@
+import streamlit as st
+
+from ui.graph import Overlay, graph_dot
+from ui.labs import LOSSES, TapeLab
+from ui.state import presenter_mode, session_object
+from ui.widgets import graph_with_legend, lesson_intro, outcome_log, outcome_message
+
+lesson_intro(
+    "Tape consumption",
+    "Each step runs **once**: when backward runs it, the step is removed from the server and its saved "
+    "tensors are freed. Burn has no `retain_graph`, so a second backward that would pass through a consumed "
+    "step is **refused** before anything changes. Leaves (parameters) can be reused freely: build a new "
+    "forward pass, or add losses together and run a single backward.",
+)
+
+lab = session_object("tape_lab", TapeLab)
+outcome = None
+
+st.subheader("1. Backward twice on the same loss")
+st.code(
+    "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\nh = x * x\nloss = (h + x * 3.0).sum()\n"
+    "loss.backward()\nloss.backward()  # again?",
+    language="python",
+)
+if st.button("loss.backward()", key="backward_loss"):
+    outcome = lab.backward("loss")
+
+st.subheader("2. Two losses over one shared subgraph")
+st.code(
+    "shared = x.exp()\nl1 = (shared * 2.0).sum()\nl2 = (shared * 3.0).sum()\nl3 = (x * 4.0).sum()",
+    language="python",
+)
+st.markdown("Run the backward passes in any order. `l1 + l2` builds the sum of the two losses first.")
+columns = st.columns(len(LOSSES))
+for column, name in zip(columns, LOSSES, strict=True):
+    if column.button(f"{name} .backward()", key=f"backward_{name}", width="stretch"):
+        outcome = lab.backward(name)
+
+st.subheader("3. detach()")
+st.markdown("`detach()` makes a new untracked leaf with the same values: gradients stop there.")
+if st.button("(shared.detach() * x).sum().backward()", key="detach"):
+    outcome = lab.detach_demo()
+
+if outcome is not None:
+    outcome_message(outcome)
+
+graph_with_legend(
+    graph_dot(lab.ad.snapshot(), lab.names, Overlay(refused=lab.refused_at), presenter=presenter_mode()),
+    "The device's whole graph now. Consumed steps are dashed; a refused backward marks the consumed step it hit.",
+)
+if lab.log:
+    st.markdown("**What you did**")
+    outcome_log(lab.log)
+if st.button("Start over", key="tape_reset"):
+    del st.session_state["tape_lab"]
+    st.rerun()

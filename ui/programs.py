@@ -1,0 +1,106 @@
+"""The programs the lessons run. Each is an ordinary function; the app shows its real source."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
+
+
+def seed_program(ad: Device) -> dict[str, Tensor]:
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    h = x * x
+    loss = (h + x * 3.0).sum()
+    return {"x": x, "h": h, "loss": loss}
+
+
+def shared_subgraph_program(ad: Device) -> dict[str, Tensor]:
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    shared = x.exp()
+    l1 = (shared * 2.0).sum()
+    l2 = (shared * 3.0).sum()
+    loss = l1 + l2  # combine the losses, then one backward
+    return {"x": x, "shared": shared, "l1": l1, "l2": l2, "loss": loss}
+
+
+def neuron_program(ad: Device) -> dict[str, Tensor]:
+    w = Tensor.from_floats([[0.5, -0.3, 0.8]], ad).require_grad()
+    x = Tensor.from_floats([[1.0], [2.0], [3.0]], ad)  # an input: no gradient needed
+    b = Tensor.from_floats([[0.1]], ad).require_grad()
+    out = (w @ x + b).tanh()
+    loss = out.sum()
+    return {"w": w, "x": x, "b": b, "out": out, "loss": loss}
+
+
+def mlp_program(ad: Device) -> dict[str, Tensor]:
+    batch = Tensor.from_floats([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.5, -1.0]], ad)
+    target = Tensor.from_floats([[1.0], [1.0], [0.0], [0.5]], ad)
+    w1 = Tensor.random([2, 3], Distribution.normal(0.0, 0.8), ad).require_grad()
+    b1 = Tensor.zeros([1, 3], ad).require_grad()
+    w2 = Tensor.random([3, 1], Distribution.normal(0.0, 0.8), ad).require_grad()
+    hidden = (batch @ w1 + b1).relu()
+    pred = hidden @ w2
+    loss = ((pred - target) ** 2).mean()
+    return {
+        "batch": batch,
+        "target": target,
+        "w1": w1,
+        "b1": b1,
+        "w2": w2,
+        "hidden": hidden,
+        "pred": pred,
+        "loss": loss,
+    }
+
+
+@dataclass(frozen=True)
+class Program:
+    key: str
+    title: str
+    summary: str
+    build: Callable[[Device], dict[str, Tensor]]
+
+    @property
+    def source(self) -> str:
+        return textwrap.dedent(inspect.getsource(self.build))
+
+
+PROGRAMS: dict[str, Program] = {
+    p.key: p
+    for p in [
+        Program("seed", "Seed: x·x + 3x", "The seed's first program: x is used on two paths.", seed_program),
+        Program("shared", "Shared subgraph", "Two losses share `x.exp()`; combined, then one backward.",
+                shared_subgraph_program),
+        Program("neuron", "Neuron: tanh(w @ x + b)", "One neuron; x is an input that needs no gradient.",
+                neuron_program),
+        Program("mlp", "Two-layer MLP", "A tiny MLP with a squared-error loss on a batch of 4.", mlp_program),
+    ]
+}  # fmt: skip
+
+
+@dataclass
+class ProgramRun:
+    """A program built on a fresh device, with its graph before backward and a recorded backward."""
+
+    program: Program
+    device: Device
+    tensors: dict[str, Tensor]
+    before: GraphSnapshot
+    recorder: BackwardRecorder
+    grads: Gradients
+    after: GraphSnapshot
+    names: dict[int, str] = field(default_factory=dict)
+
+
+def run_program(key: str) -> ProgramRun:
+    program = PROGRAMS[key]
+    ad = Device.numpy(seed=0).autodiff()
+    tensors = program.build(ad)
+    before = ad.snapshot()
+    recorder = BackwardRecorder()
+    grads = tensors["loss"].backward(recorder=recorder)
+    names = {int(t.node_id): name for name, t in tensors.items() if t.node_id is not None}
+    return ProgramRun(program, ad, tensors, before, recorder, grads, ad.snapshot(), names)

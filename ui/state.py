@@ -1,0 +1,50 @@
+"""Per-session state and shareable links.
+
+Engine objects live in `st.session_state` (one per browser session), never in a module global or
+`st.cache_resource`, which every user shares. Values that make a view shareable (page, program,
+replay step) are mirrored into the URL's query parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import streamlit as st
+
+T = TypeVar("T")
+
+
+def session_object(key: str, factory: Callable[[], T]) -> T:
+    """This session's object under `key`, made by `factory` the first time."""
+    if key not in st.session_state:
+        st.session_state[key] = factory()
+    return st.session_state[key]
+
+
+def restore_from_url(key: str, param: str, parse: Callable[[str], T | None], default: T) -> T:
+    """A durable session value that a shared link can set: read from the URL on this session's
+    first visit of the page, then kept in session state (and written back with `publish`)."""
+    if key not in st.session_state:
+        raw = st.query_params.get(param)
+        parsed = parse(raw) if raw is not None else None
+        st.session_state[key] = default if parsed is None else parsed
+    return st.session_state[key]
+
+
+def publish(**params: object) -> None:
+    """Write view parameters into the URL so the address bar is a shareable link."""
+    for name, value in params.items():
+        if st.query_params.get(name) != str(value):
+            st.query_params[name] = str(value)
+
+
+def parse_int(raw: str) -> int | None:
+    try:
+        return int(raw)
+    except ValueError:
+        return None
+
+
+def presenter_mode() -> bool:
+    return bool(st.session_state.get("presenter", False))

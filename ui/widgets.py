@@ -1,0 +1,168 @@
+"""Shared widgets: the graph with its legend, tables, the step player, the memory chart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from autodiff import GraphSnapshot
+
+from .format import format_values
+from .graph import legend_html
+from .labs import MemoryPoint, Outcome
+from .replay import node_name
+from .state import presenter_mode
+
+SPEEDS = {"slow": 1.5, "normal": 0.8, "fast": 0.35}
+
+
+def lesson_intro(title: str, text: str) -> None:
+    st.title(title)
+    st.markdown(text)
+
+
+def graph_with_legend(dot: str, caption: str) -> None:
+    """The graph beside the legend that explains its colours (the legend folds away in presenter mode)."""
+    if presenter_mode():
+        st.graphviz_chart(dot, width="stretch")
+        st.caption(caption)
+        return
+    left, right = st.columns([3, 1])
+    with left:
+        st.graphviz_chart(dot, width="stretch")
+        st.caption(caption)
+    with right:
+        st.markdown("**Legend**")
+        st.markdown(legend_html(), unsafe_allow_html=True)
+
+
+def gradients_table(container: dict[int, np.ndarray], names: dict[int, str], kept: set[int]) -> None:
+    """The `Gradients` container: one row per entry."""
+    if not container:
+        st.info("The Gradients container is empty.")
+        return
+    rows = [
+        {
+            "Node": node_name(node_id, names),
+            "Shape": str(list(np.shape(value))),
+            "Gradient": format_values(value),
+            "Kind": "kept (Grad leaf)" if node_id in kept else "registered, awaiting its step",
+        }
+        for node_id, value in sorted(container.items())
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, names: dict[int, str]) -> None:
+    """The tape: one row per order bucket, highest order first (the order they run in)."""
+    rows = []
+    for order in range(len(buckets) - 1, -1, -1):
+        if not buckets[order]:
+            continue
+        rows.append(
+            {
+                "Order": order,
+                "Steps (in tape order)": ", ".join(node_name(i, names) for i in buckets[order]),
+                "Ops": ", ".join(snapshot.node(i).op for i in buckets[order]),
+            }
+        )
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def step_player(total: int, key: str) -> int:
+    """First / previous / next / last, play-pause with speed, and a scrubber. Returns the index."""
+    ss = st.session_state
+    index_key, slider_key, playing_key = f"{key}_index", f"{key}_slider", f"{key}_playing"
+    ss.setdefault(index_key, 0)
+    ss[index_key] = max(0, min(ss[index_key], total - 1))
+
+    def go(target: int) -> None:
+        ss[index_key] = max(0, min(target, total - 1))
+
+    cols = st.columns([1, 1, 1, 1, 1.2, 1.6])
+    cols[0].button("⏮ First", key=f"{key}_first", on_click=go, args=(0,), width="stretch")
+    cols[1].button("◀ Prev", key=f"{key}_prev", on_click=lambda: go(ss[index_key] - 1), width="stretch")
+    cols[2].button("Next ▶", key=f"{key}_next", on_click=lambda: go(ss[index_key] + 1), width="stretch")
+    cols[3].button("Last ⏭", key=f"{key}_last", on_click=go, args=(total - 1,), width="stretch")
+    playing = ss.get(playing_key, False)
+    if cols[4].button("⏸ Pause" if playing else "⏵ Play", key=f"{key}_play", width="stretch"):
+        ss[playing_key] = not playing
+        if not playing and ss[index_key] >= total - 1:
+            ss[index_key] = 0
+        st.rerun()  # a full rerun: the player's timer is set when the page is drawn
+    if not presenter_mode():
+        cols[5].select_slider("Speed", options=list(SPEEDS), value="normal", key=f"{key}_speed",
+                              label_visibility="collapsed")  # fmt: skip
+    ss[slider_key] = ss[index_key]
+    st.slider(
+        "Event",
+        0,
+        max(total - 1, 1),
+        key=slider_key,
+        on_change=lambda: go(ss[slider_key]),
+        disabled=total <= 1,
+        help="Drag to jump to any event of the recorded backward.",
+    )
+    return ss[index_key]
+
+
+def play_interval(key: str) -> float | None:
+    """The player's timer period while playing, else None (no timer)."""
+    if not st.session_state.get(f"{key}_playing", False):
+        return None
+    return SPEEDS[st.session_state.get(f"{key}_speed", "normal")]
+
+
+def advance_player(key: str, total: int) -> None:
+    """One tick of the player's timer: move on, and stop at the end."""
+    ss = st.session_state
+    if ss.get(f"{key}_playing", False):
+        if ss[f"{key}_index"] < total - 1:
+            ss[f"{key}_index"] += 1
+        else:
+            ss[f"{key}_playing"] = False
+            st.rerun()
+
+
+def outcome_message(outcome: Outcome) -> None:
+    """A button's result: success with the value, or an explained error (never a traceback)."""
+    if outcome.ok:
+        st.success(f"`{outcome.action}` → `{outcome.result}`\n\n{outcome.explanation}")
+    else:
+        st.error(f"`{outcome.action}` was refused.\n\n> {outcome.result}\n\n**Why:** {outcome.explanation}")
+
+
+def outcome_log(log: list[Outcome]) -> None:
+    if not log:
+        return
+    rows = [
+        {"#": i + 1, "Action": o.action, "Result": o.result if o.ok else "refused", "Why": o.explanation}
+        for i, o in enumerate(log)
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def memory_charts(history: list[MemoryPoint], iterations: int) -> None:
+    """In-use MiB and live allocations per forward iteration, with fixed axes so the curve grows in place."""
+    data = pd.DataFrame(
+        [
+            {"Iteration": p.iteration, "MiB in use": round(p.usage.mib, 3), "Allocations": p.usage.allocations,
+             "Event": p.label}
+            for p in history
+        ]
+    )  # fmt: skip
+    left, right = st.columns(2)
+    for column, field, title in ((left, "MiB in use", "Memory in use (MiB)"), (right, "Allocations", "Live buffers")):
+        top = max(1.0, float(data[field].max()) * 1.15)
+        spec = {
+            "title": title,
+            "height": 260,
+            "mark": {"type": "line", "point": True, "color": "#e8590c"},
+            "encoding": {
+                "x": {"field": "Iteration", "type": "quantitative", "scale": {"domain": [0, iterations]}},
+                "y": {"field": field, "type": "quantitative", "scale": {"domain": [0, top]}},
+                "tooltip": [{"field": "Iteration"}, {"field": "Event"}, {"field": field}],
+            },
+        }
+        column.vega_lite_chart(data, spec, width="stretch")
