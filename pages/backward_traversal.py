@@ -50,7 +50,7 @@ total = len(events)
 code_column, tape_column = st.columns([1, 1])
 with code_column:
     st.markdown(f"**The program** — {program.summary}")
-    st.code(program.source, language="python")
+    st.code(program.source, language="python", wrap_lines=True)
 with tape_column:
     st.markdown("**The tape**, bucketed by order (runs top to bottom)")
     tape = next(e for e in events if isinstance(e, TapeBuilt))

@@ -20,7 +20,7 @@ lesson_intro(
 
 lab = session_object("consumption_lab", ConsumptionLab)
 
-st.code(PROGRAMS["seed"].source + "grads = loss.backward()\n", language="python")
+st.code(PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()\n', language="python")
 st.markdown("**The seed's table**, computed live on your device:")
 st.dataframe(
     pd.DataFrame([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows]),

@@ -101,6 +101,7 @@ class TapeLab:
     def __init__(self) -> None:
         self.ad = Device.numpy().autodiff()
         self.x = Tensor.from_floats([1.0, 2.0], self.ad).require_grad()
+        self.unused = Tensor.from_floats([5.0, 5.0], self.ad).require_grad()  # as in the seed: same node ids
         self.h = self.x * self.x
         self.loss = (self.h + self.x * 3.0).sum()
         self.shared = self.x.exp()
@@ -114,7 +115,14 @@ class TapeLab:
 
     @property
     def names(self) -> dict[int, str]:
-        named = {"x": self.x, "h": self.h, "loss": self.loss, "shared": self.shared, **self.losses}
+        named = {
+            "x": self.x,
+            "unused": self.unused,
+            "h": self.h,
+            "loss": self.loss,
+            "shared": self.shared,
+            **self.losses,
+        }
         return {int(t.node_id): name for name, t in named.items()}
 
     def backward(self, name: str) -> Outcome:

@@ -81,12 +81,12 @@ def step_player(total: int, key: str) -> int:
         ss[index_key] = max(0, min(target, total - 1))
 
     cols = st.columns([1, 1, 1, 1, 1.2, 1.6])
-    cols[0].button("⏮ First", key=f"{key}_first", on_click=go, args=(0,), width="stretch")
+    cols[0].button("« First", key=f"{key}_first", on_click=go, args=(0,), width="stretch")
     cols[1].button("◀ Prev", key=f"{key}_prev", on_click=lambda: go(ss[index_key] - 1), width="stretch")
     cols[2].button("Next ▶", key=f"{key}_next", on_click=lambda: go(ss[index_key] + 1), width="stretch")
-    cols[3].button("Last ⏭", key=f"{key}_last", on_click=go, args=(total - 1,), width="stretch")
+    cols[3].button("Last »", key=f"{key}_last", on_click=go, args=(total - 1,), width="stretch")
     playing = ss.get(playing_key, False)
-    if cols[4].button("⏸ Pause" if playing else "⏵ Play", key=f"{key}_play", width="stretch"):
+    if cols[4].button("Pause" if playing else "Play ▶", key=f"{key}_play", width="stretch"):
         ss[playing_key] = not playing
         if not playing and ss[index_key] >= total - 1:
             ss[index_key] = 0
