@@ -64,9 +64,11 @@ def live_experiment() -> None:
             else "The inner device registers no steps: temporaries are freed as soon as each pass ends."
         )
     )
-    if lab.autodiff and st.button("Run one backward now", key="memory_backward", disabled=not lab.finished):
-        lab.backward_now()
-        st.rerun(scope="fragment")
+    if lab.autodiff:
+        st.button(
+            "Run one backward now", key="memory_backward", disabled=not lab.finished, on_click=lab.backward_now,
+            help="One more forward pass, then backward: its sweep frees every abandoned graph.",
+        )  # fmt: skip
     if lab.autodiff and not presenter_mode():
         graph_with_legend(
             graph_dot(snapshot, {int(lab.x.node_id): "x"}, presenter=presenter_mode()),

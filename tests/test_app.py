@@ -1,0 +1,295 @@
+"""The app through Streamlit's AppTest: every page, every control, the values it shows."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from autodiff import Device
+from autodiff.trace import StepStarted
+from ui.graph import CURRENT, REFUSED
+from ui.labs import TapeLab
+from ui.programs import PROGRAMS, run_program
+
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
+PAGES = [
+    "pages/home.py",
+    "pages/backward_traversal.py",
+    "pages/gradient_consumption.py",
+    "pages/tape_consumption.py",
+    "pages/memory_growth.py",
+]
+
+
+def app(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    if page:
+        at.query_params.clear()  # AppTest keeps query params across switch_page; a browser drops them
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def button(at: AppTest, label: str):
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button {label!r} among {[b.label for b in at.button]}"
+    return matches[0]
+
+
+def dot(at: AppTest, index: int = 0) -> str:
+    return at.get("graphviz_chart")[index].proto.spec
+
+
+def table(at: AppTest, first_column: str):
+    for frame in at.dataframe:
+        if frame.value.columns[0] == first_column:
+            return frame.value
+    raise AssertionError(f"no table starting with column {first_column!r}")
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("presenter", [False, True])
+def test_every_page_runs_without_exception(page, presenter):
+    at = app()
+    at.toggle(key="presenter").set_value(presenter).run()
+    at.query_params.clear()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert not at.error
+    assert at.title[0].value
+
+
+def test_home_shows_the_seed_table():
+    at = app()
+    frame = table(at, "Expression")
+    assert frame["Value"].tolist() == ["Some([5.0, 7.0])", "None", "None", "None", "Some([5.0, 7.0])", "None"]
+    assert frame["Why"].str.len().min() > 20
+
+
+# -- Backward traversal -----------------------------------------------------------------------
+
+
+def test_player_buttons_and_current_step_highlight():
+    at = app("pages/backward_traversal.py")
+    events = at.session_state["traversal_run"].recorder.events
+    button(at, "Last »").click().run()
+    assert at.session_state["replay_index"] == len(events) - 1
+    button(at, "◀ Prev").click().run()
+    assert at.session_state["replay_index"] == len(events) - 2
+    button(at, "« First").click().run()
+    assert at.session_state["replay_index"] == 0
+    first_step = next(i for i, e in enumerate(events) if isinstance(e, StepStarted))
+    at.slider[0].set_value(first_step).run()
+    node_id = int(events[first_step].node_id)
+    spec = dot(at)
+    current_line = next(line for line in spec.splitlines() if line.strip().startswith(f"n{node_id} "))
+    assert f'color="{CURRENT}"' in current_line and 'penwidth="4"' in current_line
+    assert spec.count('penwidth="4"') == 1  # only the current step is highlighted
+    button(at, "Next ▶").click().run()
+    assert at.session_state["replay_index"] == first_step + 1
+
+
+@pytest.mark.parametrize("key", sorted(PROGRAMS))
+def test_container_table_after_every_event_matches_the_engine(key):
+    at = app("pages/backward_traversal.py")
+    at.selectbox(key="traversal_program_widget").set_value(key).run()
+    run = at.session_state["traversal_run"]
+    assert run.program.key == key
+    total = len(run.recorder.events)
+    for index in range(total):
+        at.slider[0].set_value(index).run()
+        expected = run.recorder.container_after(index)
+        if not expected:
+            assert any("container is empty" in i.value for i in at.info)
+            continue
+        frame = table(at, "Node")
+        assert len(frame) == len(expected)
+        for (node_id, value), (_, row) in zip(sorted(expected.items()), frame.iterrows(), strict=True):
+            assert f"NodeId({int(node_id)})" in row["Node"]
+            shown = [float(v) for v in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", row["Gradient"].split("(")[0])]
+            np.testing.assert_allclose(shown, np.ravel(value)[: len(shown)], rtol=1e-3, atol=1e-4)
+    # at the end the table holds exactly what an independent run of the engine returns
+    fresh = run_program(key)
+    leaves = [t for t in fresh.tensors.values() if t.is_require_grad]
+    final = table(at, "Node")
+    assert len(final) == len(leaves)
+    spec = dot(at)
+    assert "dashed" in spec and CURRENT not in spec.split("edge [")[1].split("];", 1)[1]
+
+
+def test_play_advances_one_event_per_tick_and_stops_at_the_end():
+    at = app("pages/backward_traversal.py")
+    total = len(at.session_state["traversal_run"].recorder.events)
+    button(at, "Play ▶").click().run()  # AppTest runs the fragment once per run; a browser on a timer
+    assert at.session_state["replay_playing"] is True
+    start = at.session_state["replay_index"]
+    at.run()
+    assert at.session_state["replay_index"] == start + 1
+    for _ in range(total + 2):
+        at.run()
+    assert at.session_state["replay_index"] == total - 1
+    assert at.session_state["replay_playing"] is False
+    assert button(at, "Play ▶")
+
+
+def test_query_params_round_trip():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("pages/backward_traversal.py")
+    at.query_params["program"] = "neuron"
+    at.query_params["step"] = "7"
+    at.run()
+    assert at.selectbox(key="traversal_program_widget").value == "neuron"
+    assert at.slider[0].value == 7
+    button(at, "Next ▶").click().run()
+    assert at.query_params["step"] == ["8"] or at.query_params["step"] == "8"
+    assert at.query_params["program"] in ("neuron", ["neuron"])
+
+
+def test_downloads_offer_dot_and_json():
+    at = app("pages/backward_traversal.py")
+    labels = [d.proto.label for d in at.get("download_button")]
+    assert labels == ["Download the graph (DOT)", "Download the event trace (JSON)"]
+
+
+# -- Gradient consumption ------------------------------------------------------------------------
+
+
+def test_gradient_consumption_controls():
+    at = app("pages/gradient_consumption.py")
+    lab = at.session_state["consumption_lab"]
+    at.radio(key="consumption_tensor").set_value("x").run()
+    button(at, "grad()").click().run()
+    assert "→ `None`" in at.success[0].value  # the seed's table removed it
+    at.text_input[0].set_value("2.5, -1").run()
+    button(at, "grad_replace()").click().run()
+    assert "[2.5, -1.0]" in at.success[0].value
+    assert table(at, "Node")["Gradient"].tolist() == ["[2.5, -1]"]
+    button(at, "grad_remove()").click().run()
+    assert "[2.5, -1.0]" in at.success[0].value
+    at.radio(key="consumption_tensor").set_value("h").run()
+    button(at, "grad()").click().run()
+    assert "GradInBackward" in at.success[0].value
+    at.text_input[0].set_value("one, two").run()
+    button(at, "grad_replace()").click().run()
+    assert "numbers separated by commas" in at.error[0].value
+    at.text_input[0].set_value("1, 2, 3").run()
+    button(at, "grad_replace()").click().run()
+    assert "shape" in at.error[0].value
+    assert len(lab.log) == 5 and not at.exception
+
+
+# -- Tape consumption ---------------------------------------------------------------------------
+
+
+def test_tape_consumption_refusals_match_the_seed():
+    at = app("pages/tape_consumption.py")
+    button(at, "loss.backward()").click().run()
+    assert "x.grad = Some([5.0, 7.0])" in at.success[0].value
+    button(at, "loss.backward()").click().run()
+    assert "NodeId(5)" in at.error[0].value and "retain_graph" in at.error[0].value
+    assert f'color="{REFUSED}"' in next(line for line in dot(at).splitlines() if line.strip().startswith("n5 "))
+    button(at, "l1 .backward()").click().run()
+    assert "Some([5.4365635, 14.778112])" in at.success[0].value
+    button(at, "l2 .backward()").click().run()
+    assert "NodeId(6)" in at.error[0].value
+    button(at, "l3 .backward()").click().run()
+    assert "Some([4.0, 4.0])" in at.success[0].value
+    button(at, "l1 + l2 .backward()").click().run()
+    assert "NodeId(" in at.error[0].value  # l1's own steps are consumed too
+    button(at, "(shared.detach() * x).sum().backward()").click().run()
+    assert "Some([2.7182817, 7.389056])" in at.success[0].value
+    assert len(at.session_state["tape_lab"].log) == 7
+    button(at, "Start over").click().run()
+    assert "tape_lab" in at.session_state and not at.session_state["tape_lab"].log
+
+
+# -- Memory growth --------------------------------------------------------------------------------
+
+
+def memory_run(mode: str, passes: int = 5, size: int = 128) -> AppTest:
+    at = app("pages/memory_growth.py")
+    at.selectbox(key="memory_size").set_value(size).run()
+    at.slider(key="memory_iterations").set_value(passes).run()
+    at.radio(key="memory_mode").set_value(mode).run()
+    button(at, "Start").click().run()
+    for _ in range(passes + 2):
+        at.run()  # each run is one tick of the live fragment
+    assert not at.exception
+    return at
+
+
+def test_memory_rises_with_autodiff_and_backward_frees_it():
+    at = memory_run("autodiff")
+    lab = at.session_state["memory_lab"]
+    assert lab.finished and at.session_state["memory_running"] is False
+    in_use = [p.usage.bytes_in_use for p in lab.history]
+    tensor = 128 * 128 * 4
+    assert in_use == [tensor * (1 + 2 * i) for i in range(6)]
+    assert at.metric[1].value == f"{in_use[-1] / 2**20:.1f} MiB"
+    assert len(at.get("vega_lite_chart")) == 2
+    assert "#ffd8a8" in dot(at)  # abandoned steps are drawn
+    button(at, "Run one backward now").click().run()
+    assert lab.history[-1].usage.bytes_in_use == tensor  # only x: the gradients were dropped at once
+    assert lab.history[-1].label == "one backward"
+
+
+def test_memory_stays_flat_without_autodiff():
+    lab = memory_run("without_autodiff()").session_state["memory_lab"]
+    assert {p.usage.bytes_in_use for p in lab.history} == {128 * 128 * 4}
+
+
+def test_abandoned_graphs_experiment_table():
+    at = app("pages/memory_growth.py")
+    at.selectbox(key="memory_size").set_value(128).run()
+    button(at, "Run the abandoned-graphs experiment").click().run()
+    frame = table(at, "Moment")
+    mib = 128 * 128 * 4 * 15 / 2**20
+    assert frame["In use (MiB)"].tolist() == [f"{mib:.1f}", f"{mib:.1f}", f"{mib:.1f}", "0.0"]
+
+
+# -- Isolation -------------------------------------------------------------------------------------
+
+
+def test_two_sessions_do_not_share_state():
+    a, b = app("pages/gradient_consumption.py"), app("pages/gradient_consumption.py")
+    lab_a, lab_b = a.session_state["consumption_lab"], b.session_state["consumption_lab"]
+    assert lab_a is not lab_b and lab_a.ad is not lab_b.ad
+    a.text_input[0].set_value("9, 9").run()
+    button(a, "grad_replace()").click().run()
+    assert lab_a.grads.node_ids() and not lab_b.grads.node_ids()
+    b.run()
+    assert any("empty" in i.value for i in b.info)
+
+
+def test_labs_in_concurrent_threads_do_not_cross_talk():
+    # AppTest itself cannot run in parallel threads (it swaps a process-wide runtime), so this drives the
+    # per-session labs the pages use, as concurrent sessions would.
+    results: dict[int, list[str]] = {}
+
+    def session(n: int) -> None:
+        lab = TapeLab()
+        for _ in range(n):
+            lab.backward("loss")
+        results[n] = [o.result for o in lab.log]
+
+    threads = [threading.Thread(target=session, args=(n,)) for n in (1, 2, 3, 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [len(results[n]) for n in (1, 2, 3, 4)] == [1, 2, 3, 4]
+    for n in (1, 2, 3, 4):
+        assert results[n][0] == "x.grad = Some([5.0, 7.0])"
+        assert all("NodeId(5)" in r for r in results[n][1:])  # each session's own counter
+
+
+def test_engine_devices_stay_isolated_from_the_app():
+    ad = Device.numpy().autodiff()
+    app("pages/memory_growth.py")
+    assert ad.memory_usage().bytes_in_use == 0
