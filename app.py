@@ -10,11 +10,11 @@ from autodiff import AutodiffError
 st.set_page_config(page_title="Seeing autodiff", page_icon="🔁", layout="wide")
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", default=True),
-    st.Page("pages/backward_traversal.py", title="Backward traversal"),
-    st.Page("pages/gradient_consumption.py", title="Gradient consumption"),
-    st.Page("pages/tape_consumption.py", title="Tape consumption"),
-    st.Page("pages/memory_growth.py", title="Memory growth"),
+    st.Page("lessons/home.py", title="Home", default=True),
+    st.Page("lessons/backward_traversal.py", title="Backward traversal"),
+    st.Page("lessons/gradient_consumption.py", title="Gradient consumption"),
+    st.Page("lessons/tape_consumption.py", title="Tape consumption"),
+    st.Page("lessons/memory_growth.py", title="Memory growth"),
 ]
 
 page = st.navigation(PAGES)

@@ -18,11 +18,11 @@ from ui.programs import PROGRAMS, run_program
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 PAGES = [
-    "pages/home.py",
-    "pages/backward_traversal.py",
-    "pages/gradient_consumption.py",
-    "pages/tape_consumption.py",
-    "pages/memory_growth.py",
+    "lessons/home.py",
+    "lessons/backward_traversal.py",
+    "lessons/gradient_consumption.py",
+    "lessons/tape_consumption.py",
+    "lessons/memory_growth.py",
 ]
 
 
@@ -76,7 +76,7 @@ def test_home_shows_the_seed_table():
 
 
 def test_player_buttons_and_current_step_highlight():
-    at = app("pages/backward_traversal.py")
+    at = app("lessons/backward_traversal.py")
     events = at.session_state["traversal_run"].recorder.events
     button(at, "Last »").click().run()
     assert at.session_state["replay_index"] == len(events) - 1
@@ -97,7 +97,7 @@ def test_player_buttons_and_current_step_highlight():
 
 @pytest.mark.parametrize("key", sorted(PROGRAMS))
 def test_container_table_after_every_event_matches_the_engine(key):
-    at = app("pages/backward_traversal.py")
+    at = app("lessons/backward_traversal.py")
     at.selectbox(key="traversal_program_widget").set_value(key).run()
     run = at.session_state["traversal_run"]
     assert run.program.key == key
@@ -124,7 +124,7 @@ def test_container_table_after_every_event_matches_the_engine(key):
 
 
 def test_play_advances_one_event_per_tick_and_stops_at_the_end():
-    at = app("pages/backward_traversal.py")
+    at = app("lessons/backward_traversal.py")
     total = len(at.session_state["traversal_run"].recorder.events)
     button(at, "Play ▶").click().run()  # AppTest runs the fragment once per run; a browser on a timer
     assert at.session_state["replay_playing"] is True
@@ -140,7 +140,7 @@ def test_play_advances_one_event_per_tick_and_stops_at_the_end():
 
 def test_query_params_round_trip():
     at = AppTest.from_file(APP, default_timeout=60)
-    at.switch_page("pages/backward_traversal.py")
+    at.switch_page("lessons/backward_traversal.py")
     at.query_params["program"] = "neuron"
     at.query_params["step"] = "7"
     at.run()
@@ -152,7 +152,7 @@ def test_query_params_round_trip():
 
 
 def test_downloads_offer_dot_and_json():
-    at = app("pages/backward_traversal.py")
+    at = app("lessons/backward_traversal.py")
     labels = [d.proto.label for d in at.get("download_button")]
     assert labels == ["Download the graph (DOT)", "Download the event trace (JSON)"]
 
@@ -161,7 +161,7 @@ def test_downloads_offer_dot_and_json():
 
 
 def test_gradient_consumption_controls():
-    at = app("pages/gradient_consumption.py")
+    at = app("lessons/gradient_consumption.py")
     lab = at.session_state["consumption_lab"]
     at.radio(key="consumption_tensor").set_value("x").run()
     button(at, "grad()").click().run()
@@ -188,7 +188,7 @@ def test_gradient_consumption_controls():
 
 
 def test_tape_consumption_refusals_match_the_seed():
-    at = app("pages/tape_consumption.py")
+    at = app("lessons/tape_consumption.py")
     button(at, "loss.backward()").click().run()
     assert "x.grad = Some([5.0, 7.0])" in at.success[0].value
     button(at, "loss.backward()").click().run()
@@ -213,7 +213,7 @@ def test_tape_consumption_refusals_match_the_seed():
 
 
 def memory_run(mode: str, passes: int = 5, size: int = 128) -> AppTest:
-    at = app("pages/memory_growth.py")
+    at = app("lessons/memory_growth.py")
     at.selectbox(key="memory_size").set_value(size).run()
     at.slider(key="memory_iterations").set_value(passes).run()
     at.radio(key="memory_mode").set_value(mode).run()
@@ -245,7 +245,7 @@ def test_memory_stays_flat_without_autodiff():
 
 
 def test_abandoned_graphs_experiment_table():
-    at = app("pages/memory_growth.py")
+    at = app("lessons/memory_growth.py")
     at.selectbox(key="memory_size").set_value(128).run()
     button(at, "Run the abandoned-graphs experiment").click().run()
     frame = table(at, "Moment")
@@ -257,7 +257,7 @@ def test_abandoned_graphs_experiment_table():
 
 
 def test_two_sessions_do_not_share_state():
-    a, b = app("pages/gradient_consumption.py"), app("pages/gradient_consumption.py")
+    a, b = app("lessons/gradient_consumption.py"), app("lessons/gradient_consumption.py")
     lab_a, lab_b = a.session_state["consumption_lab"], b.session_state["consumption_lab"]
     assert lab_a is not lab_b and lab_a.ad is not lab_b.ad
     a.text_input[0].set_value("9, 9").run()
@@ -291,5 +291,5 @@ def test_labs_in_concurrent_threads_do_not_cross_talk():
 
 def test_engine_devices_stay_isolated_from_the_app():
     ad = Device.numpy().autodiff()
-    app("pages/memory_growth.py")
+    app("lessons/memory_growth.py")
     assert ad.memory_usage().bytes_in_use == 0

@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,10 +40,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextmanager
+def streamlit_server(log: Path) -> Iterator[str]:
+    """`streamlit run app.py` on a free loopback port; yields its URL once /_stcore/health says ok."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
     with open(log, "w") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
@@ -69,6 +70,19 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with streamlit_server(tmp_path_factory.mktemp("streamlit") / "server.log") as url:
+        yield url
+
+
+@pytest.fixture
+def fresh_app_url(tmp_path: Path) -> Iterator[str]:
+    """A server no session has visited yet: its first request is the test's."""
+    with streamlit_server(tmp_path / "server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
         _missing(f"{CHROMIUM} is not installed (apt-get install chromium)")
@@ -84,7 +98,7 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
     page = context.new_page()
     page.set_default_timeout(30_000)
     yield page

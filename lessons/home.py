@@ -30,10 +30,10 @@ st.dataframe(
 
 st.subheader("Lessons")
 LESSONS = [
-    ("pages/backward_traversal.py", "Watch backward walk the tape, one step at a time, with the gradients it sends."),
-    ("pages/gradient_consumption.py", "Which gradients exist after backward, and why the loss and `h` have none."),
-    ("pages/tape_consumption.py", "Why a second backward through the same steps is refused, and what to do instead."),
-    ("pages/memory_growth.py", "How graphs you never backward keep their memory, and how one backward frees it."),
+    ("lessons/backward_traversal.py", "Watch backward walk the tape, one step at a time, with the gradients it sends."),
+    ("lessons/gradient_consumption.py", "Which gradients exist after backward, and why the loss and `h` have none."),
+    ("lessons/tape_consumption.py", "Why a second backward through the same steps is refused, and what to do instead."),
+    ("lessons/memory_growth.py", "How graphs you never backward keep their memory, and how one backward frees it."),
 ]
 for path, text in LESSONS:
     left, right = st.columns([1, 3])
