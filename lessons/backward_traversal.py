@@ -4,11 +4,11 @@ import streamlit as st
 from autodiff import NodeStatus, Requirement
 from autodiff.trace import TapeBuilt
 from ui.format import format_values
-from ui.graph import Overlay, graph_dot
+from ui.graph import Overlay
 from ui.programs import PROGRAMS, run_program
 from ui.replay import describe, node_name, replay_state
 from ui.state import parse_int, presenter_mode, publish, restore_from_url
-from ui.widgets import advance_player, gradients_table, graph_with_legend, lesson_intro, play_interval, step_player
+from ui.widgets import advance_player, gradients_table, lesson_intro, play_interval, snapshot_graph, step_player
 from ui.widgets import tape_table as draw_tape
 
 PLAYER = "replay"
@@ -73,8 +73,13 @@ def replay() -> None:
     st.markdown(f"**Event {index + 1} of {total}.** {describe(state.event, names)}")
     status = {i: NodeStatus.CONSUMED for i in state.consumed} | {i: NodeStatus.FREED for i in state.swept}
     current = None if state.current is None else int(state.current.node_id)
-    dot = graph_dot(run.before, names, Overlay(status, current, state.flows), presenter=presenter_mode())
-    graph_with_legend(dot, "Forward graph: leaves on the left, the loss on the right. Gradients flow right to left.")
+    dot = snapshot_graph(
+        run.before,
+        names,
+        "Forward graph: leaves on the left, the loss on the right. Gradients flow right to left.",
+        Overlay(status, current, state.flows),
+        key="traversal_graph",
+    )
 
     step_column, container_column = st.columns([1, 1])
     with step_column:

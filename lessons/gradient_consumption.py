@@ -4,11 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from autodiff import Requirement
-from ui.graph import graph_dot
 from ui.labs import ConsumptionLab
 from ui.programs import PROGRAMS
-from ui.state import presenter_mode, session_object
-from ui.widgets import gradients_table, graph_with_legend, lesson_intro, outcome_log, outcome_message
+from ui.state import session_object
+from ui.widgets import gradients_table, lesson_intro, outcome_log, outcome_message, snapshot_graph
 
 lesson_intro(
     "Gradient consumption",
@@ -65,8 +64,9 @@ with right:
     st.markdown("**Why each tensor has (or lacks) a gradient now**")
     st.dataframe(pd.DataFrame([{"Tensor": n, "Why": lab.reason(n)} for n in names]), hide_index=True, width="stretch")
 
-graph_with_legend(
-    graph_dot(lab.ad.snapshot(), labels, presenter=presenter_mode()),
+snapshot_graph(
+    lab.ad.snapshot(),
+    labels,
     "After backward every step on the loss's path is consumed (dashed). `unused` was never on the path.",
 )
 if lab.log:

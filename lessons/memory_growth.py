@@ -6,10 +6,9 @@ import streamlit as st
 from autodiff import NodeStatus
 from autodiff.scenarios import abandoned_graphs_experiment, memory_forward
 from ui.format import format_bytes
-from ui.graph import graph_dot
 from ui.labs import MemoryLab
 from ui.state import presenter_mode
-from ui.widgets import graph_with_legend, lesson_intro, memory_charts
+from ui.widgets import lesson_intro, memory_charts, snapshot_graph
 
 lesson_intro(
     "Memory growth",
@@ -70,10 +69,11 @@ def live_experiment() -> None:
             help="One more forward pass, then backward: its sweep frees every abandoned graph.",
         )  # fmt: skip
     if lab.autodiff and not presenter_mode():
-        graph_with_legend(
-            graph_dot(snapshot, {int(lab.x.node_id): "x"}, presenter=presenter_mode()),
-            "Which nodes hold memory: orange boxes are abandoned steps with their saved bytes. "
-            "Large graphs are drawn one box per order bucket.",
+        snapshot_graph(
+            snapshot,
+            {int(lab.x.node_id): "x"},
+            "Which nodes hold memory: orange boxes are abandoned steps with their saved bytes.",
+            key="memory_graph",
         )
 
 

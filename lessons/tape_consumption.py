@@ -1,9 +1,9 @@
 import streamlit as st
 
-from ui.graph import Overlay, graph_dot
+from ui.graph import Overlay
 from ui.labs import LOSSES, TapeLab
-from ui.state import presenter_mode, session_object
-from ui.widgets import graph_with_legend, lesson_intro, outcome_log, outcome_message
+from ui.state import session_object
+from ui.widgets import lesson_intro, outcome_log, outcome_message, snapshot_graph
 
 lesson_intro(
     "Tape consumption",
@@ -44,9 +44,11 @@ if st.button("(shared.detach() * x).sum().backward()", key="detach"):
 if outcome is not None:
     outcome_message(outcome)
 
-graph_with_legend(
-    graph_dot(lab.ad.snapshot(), lab.names, Overlay(refused=lab.refused_at), presenter=presenter_mode()),
+snapshot_graph(
+    lab.ad.snapshot(),
+    lab.names,
     "The device's whole graph now. Consumed steps are dashed; a refused backward marks the consumed step it hit.",
+    Overlay(refused=lab.refused_at),
 )
 if lab.log:
     st.markdown("**What you did**")

@@ -293,3 +293,12 @@ def test_engine_devices_stay_isolated_from_the_app():
     ad = Device.numpy().autodiff()
     app("lessons/memory_growth.py")
     assert ad.memory_usage().bytes_in_use == 0
+
+
+def test_large_memory_graph_is_collapsed_with_a_way_to_expand():
+    at = memory_run("autodiff", passes=40)
+    spec = dot(at)
+    assert "order1 [label=" in spec and spec.count("[label=") == 5  # one box per order bucket
+    at.multiselect(key="memory_graph_expand").set_value([1]).run()
+    spec = dot(at)
+    assert "order1 [label=" not in spec and spec.count("exp [128, 128]") == 40

@@ -9,7 +9,7 @@ import streamlit as st
 from autodiff import GraphSnapshot
 
 from .format import format_values
-from .graph import legend_html
+from .graph import COLLAPSE_LIMIT, Overlay, graph_dot, legend_html
 from .labs import MemoryPoint, Outcome
 from .replay import node_name
 from .state import presenter_mode
@@ -35,6 +35,35 @@ def graph_with_legend(dot: str, caption: str) -> None:
     with right:
         st.markdown("**Legend**")
         st.markdown(legend_html(), unsafe_allow_html=True)
+
+
+def snapshot_graph(
+    snapshot: GraphSnapshot, names: dict[int, str], caption: str, overlay: Overlay | None = None, key: str = "graph"
+) -> str:
+    """Draw a snapshot with its legend; above the collapse limit, one box per order bucket, with a
+    picker to expand some buckets. Returns the DOT text drawn."""
+    expanded: frozenset[int] = frozenset()
+    if len(snapshot.nodes) > COLLAPSE_LIMIT:
+        sizes: dict[int, int] = {}
+        for node in snapshot.nodes:
+            sizes[node.order] = sizes.get(node.order, 0) + 1
+        chosen = st.multiselect(
+            "Expand order buckets",
+            sorted(sizes),
+            key=f"{key}_expand",
+            format_func=lambda order: f"order {order} ({sizes[order]} nodes)",
+        )
+        st.caption(
+            f"This graph has {len(snapshot.nodes):,} nodes: it is drawn one box per order bucket so your browser "
+            "stays responsive. Pick buckets above to see their nodes."
+        )
+        if sum(sizes[o] for o in chosen) > COLLAPSE_LIMIT:
+            st.warning(f"Those buckets hold more than {COLLAPSE_LIMIT} nodes together: pick fewer to expand them.")
+        else:
+            expanded = frozenset(chosen)
+    dot = graph_dot(snapshot, names, overlay, presenter=presenter_mode(), expanded_orders=expanded)
+    graph_with_legend(dot, caption)
+    return dot
 
 
 def gradients_table(container: dict[int, np.ndarray], names: dict[int, str], kept: set[int]) -> None:
