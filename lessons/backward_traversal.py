@@ -1,14 +1,21 @@
-import pandas as pd
 import streamlit as st
 
-from autodiff import NodeStatus, Requirement
+from autodiff import Requirement
 from autodiff.trace import TapeBuilt
 from ui.format import format_values
-from ui.graph import Overlay
+from ui.graph import replay_overlay
 from ui.programs import PROGRAMS, run_program
 from ui.replay import describe, node_name, replay_state
 from ui.state import parse_int, presenter_mode, publish, restore_from_url
-from ui.widgets import advance_player, gradients_table, lesson_intro, play_interval, snapshot_graph, step_player
+from ui.widgets import (
+    advance_player,
+    data_table,
+    gradients_table,
+    lesson_intro,
+    play_interval,
+    snapshot_graph,
+    step_player,
+)
 from ui.widgets import tape_table as draw_tape
 
 PLAYER = "replay"
@@ -71,13 +78,11 @@ def replay() -> None:
     publish(program=key, step=index)
     state = replay_state(run.recorder, index)
     st.markdown(f"**Event {index + 1} of {total}.** {describe(state.event, names)}")
-    status = {i: NodeStatus.CONSUMED for i in state.consumed} | {i: NodeStatus.FREED for i in state.swept}
-    current = None if state.current is None else int(state.current.node_id)
     dot = snapshot_graph(
         run.before,
         names,
         "Forward graph: leaves on the left, the loss on the right. Gradients flow right to left.",
-        Overlay(status, current, state.flows),
+        replay_overlay(state),
         key="traversal_graph",
     )
 
@@ -108,7 +113,7 @@ def replay() -> None:
                     }
                 )
             if rows:
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+                data_table(rows)
             else:
                 st.caption("A leaf's step only consumes its gradient: for a Grad leaf, the entry is kept.")
     with container_column:

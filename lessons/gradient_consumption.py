@@ -1,13 +1,12 @@
 import math
 
-import pandas as pd
 import streamlit as st
 
 from autodiff import Requirement
 from ui.labs import ConsumptionLab
 from ui.programs import PROGRAMS
 from ui.state import session_object
-from ui.widgets import gradients_table, lesson_intro, outcome_log, outcome_message, snapshot_graph
+from ui.widgets import data_table, gradients_table, lesson_intro, outcome_log, outcome_message, snapshot_graph
 
 lesson_intro(
     "Gradient consumption",
@@ -21,11 +20,7 @@ lab = session_object("consumption_lab", ConsumptionLab)
 
 st.code(PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()\n', language="python")
 st.markdown("**The seed's table**, computed live on your device:")
-st.dataframe(
-    pd.DataFrame([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows]),
-    hide_index=True,
-    width="stretch",
-)
+data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows])
 
 st.subheader("Ask the container yourself")
 names = list(lab.tensors)
@@ -53,16 +48,13 @@ if cols[3].button("grad_replace()", width="stretch"):
 if outcome is not None:
     outcome_message(outcome)
 
-left, right = st.columns([1, 1])
-with left:
-    st.markdown("**The `Gradients` container now**")
-    container = {int(i): lab.grads.get(i).numpy() for i in lab.grads.node_ids()}
-    labels = {int(t.node_id): n for n, t in lab.tensors.items()}
-    leaves = {int(t.node_id) for t in lab.tensors.values() if t.requirement is Requirement.Grad}
-    gradients_table(container, labels, leaves)
-with right:
-    st.markdown("**Why each tensor has (or lacks) a gradient now**")
-    st.dataframe(pd.DataFrame([{"Tensor": n, "Why": lab.reason(n)} for n in names]), hide_index=True, width="stretch")
+st.markdown("**The `Gradients` container now**")
+container = {int(i): lab.grads.get(i).numpy() for i in lab.grads.node_ids()}
+labels = {int(t.node_id): n for n, t in lab.tensors.items()}
+leaves = {int(t.node_id) for t in lab.tensors.values() if t.requirement is Requirement.Grad}
+gradients_table(container, labels, leaves)
+st.markdown("**Why each tensor has (or lacks) a gradient now**")
+data_table([{"Tensor": n, "Why": lab.reason(n)} for n in names])
 
 snapshot_graph(
     lab.ad.snapshot(),

@@ -1,10 +1,9 @@
-import pandas as pd
 import streamlit as st
 
 from autodiff import Device
 from autodiff.scenarios import gradient_consumption
 from ui.programs import PROGRAMS
-from ui.widgets import lesson_intro
+from ui.widgets import data_table, lesson_intro
 
 lesson_intro(
     "Seeing reverse-mode autodiff",
@@ -22,11 +21,7 @@ st.subheader("The first program")
 st.markdown("`x` is used on two paths (`x * x` and `x * 3`), so its gradient is the sum of both: 2x + 3.")
 st.code(PROGRAMS["seed"].source, language="python")
 run = gradient_consumption(Device.numpy().autodiff())
-st.dataframe(
-    pd.DataFrame([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in run.rows]),
-    hide_index=True,
-    width="stretch",
-)
+data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in run.rows])
 
 st.subheader("Lessons")
 LESSONS = [

@@ -1,6 +1,5 @@
 import inspect
 
-import pandas as pd
 import streamlit as st
 
 from autodiff import NodeStatus
@@ -8,7 +7,7 @@ from autodiff.scenarios import abandoned_graphs_experiment, memory_forward
 from ui.format import format_bytes
 from ui.labs import MemoryLab
 from ui.state import presenter_mode
-from ui.widgets import lesson_intro, memory_charts, snapshot_graph
+from ui.widgets import data_table, lesson_intro, memory_charts, snapshot_graph
 
 lesson_intro(
     "Memory growth",
@@ -84,22 +83,17 @@ st.markdown(
     "Five graphs are built and dropped; then an untracked operation and a read of its value; then one "
     "backward of an unrelated two-element loss. Only the backward frees anything."
 )
-EXPLANATIONS = {
-    0: "Each graph keeps x, exp(x) and exp(x)·x alive in its steps: 3 tensors per graph.",
-    1: "An untracked op and reading its value register no tracked step and never sweep: nothing is freed.",
-    2: "Same again: reads and untracked work never free graph memory.",
-    3: "A backward, even of an unrelated loss, ends with a sweep that frees every abandoned graph.",
-}
+EXPLANATIONS = [
+    "Each graph keeps x, exp(x) and exp(x)·x alive in its steps: 3 tensors per graph.",
+    "An untracked op and reading its value register no tracked step and never sweep: nothing is freed.",
+    "Same again: reads and untracked work never free graph memory.",
+    "A backward, even of an unrelated loss, ends with a sweep that frees every abandoned graph.",
+]
 if st.button("Run the abandoned-graphs experiment", key="abandoned_run"):
     rows = list(abandoned_graphs_experiment(size=st.session_state.get("memory_size", 512)))
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {"Moment": label, "In use (MiB)": f"{usage.mib:.1f}", "Live buffers": usage.allocations,
-                 "Why": EXPLANATIONS[i]}
-                for i, (label, usage) in enumerate(rows)
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
-    )  # fmt: skip
+    data_table(
+        [
+            {"Moment": label, "In use (MiB)": f"{usage.mib:.1f}", "Live buffers": usage.allocations, "Why": why}
+            for (label, usage), why in zip(rows, EXPLANATIONS, strict=True)
+        ]
+    )

@@ -47,7 +47,7 @@ def dot(at: AppTest, index: int = 0) -> str:
 
 
 def table(at: AppTest, first_column: str):
-    for frame in at.dataframe:
+    for frame in at.table:
         if frame.value.columns[0] == first_column:
             return frame.value
     raise AssertionError(f"no table starting with column {first_column!r}")

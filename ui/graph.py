@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
 
 from .format import format_bytes, format_shape, format_values
-from .replay import Flow
+from .replay import Flow, ReplayState
 
 COLLAPSE_LIMIT = 150
 
@@ -51,6 +51,13 @@ class Overlay:
     current: int | None = None
     flows: tuple[Flow, ...] = ()
     refused: int | None = None
+
+
+def replay_overlay(state: ReplayState) -> Overlay:
+    """The replay's progress drawn on the forward graph: consumed and swept steps, the current one."""
+    status = {i: NodeStatus.CONSUMED for i in state.consumed} | {i: NodeStatus.FREED for i in state.swept}
+    current = None if state.current is None else int(state.current.node_id)
+    return Overlay(status, current, state.flows)
 
 
 def legend_html() -> str:

@@ -37,6 +37,11 @@ def graph_with_legend(dot: str, caption: str) -> None:
         st.markdown(legend_html(), unsafe_allow_html=True)
 
 
+def data_table(rows: list[dict[str, object]]) -> None:
+    """A small table with column labels: static HTML, light to redraw and readable on a projector."""
+    st.table(pd.DataFrame(rows), hide_index=True, border="horizontal")
+
+
 def snapshot_graph(
     snapshot: GraphSnapshot, names: dict[int, str], caption: str, overlay: Overlay | None = None, key: str = "graph"
 ) -> str:
@@ -80,7 +85,7 @@ def gradients_table(container: dict[int, np.ndarray], names: dict[int, str], kep
         }
         for node_id, value in sorted(container.items())
     ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    data_table(rows)
 
 
 def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, names: dict[int, str]) -> None:
@@ -96,7 +101,7 @@ def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, na
                 "Ops": ", ".join(snapshot.node(i).op for i in buckets[order]),
             }
         )
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    data_table(rows)
 
 
 def step_player(total: int, key: str) -> int:
@@ -169,7 +174,7 @@ def outcome_log(log: list[Outcome]) -> None:
         {"#": i + 1, "Action": o.action, "Result": o.result if o.ok else "refused", "Why": o.explanation}
         for i, o in enumerate(log)
     ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    data_table(rows)
 
 
 def memory_charts(history: list[MemoryPoint], iterations: int) -> None:
