@@ -85,7 +85,7 @@ def test_player_buttons_and_current_step_highlight():
     button(at, "« First").click().run()
     assert at.session_state["replay_index"] == 0
     first_step = next(i for i, e in enumerate(events) if isinstance(e, StepStarted))
-    at.slider[0].set_value(first_step).run()
+    at.slider[0].set_value(first_step + 1).run()
     node_id = int(events[first_step].node_id)
     spec = dot(at)
     current_line = next(line for line in spec.splitlines() if line.strip().startswith(f"n{node_id} "))
@@ -103,7 +103,7 @@ def test_container_table_after_every_event_matches_the_engine(key):
     assert run.program.key == key
     total = len(run.recorder.events)
     for index in range(total):
-        at.slider[0].set_value(index).run()
+        at.slider[0].set_value(index + 1).run()
         expected = run.recorder.container_after(index)
         if not expected:
             assert any("container is empty" in i.value for i in at.info)
@@ -145,7 +145,7 @@ def test_query_params_round_trip():
     at.query_params["step"] = "7"
     at.run()
     assert at.selectbox(key="traversal_program_widget").value == "neuron"
-    assert at.slider[0].value == 7
+    assert at.slider[0].value == 8  # event 8 of n is index 7
     button(at, "Next ▶").click().run()
     assert at.query_params["step"] == ["8"] or at.query_params["step"] == "8"
     assert at.query_params["program"] in ("neuron", ["neuron"])

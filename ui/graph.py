@@ -111,7 +111,7 @@ def graph_dot(
     names = names or {}
     overlay = overlay or Overlay()
     collapse = len(snapshot.nodes) > collapse_limit
-    fontsize = "18" if presenter else "11"
+    fontsize = "20" if presenter else "13"
     lines = [
         "digraph G {",
         '  graph [rankdir=LR, bgcolor="transparent", nodesep=0.25, ranksep=0.45];',

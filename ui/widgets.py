@@ -128,13 +128,13 @@ def step_player(total: int, key: str) -> int:
     if not presenter_mode():
         cols[5].select_slider("Speed", options=list(SPEEDS), value="normal", key=f"{key}_speed",
                               label_visibility="collapsed")  # fmt: skip
-    ss[slider_key] = ss[index_key]
+    ss[slider_key] = ss[index_key] + 1  # people count events from 1, as the caption does
     st.slider(
         "Event",
-        0,
-        max(total - 1, 1),
+        1,
+        max(total, 2),
         key=slider_key,
-        on_change=lambda: go(ss[slider_key]),
+        on_change=lambda: go(ss[slider_key] - 1),
         disabled=total <= 1,
         help="Drag to jump to any event of the recorded backward.",
     )
