@@ -47,7 +47,8 @@ class NodeSnapshot:
     parents: tuple[NodeId, ...]  # tracked inputs, as Burn records them
     inputs: tuple[NodeId, ...]  # every autodiff input, tracked or not (for drawing)
     status: NodeStatus
-    saved_bytes: int
+    saved_bytes: int  # bytes of the buffers its step saved, shared ones included
+    held_bytes: int  # of those, bytes that only the graph keeps alive (each buffer counted once)
     handle_alive: bool
 
 
@@ -209,9 +210,27 @@ class AutodiffServer:
             stack.extend(p.id for p in self.steps[node_id].node.parents if p.id in self.steps)
         return needed
 
+    def _held_bytes(self) -> dict[NodeId, int]:
+        """Per pending step, the bytes it alone keeps alive: saved buffers that no live tensor
+        holds, each counted once (for the first step, by id, that saved it)."""
+        counted = set()
+        for record in self._records.values():
+            tensor = record.handle()
+            if tensor is not None:
+                counted.add(id(tensor.data.allocation))
+        held: dict[NodeId, int] = {}
+        for node_id in sorted(self.steps):
+            for buffer in self.steps[node_id].saved.values():
+                owner = buffer.allocation
+                if id(owner) not in counted:
+                    counted.add(id(owner))
+                    held[node_id] = held.get(node_id, 0) + owner.owned_bytes
+        return held
+
     # -- snapshot ------------------------------------------------------------------------
     def snapshot(self) -> GraphSnapshot:
         needed = self._needed_steps()
+        held = self._held_bytes()
         nodes = []
         for node_id in sorted(self._records):
             record = self._records[node_id]
@@ -234,6 +253,7 @@ class AutodiffServer:
                     inputs=record.inputs,
                     status=status,
                     saved_bytes=0 if step is None else step.saved_bytes,
+                    held_bytes=held.get(node_id, 0),
                     handle_alive=alive,
                 )
             )

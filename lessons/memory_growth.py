@@ -71,7 +71,8 @@ def live_experiment() -> None:
         snapshot_graph(
             snapshot,
             {int(lab.x.node_id): "x"},
-            "Which nodes hold memory: orange boxes are abandoned steps with their saved bytes.",
+            "Which nodes hold memory: orange boxes are abandoned steps. *saves* counts every tensor a step "
+            "saved; *holds* only what no live tensor shares, so the holds add up to what the graph costs.",
             key="memory_graph",
         )
 

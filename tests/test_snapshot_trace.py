@@ -105,3 +105,20 @@ def test_recording_does_not_change_results(record):
     np.testing.assert_allclose(b.grad(grads).numpy(), 1 - y**2, rtol=1e-5)
     np.testing.assert_allclose(w.grad(grads).numpy(), (1 - y**2) @ np.array([[1.0, 2.0]]), rtol=1e-5)
     assert ad.memory_usage().allocations == 5  # w, xin, b and two gradients: no trace residue
+
+
+def test_held_bytes_add_up_to_what_the_graph_costs():
+    from autodiff import Distribution
+    from autodiff.scenarios import memory_forward
+
+    ad = Device.numpy().autodiff()
+    x = Tensor.random([64, 64], Distribution.Default, ad).require_grad()
+    for _ in range(5):
+        memory_forward(x)
+    kept = x * 2.0  # a live tensor whose step saves nothing it alone holds
+    snap = ad.snapshot()
+    tensor = 64 * 64 * 4
+    graph_cost = snap.memory.bytes_in_use - 2 * tensor  # minus x and kept, held by their handles
+    assert sum(n.held_bytes for n in snap.nodes) == graph_cost == 10 * tensor
+    assert snap.node(kept.node_id).held_bytes == 0
+    assert all(n.saved_bytes >= n.held_bytes for n in snap.nodes)

@@ -79,7 +79,8 @@ def _node_label(node: NodeSnapshot, names: dict[int, str]) -> str:
     title = f"{name} · {node.id!r}" if name else repr(node.id)
     lines = [title, f"{node.op} {format_shape(node.shape)}", f"{node.requirement.name} · order {node.order}"]
     if node.saved_bytes:
-        lines.append(f"saves {format_bytes(node.saved_bytes)}")
+        holds = f", holds {format_bytes(node.held_bytes)}" if node.held_bytes else ""
+        lines.append(f"saves {format_bytes(node.saved_bytes)}{holds}")
     return "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in lines)
 
 
@@ -133,8 +134,8 @@ def graph_dot(
     for order, members in sorted(buckets.items()):
         ops = Counter(m.op.split("(")[0] for m in members)
         op_text = ", ".join(f"{op}×{count}" for op, count in ops.most_common(4))
-        saved = sum(m.saved_bytes for m in members)
-        label = f"order {order}: {len(members)} nodes\\n{op_text}\\nsaves {format_bytes(saved)}"
+        held = sum(m.held_bytes for m in members)
+        label = f"order {order}: {len(members)} nodes\\n{op_text}\\nholds {format_bytes(held)}"
         lines.append(f'  order{order} [label="{label}", shape=box3d, style="filled", fillcolor="#fff3bf", '
                      f'color="{BORDER}", fontcolor="{TEXT}"];')  # fmt: skip
     flows = list(overlay.flows)
