@@ -6,6 +6,7 @@ Run: streamlit run app.py
 import streamlit as st
 
 from autodiff import AutodiffError
+from autodiff.device import mlx_unavailable_reason
 
 st.set_page_config(page_title="Seeing autodiff", page_icon="🔁", layout="wide")
 
@@ -21,12 +22,17 @@ page = st.navigation(PAGES)
 
 with st.sidebar:
     st.toggle("Presenter mode", key="presenter", help="Larger text and graphs, fewer controls: for a projector.")
+    mlx_missing = mlx_unavailable_reason()
     st.selectbox(
         "Backend",
-        ["numpy"],
+        ["numpy", "mlx"],
         key="backend",
-        help="The array library under the engine. numpy runs everywhere; the MLX backend is on the roadmap.",
+        disabled=mlx_missing is not None,
+        help="The array library under the engine. MLX runs on Metal on Apple silicon and on the CPU elsewhere; "
+        "the engine evaluates each MLX op at once, so memory figures mean what they say.",
     )
+    if mlx_missing:
+        st.caption(f"MLX is not available: {mlx_missing}")
     st.caption(
         "A Python re-creation of the autodiff runtime of the Rust framework Burn. "
         "Everything you do here runs on your own device object: other visitors never see it."

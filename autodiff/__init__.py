@@ -10,6 +10,7 @@ x.grad(grads).tolist()  # [5.0, 7.0]
 from .device import Device, Distribution
 from .errors import (
     AutodiffError,
+    BackendUnavailableError,
     DeviceMismatchError,
     DTypeError,
     NonFiniteError,
@@ -29,6 +30,7 @@ from .trace import BackwardRecorder
 __all__ = [
     "AutodiffError",
     "AutodiffServer",
+    "BackendUnavailableError",
     "BackwardRecorder",
     "DTypeError",
     "Device",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .backends.base import Backend
 from .backends.numpy_backend import NumpyBackend
-from .errors import UnsupportedOperationError
+from .errors import BackendUnavailableError, UnsupportedOperationError
 from .memory import MemoryUsage
 from .server import AutodiffServer, GraphSnapshot
 
@@ -36,7 +37,7 @@ class Device:
     and sharing the inner device's pool (so memory is measured the same way with or without
     autodiff)."""
 
-    def __init__(self, backend: NumpyBackend, inner: Device | None = None) -> None:
+    def __init__(self, backend: Backend, inner: Device | None = None) -> None:
         self.backend = backend
         self.inner: Device = inner if inner is not None else self
         self.server: AutodiffServer | None = AutodiffServer(backend.pool) if inner is not None else None
@@ -44,6 +45,23 @@ class Device:
     @classmethod
     def numpy(cls, seed: int | None = 0) -> Device:
         return cls(NumpyBackend(seed))
+
+    @classmethod
+    def mlx(cls, seed: int | None = 0) -> Device:
+        """An MLX device (Metal on Apple silicon, CPU elsewhere); every op is evaluated eagerly."""
+        reason = mlx_unavailable_reason()
+        if reason:
+            raise BackendUnavailableError(reason)
+        from .backends.mlx_backend import MlxBackend
+
+        return cls(MlxBackend(seed))
+
+    @classmethod
+    def named(cls, backend: str, seed: int | None = 0) -> Device:
+        """`Device.named("numpy")` or `Device.named("mlx")`."""
+        if backend not in BACKENDS:
+            raise UnsupportedOperationError(f"Unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}.")
+        return cls.numpy(seed) if backend == "numpy" else cls.mlx(seed)
 
     def autodiff(self) -> Device:
         if self.is_autodiff:
@@ -61,6 +79,10 @@ class Device:
     def memory_usage(self) -> MemoryUsage:
         return self.backend.pool.usage()
 
+    def backend_memory(self) -> dict[str, int]:
+        """The backend's own counters (MLX: active and peak bytes, process-wide); empty for numpy."""
+        return self.backend.memory_counters()
+
     def snapshot(self) -> GraphSnapshot:
         if self.server is None:
             raise UnsupportedOperationError("Only an autodiff device has a graph to snapshot: use device.autodiff().")
@@ -68,3 +90,18 @@ class Device:
 
     def __repr__(self) -> str:
         return f"Device({self.name})"
+
+
+BACKENDS = ("numpy", "mlx")
+
+
+def mlx_unavailable_reason() -> str | None:
+    """None when MLX can be used here, else a sentence saying why not."""
+    try:
+        import mlx.core  # noqa: F401
+    except ImportError as error:
+        return (
+            f"MLX cannot be imported here ({error}). Install it with `pip install mlx` on Apple silicon "
+            "or `pip install 'mlx[cpu]'` on Linux."
+        )
+    return None

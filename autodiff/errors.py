@@ -39,6 +39,10 @@ class UnsupportedOperationError(AutodiffError, TypeError):
     """An operand or argument the engine does not support."""
 
 
+class BackendUnavailableError(AutodiffError):
+    """A backend that cannot be used on this machine."""
+
+
 class TapeConsumedError(AutodiffError, RuntimeError):
     """backward() would pass through a step that an earlier backward already consumed."""
 

@@ -9,7 +9,7 @@ from .graph import Node, NodeId, Requirement
 from .trace import GradientConsumed, GradientRegistered
 
 if TYPE_CHECKING:
-    from .backends.numpy_backend import NumpyBuffer as Buffer
+    from .backends.base import Buffer
     from .device import Device
     from .tensor import Tensor
     from .trace import BackwardRecorder

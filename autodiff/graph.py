@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from .backends.numpy_backend import NumpyBuffer as Buffer
+    from .backends.base import Buffer
     from .grads import Gradients
     from .trace import BackwardRecorder
 

@@ -28,7 +28,7 @@ from .errors import (
 from .graph import Node, NodeId, Parent, Requirement, Rule, Step, UntrackedOpsStep
 
 if TYPE_CHECKING:
-    from .backends.numpy_backend import NumpyBuffer as Buffer
+    from .backends.base import Buffer
     from .grads import Gradients
     from .trace import BackwardRecorder
 

@@ -6,7 +6,7 @@ from ui.format import format_values
 from ui.graph import replay_overlay
 from ui.programs import PROGRAMS, run_program
 from ui.replay import describe, node_name, replay_state
-from ui.state import parse_int, presenter_mode, publish, restore_from_url
+from ui.state import current_backend, parse_int, presenter_mode, publish, restore_from_url
 from ui.widgets import (
     advance_player,
     data_table,
@@ -48,8 +48,8 @@ st.selectbox(
 )
 program = PROGRAMS[key]
 run = st.session_state.get("traversal_run")
-if run is None or run.program.key != key:
-    run = st.session_state.traversal_run = run_program(key)
+if run is None or run.program.key != key or run.backend != current_backend():
+    run = st.session_state.traversal_run = run_program(key, current_backend())
 names = run.names
 events = run.recorder.events
 total = len(events)

@@ -5,7 +5,7 @@ import streamlit as st
 from autodiff import Requirement
 from ui.labs import ConsumptionLab
 from ui.programs import PROGRAMS
-from ui.state import session_object
+from ui.state import session_lab
 from ui.widgets import data_table, gradients_table, lesson_intro, outcome_log, outcome_message, snapshot_graph
 
 lesson_intro(
@@ -16,7 +16,7 @@ lesson_intro(
     "leaves have gradients, and a leaf the loss never used has none.",
 )
 
-lab = session_object("consumption_lab", ConsumptionLab)
+lab = session_lab("consumption_lab", ConsumptionLab)
 
 st.code(PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()\n', language="python")
 st.markdown("**The seed's table**, computed live on your device:")

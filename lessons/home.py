@@ -3,6 +3,7 @@ import streamlit as st
 from autodiff import Device
 from autodiff.scenarios import gradient_consumption
 from ui.programs import PROGRAMS
+from ui.state import current_backend
 from ui.widgets import data_table, lesson_intro
 
 lesson_intro(
@@ -20,7 +21,7 @@ Memory held for the backward pass stays held until a backward runs, which the le
 st.subheader("The first program")
 st.markdown("`x` is used on two paths (`x * x` and `x * 3`), so its gradient is the sum of both: 2x + 3.")
 st.code(PROGRAMS["seed"].source, language="python")
-run = gradient_consumption(Device.numpy().autodiff())
+run = gradient_consumption(Device.named(current_backend()).autodiff())
 data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in run.rows])
 
 st.subheader("Lessons")

@@ -6,7 +6,7 @@ from autodiff import NodeStatus
 from autodiff.scenarios import abandoned_graphs_experiment, memory_forward
 from ui.format import format_bytes
 from ui.labs import MemoryLab
-from ui.state import presenter_mode
+from ui.state import current_backend, presenter_mode
 from ui.widgets import data_table, lesson_intro, memory_charts, snapshot_graph
 
 lesson_intro(
@@ -26,7 +26,7 @@ size = controls[0].selectbox("Tensor size (n × n)", SIZES, index=2, key="memory
 iterations = controls[1].slider("Forward passes", 5, 40, 20, key="memory_iterations")
 mode = controls[2].radio("Mode", ["autodiff", "without_autodiff()"], horizontal=True, key="memory_mode")
 if controls[3].button("Start", type="primary", width="stretch"):
-    st.session_state.memory_lab = MemoryLab(size, iterations, autodiff=mode == "autodiff")
+    st.session_state.memory_lab = MemoryLab(size, iterations, autodiff=mode == "autodiff", backend=current_backend())
     st.session_state[RUNNING] = True
     st.rerun()
 
@@ -46,16 +46,24 @@ def live_experiment() -> None:
     snapshot = lab.ad.snapshot()
     abandoned = [n for n in snapshot.nodes if n.status is NodeStatus.ABANDONED]
     mode_text = "autodiff" if lab.autodiff else "without_autodiff()"
-    metrics = st.columns(4)
+    backend_bytes = lab.history[-1].backend_bytes
+    metrics = st.columns(5 if backend_bytes is not None else 4)
     metrics[0].metric("Forward passes", f"{lab.done} / {lab.iterations}")
     metrics[1].metric("Memory in use", f"{usage.mib:.1f} MiB")
     metrics[2].metric("Live buffers", f"{usage.allocations:,}")
     metrics[3].metric(
         "Abandoned steps", f"{len(abandoned):,}", help="Steps no live tensor needs, still holding memory."
     )
+    if backend_bytes is not None:
+        metrics[4].metric(
+            "MLX active memory",
+            f"{backend_bytes / 2**20:.1f} MiB",
+            help="MLX's own counter (mx.get_active_memory), for the whole process. The engine evaluates each "
+            "MLX op at once, so it follows the engine's accounting.",
+        )
     memory_charts(lab.history, lab.iterations)
     st.caption(
-        f"Mode: {mode_text}, x is {lab.size} × {lab.size} float32 ({format_bytes(lab.size * lab.size * 4)}). "
+        f"Backend: {lab.backend}. Mode: {mode_text}, x is {lab.size} × {lab.size} float32 ({format_bytes(lab.size * lab.size * 4)}). "
         + (
             "Each pass adds the two tensors its steps saved."
             if lab.autodiff

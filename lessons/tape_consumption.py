@@ -2,7 +2,7 @@ import streamlit as st
 
 from ui.graph import Overlay
 from ui.labs import LOSSES, TapeLab
-from ui.state import session_object
+from ui.state import session_lab
 from ui.widgets import lesson_intro, outcome_log, outcome_message, snapshot_graph
 
 lesson_intro(
@@ -13,7 +13,7 @@ lesson_intro(
     "forward pass, or add losses together and run a single backward.",
 )
 
-lab = session_object("tape_lab", TapeLab)
+lab = session_lab("tape_lab", TapeLab)
 outcome = None
 
 st.subheader("1. Backward twice on the same loss")

@@ -302,3 +302,38 @@ def test_large_memory_graph_is_collapsed_with_a_way_to_expand():
     at.multiselect(key="memory_graph_expand").set_value([1]).run()
     spec = dot(at)
     assert "order1 [label=" not in spec and spec.count("exp [128, 128]") == 40
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_runs_on_the_mlx_backend(page):
+    at = app()
+    if at.selectbox(key="backend").disabled:
+        pytest.skip("MLX is not available here")
+    at.selectbox(key="backend").set_value("mlx").run()
+    at.query_params.clear()
+    at.switch_page(page).run()
+    assert not at.exception and not at.error
+    if page.endswith("backward_traversal.py"):
+        assert at.session_state["traversal_run"].backend == "mlx"
+    if page.endswith("tape_consumption.py"):
+        assert at.session_state["tape_lab"].ad.backend.name == "mlx"
+
+
+def test_memory_page_shows_mlx_counter_beside_the_engine():
+    at = app()
+    if at.selectbox(key="backend").disabled:
+        pytest.skip("MLX is not available here")
+    at.selectbox(key="backend").set_value("mlx").run()
+    at.query_params.clear()
+    at.switch_page("lessons/memory_growth.py").run()
+    at.selectbox(key="memory_size").set_value(128).run()
+    at.slider(key="memory_iterations").set_value(5).run()
+    button(at, "Start").click().run()
+    for _ in range(7):
+        at.run()
+    labels = [m.label for m in at.metric]
+    assert "MLX active memory" in labels
+    lab = at.session_state["memory_lab"]
+    assert lab.backend == "mlx" and all(p.backend_bytes is not None for p in lab.history)
+    grew = lab.history[-1].backend_bytes - lab.history[0].backend_bytes
+    assert abs(grew - 10 * 128 * 128 * 4) < 4096

@@ -32,8 +32,9 @@ class Outcome:
 class ConsumptionLab:
     """The seed's gradient table, then free queries on the same `Gradients` container."""
 
-    def __init__(self) -> None:
-        run = gradient_consumption(Device.numpy().autodiff())
+    def __init__(self, backend: str = "numpy") -> None:
+        self.backend = backend
+        run = gradient_consumption(Device.named(backend).autodiff())
         self.ad = run.ad
         self.rows = run.rows
         self.tensors: dict[str, Tensor] = {"x": run.x, "unused": run.unused, "h": run.h, "loss": run.loss}
@@ -98,8 +99,9 @@ LOSSES = ("l1", "l2", "l3", "l1 + l2")
 class TapeLab:
     """Backward twice, the shared-subgraph losses in any order, and detach()."""
 
-    def __init__(self) -> None:
-        self.ad = Device.numpy().autodiff()
+    def __init__(self, backend: str = "numpy") -> None:
+        self.backend = backend
+        self.ad = Device.named(backend).autodiff()
         self.x = Tensor.from_floats([1.0, 2.0], self.ad).require_grad()
         self.unused = Tensor.from_floats([5.0, 5.0], self.ad).require_grad()  # as in the seed: same node ids
         self.h = self.x * self.x
@@ -181,6 +183,7 @@ class MemoryPoint:
     iteration: int
     label: str
     usage: MemoryUsage
+    backend_bytes: int | None = None  # the backend's own counter (MLX active memory), when it has one
 
 
 @dataclass
@@ -190,17 +193,18 @@ class MemoryLab:
     size: int
     iterations: int
     autodiff: bool
+    backend: str = "numpy"
     device: Device = field(init=False)
     ad: Device = field(init=False)
     history: list[MemoryPoint] = field(init=False)
     done: int = 0
 
     def __post_init__(self) -> None:
-        self.device = Device.numpy()
+        self.device = Device.named(self.backend)
         self.ad = self.device.autodiff()
         self.x = Tensor.random([self.size, self.size], Distribution.Default, self.ad).require_grad()
         self.input = self.x if self.autodiff else self.x.without_autodiff()
-        self.history = [MemoryPoint(0, "x created", self.ad.memory_usage())]
+        self.history = [self._point(0, "x created")]
 
     @property
     def finished(self) -> bool:
@@ -209,8 +213,11 @@ class MemoryLab:
     def forward_once(self) -> None:
         memory_forward(self.input)  # the loss is dropped at once
         self.done += 1
-        self.history.append(MemoryPoint(self.done, "forward, loss dropped", self.ad.memory_usage()))
+        self.history.append(self._point(self.done, "forward, loss dropped"))
 
     def backward_now(self) -> None:
         memory_forward(self.x).backward()  # gradients dropped at once
-        self.history.append(MemoryPoint(self.done, "one backward", self.ad.memory_usage()))
+        self.history.append(self._point(self.done, "one backward"))
+
+    def _point(self, iteration: int, label: str) -> MemoryPoint:
+        return MemoryPoint(iteration, label, self.ad.memory_usage(), self.ad.backend_memory().get("active"))

@@ -94,10 +94,14 @@ class ProgramRun:
     after: GraphSnapshot
     names: dict[int, str] = field(default_factory=dict)
 
+    @property
+    def backend(self) -> str:
+        return self.device.backend.name
 
-def run_program(key: str) -> ProgramRun:
+
+def run_program(key: str, backend: str = "numpy") -> ProgramRun:
     program = PROGRAMS[key]
-    ad = Device.numpy(seed=0).autodiff()
+    ad = Device.named(backend, seed=0).autodiff()
     tensors = program.build(ad)
     before = ad.snapshot()
     recorder = BackwardRecorder()

@@ -15,11 +15,18 @@ import streamlit as st
 T = TypeVar("T")
 
 
-def session_object(key: str, factory: Callable[[], T]) -> T:
-    """This session's object under `key`, made by `factory` the first time."""
-    if key not in st.session_state:
-        st.session_state[key] = factory()
-    return st.session_state[key]
+def current_backend() -> str:
+    """The backend chosen in the sidebar."""
+    return st.session_state.get("backend", "numpy")
+
+
+def session_lab(key: str, factory: Callable[[str], T]) -> T:
+    """This session's lab under `key`, made by `factory(backend)` the first time and again when
+    the sidebar's backend changes (every lab has a `backend` attribute)."""
+    lab = st.session_state.get(key)
+    if lab is None or lab.backend != current_backend():
+        lab = st.session_state[key] = factory(current_backend())
+    return lab
 
 
 def restore_from_url(key: str, param: str, parse: Callable[[str], T | None], default: T) -> T:

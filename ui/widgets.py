@@ -178,25 +178,40 @@ def outcome_log(log: list[Outcome]) -> None:
 
 
 def memory_charts(history: list[MemoryPoint], iterations: int) -> None:
-    """In-use MiB and live allocations per forward iteration, with fixed axes so the curve grows in place."""
-    data = pd.DataFrame(
-        [
-            {"Iteration": p.iteration, "MiB in use": round(p.usage.mib, 3), "Allocations": p.usage.allocations,
-             "Event": p.label}
-            for p in history
-        ]
-    )  # fmt: skip
+    """MiB in use and live buffers per forward pass, with fixed axes so the curves grow in place.
+    On MLX, MLX's own active-memory counter is drawn beside the engine's accounting."""
+    rows = []
+    for p in history:
+        common = {"Iteration": p.iteration, "Event": p.label}
+        rows.append({**common, "Counter": "engine: MiB in use", "Value": p.usage.mib})
+        rows.append({**common, "Counter": "engine: live buffers", "Value": p.usage.allocations})
+        if p.backend_bytes is not None:
+            rows.append({**common, "Counter": "MLX: active MiB", "Value": p.backend_bytes / 2**20})
+    data = pd.DataFrame(rows)
     left, right = st.columns(2)
-    for column, field, title in ((left, "MiB in use", "Memory in use (MiB)"), (right, "Allocations", "Live buffers")):
-        top = max(1.0, float(data[field].max()) * 1.15)
+    charts = (
+        (left, ["engine: MiB in use", "MLX: active MiB"], "Memory in use (MiB)"),
+        (right, ["engine: live buffers"], "Live buffers"),
+    )
+    for column, counters, title in charts:
+        part = data[data["Counter"].isin(counters)]
+        top = max(1.0, float(part["Value"].max()) * 1.15)
         spec = {
             "title": title,
             "height": 260,
-            "mark": {"type": "line", "point": True, "color": "#e8590c"},
+            "mark": {"type": "line", "point": True},
             "encoding": {
                 "x": {"field": "Iteration", "type": "quantitative", "scale": {"domain": [0, iterations]}},
-                "y": {"field": field, "type": "quantitative", "scale": {"domain": [0, top]}},
-                "tooltip": [{"field": "Iteration"}, {"field": "Event"}, {"field": field}],
+                "y": {"field": "Value", "type": "quantitative", "scale": {"domain": [0, top]}, "title": title},
+                "color": {
+                    "field": "Counter",
+                    "type": "nominal",
+                    "scale": {"domain": counters, "range": ["#e8590c", "#1971c2"][: len(counters)]},
+                    "legend": {"orient": "bottom", "title": None},
+                },
+                "strokeDash": {"field": "Counter", "type": "nominal", "legend": None},
+                "tooltip": [{"field": "Iteration"}, {"field": "Event"}, {"field": "Counter"},
+                            {"field": "Value", "format": ".2f"}],
             },
-        }
-        column.vega_lite_chart(data, spec, width="stretch")
+        }  # fmt: skip
+        column.vega_lite_chart(part, spec, width="stretch")

@@ -1,0 +1,54 @@
+"""The MLX backend (Metal on Apple silicon, `mlx[cpu]` on Linux).
+
+MLX is lazy: an expression is a graph until something evaluates it. This backend evaluates every
+op's result at once (`mx.eval` in `_new`), as Burn's backends execute each op, so a buffer the
+engine counts is a buffer MLX has really allocated, and memory figures mean what they say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+
+from .base import Array, Backend, Buffer
+
+_DTYPES = {"float32": mx.float32, "float64": mx.float64}
+
+
+class MlxBuffer(Buffer):
+    __slots__ = ()
+    xp = mx
+
+    @property
+    def dtype(self) -> str:
+        return str(self.array.dtype).rsplit(".", 1)[-1]
+
+    def to_numpy(self) -> np.ndarray:
+        return np.array(self.array, copy=True)
+
+    def _new(self, array: Array) -> Buffer:
+        mx.eval(array)
+        return MlxBuffer(array, self.pool)
+
+    def _rounded(self, fn: Callable[[Any, Array], Array]) -> Array:
+        # MLX's kernels can be one ulp off (exp(2) gives 7.3890557, not 7.389056), and its float64
+        # exp is computed in float32 precision. Compute in numpy's float64 on the host and round:
+        # correctly rounded, and the same bits as the numpy backend.
+        values = fn(np, np.array(self.array).astype(np.float64)).astype(self.dtype)
+        return mx.array(values)
+
+
+class MlxBackend(Backend):
+    name = "mlx"
+
+    def from_numpy(self, array: np.ndarray) -> Buffer:
+        result = mx.array(array, dtype=_DTYPES[array.dtype.name])
+        mx.eval(result)
+        return MlxBuffer(result, self.pool)
+
+    def memory_counters(self) -> dict[str, int]:
+        # Process-wide: every MLX array of every device in this process counts.
+        return {"active": mx.get_active_memory(), "peak": mx.get_peak_memory()}
