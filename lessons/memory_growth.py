@@ -63,7 +63,8 @@ def live_experiment() -> None:
         )
     memory_charts(lab.history, lab.iterations)
     st.caption(
-        f"Backend: {lab.backend}. Mode: {mode_text}, x is {lab.size} × {lab.size} float32 ({format_bytes(lab.size * lab.size * 4)}). "
+        f"Backend: {lab.backend}. Mode: {mode_text}, x is {lab.size} × {lab.size} float32 "
+        f"({format_bytes(lab.size * lab.size * 4)}). "
         + (
             "Each pass adds the two tensors its steps saved."
             if lab.autodiff
