@@ -11,8 +11,13 @@ from hypothesis import strategies as st
 
 from autodiff import Device, Tensor, UnsupportedOperationError
 from autodiff.device import mlx_unavailable_reason
-from autodiff.scenarios import abandoned_graphs_experiment, gradient_consumption, memory_experiment, shared_subgraph
-from autodiff.scenarios import try_backward
+from autodiff.scenarios import (
+    abandoned_graphs_experiment,
+    gradient_consumption,
+    memory_experiment,
+    shared_subgraph,
+    try_backward,
+)
 
 if mlx_unavailable_reason():
     if os.environ.get("CI") == "true":
