@@ -82,7 +82,7 @@ def test_seed_scenarios_on_mlx():
 def test_memory_experiment_on_mlx_and_mlx_counter_follows_it():
     device = Device.mlx()
     rows, active = [], []
-    for label, usage in memory_experiment(device):
+    for _, usage in memory_experiment(device):
         rows.append(usage.bytes_in_use)
         active.append(device.backend_memory()["active"])
     assert rows == [m * 2**20 for m in (1, 11, 21, 31, 41, 2, 1, 1, 1)]
