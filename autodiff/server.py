@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from .trace import (
 )
 
 if TYPE_CHECKING:
+    from .backends.base import Buffer
     from .device import Device
     from .tensor import Tensor
 
@@ -69,13 +71,22 @@ class GraphSnapshot:
 class _Record:
     """What the server remembers about a node, for snapshots and the sweep."""
 
-    __slots__ = ("node", "op", "shape", "inputs", "handle", "finished", "finished_in")
+    __slots__ = ("node", "op", "shape", "inputs", "forward", "handle", "finished", "finished_in")
 
-    def __init__(self, node: Node, op: str, shape: tuple[int, ...], inputs: tuple[NodeId, ...], tensor: Tensor) -> None:
+    def __init__(
+        self,
+        node: Node,
+        op: str,
+        shape: tuple[int, ...],
+        inputs: tuple[NodeId, ...],
+        tensor: Tensor,
+        forward: Callable[..., Buffer] | None = None,
+    ) -> None:
         self.node = node
         self.op = op
         self.shape = shape
         self.inputs = inputs
+        self.forward = forward  # the op's forward on buffers, so a graph can be recomputed elsewhere
         self.handle = weakref.ref(tensor)
         self.finished: NodeStatus | None = None  # CONSUMED or FREED once the step is gone
         self.finished_in = -1  # the backward that finished it (records are pruned one later)
@@ -99,13 +110,15 @@ class AutodiffServer:
         node = tensor.node
         self._records[node.id] = _Record(node, op, tensor.data.shape, (), tensor)
 
-    def register(self, tensor: Tensor, step: Step, inputs: tuple[NodeId, ...]) -> None:
+    def register(
+        self, tensor: Tensor, step: Step, inputs: tuple[NodeId, ...], forward: Callable[..., Buffer] | None = None
+    ) -> None:
         node = tensor.node
         record = self._records.get(node.id)
         if record is None:
-            self._records[node.id] = _Record(node, step.op, tensor.data.shape, inputs, tensor)
-        else:  # require_grad() on a leaf: same id, new requirement
-            record.node = node
+            self._records[node.id] = _Record(node, step.op, tensor.data.shape, inputs, tensor, forward)
+        else:  # require_grad() on a leaf (or an untracked result): same id, now a Grad leaf
+            record.node, record.inputs, record.forward = node, (), None
         self.steps[node.id] = step
 
     def register_root(self, tensor: Tensor) -> None:

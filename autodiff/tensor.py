@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -195,36 +195,39 @@ class Tensor:
         grads.replace(self.node.id, grad.data)
 
     # -- binary ops (numpy broadcasting; gradients summed back over broadcast dims) ----------
+    # Each op gives `_result` its forward (on buffers), then the backward rule of each input.
     def __add__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
             c = _scalar(other)
-            return _result(f"add_scalar({c:g})", self.data + c, (self,), (Rule("grad", lambda g, s: g),))
+            return _result(f"add_scalar({c:g})", lambda x: x + c, (self,), (Rule("grad", lambda g, s: g),))
         a, b = self._operands(other)
-        return _result("add", a.data + b.data, (a, b), (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)))
+        return _result("add", lambda a, b: a + b, (a, b), (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)))
 
     __radd__ = __add__
 
     def __sub__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
             c = _scalar(other)
-            return _result(f"sub_scalar({c:g})", self.data - c, (self,), (Rule("grad", lambda g, s: g),))
+            return _result(f"sub_scalar({c:g})", lambda x: x - c, (self,), (Rule("grad", lambda g, s: g),))
         a, b = self._operands(other)
-        return _result("sub", a.data - b.data, (a, b), (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g)))
+        return _result(
+            "sub", lambda a, b: a - b, (a, b), (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g))
+        )
 
     def __rsub__(self, other: Scalar) -> Tensor:
         c = _scalar(other)
-        return _result(f"rsub_scalar({c:g})", c - self.data, (self,), (Rule("-grad", lambda g, s: -g),))
+        return _result(f"rsub_scalar({c:g})", lambda x: c - x, (self,), (Rule("-grad", lambda g, s: -g),))
 
     def __mul__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
             c = _scalar(other)
-            return _result(f"mul_scalar({c:g})", self.data * c, (self,), (Rule(f"grad * {c:g}", lambda g, s: g * c),))
+            return _result(f"mul_scalar({c:g})", lambda x: x * c, (self,), (Rule(f"grad * {c:g}", lambda g, s: g * c),))
         a, b = self._operands(other)
         return _result(
-            "mul", a.data * b.data, (a, b),
+            "mul", lambda a, b: a * b, (a, b),
             (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
              Rule("grad * a", lambda g, s: g * s["a"], ("a",))),
-            {"a": a.data, "b": b.data},
+            names=("a", "b"),
         )  # fmt: skip
 
     __rmul__ = __mul__
@@ -234,21 +237,20 @@ class Tensor:
             c = _scalar(other)
             if c == 0:
                 raise NonFiniteError("Division by the number 0 gives infinity; divide by a non-zero number.")
-            return _result(f"div_scalar({c:g})", self.data / c, (self,), (Rule(f"grad / {c:g}", lambda g, s: g / c),))
+            return _result(f"div_scalar({c:g})", lambda x: x / c, (self,), (Rule(f"grad / {c:g}", lambda g, s: g / c),))
         a, b = self._operands(other)
         return _result(
-            "div", a.data / b.data, (a, b),
+            "div", lambda a, b: a / b, (a, b),
             (Rule("grad / b", lambda g, s: g / s["b"], ("b",)),
              Rule("-grad * a / b²", lambda g, s: -g * s["a"] / (s["b"] * s["b"]), ("a", "b"))),
-            {"a": a.data, "b": b.data},
+            names=("a", "b"),
         )  # fmt: skip
 
     def __rtruediv__(self, other: Scalar) -> Tensor:
         c = _scalar(other)
         return _result(
-            f"rdiv_scalar({c:g})", c / self.data, (self,),
+            f"rdiv_scalar({c:g})", lambda x: c / x, (self,),
             (Rule(f"-grad * {c:g} / x²", lambda g, s: -g * c / (s["x"] * s["x"]), ("x",)),),
-            {"x": self.data},
         )  # fmt: skip
 
     def __pow__(self, exponent: Scalar) -> Tensor:
@@ -256,9 +258,8 @@ class Tensor:
             raise UnsupportedOperationError("The exponent of ** must be a number, e.g. x ** 2.")
         p = _scalar(exponent)
         return _result(
-            f"powf_scalar({p:g})", self.data**p, (self,),
+            f"powf_scalar({p:g})", lambda x: x**p, (self,),
             (Rule(f"grad * {p:g} * x^{p - 1:g}", lambda g, s: g * (s["x"] ** (p - 1) * p), ("x",)),),
-            {"x": self.data},
         )  # fmt: skip
 
     def matmul(self, other: Tensor) -> Tensor:
@@ -275,90 +276,73 @@ class Tensor:
             )
         _broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul (batch dimensions)")
         return _result(
-            "matmul", a.data @ b.data, (a, b),
+            "matmul", lambda a, b: a @ b, (a, b),
             (Rule("grad @ bᵀ", lambda g, s: g @ s["b"].swap_dims(-1, -2), ("b",)),
              Rule("aᵀ @ grad", lambda g, s: s["a"].swap_dims(-1, -2) @ g, ("a",))),
-            {"a": a.data, "b": b.data},
+            names=("a", "b"),
         )  # fmt: skip
 
     __matmul__ = matmul
 
-    # -- unary ops ---------------------------------------------------------------------------------
+    # -- unary ops (saved names: "x" the input, "y" the output) -----------------------------------
     def __neg__(self) -> Tensor:
-        return _result("neg", -self.data, (self,), (Rule("-grad", lambda g, s: -g),))
+        return _result("neg", lambda x: -x, (self,), (Rule("-grad", lambda g, s: -g),))
 
     def exp(self) -> Tensor:
         # Burn saves the input and recomputes exp(x) in backward.
         return _result(
-            "exp",
-            self.data.exp(),
-            (self,),
-            (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),),
-            {"x": self.data},
+            "exp", lambda x: x.exp(), (self,), (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),)
         )
 
     def log(self) -> Tensor:
-        return _result(
-            "log", self.data.log(), (self,), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),), {"x": self.data}
-        )
+        return _result("log", lambda x: x.log(), (self,), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),))
 
     def sqrt(self) -> Tensor:
         return _result(
-            "sqrt",
-            self.data.sqrt(),
-            (self,),
-            (Rule("grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0), ("x",)),),
-            {"x": self.data},
+            "sqrt", lambda x: x.sqrt(), (self,), (Rule("grad / (2 * y)", lambda g, s: g / (s["y"] * 2.0), ("y",)),)
         )
 
     def sin(self) -> Tensor:
         return _result(
-            "sin",
-            self.data.sin(),
-            (self,),
-            (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),),
-            {"x": self.data},
+            "sin", lambda x: x.sin(), (self,), (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),)
         )
 
     def cos(self) -> Tensor:
         return _result(
-            "cos",
-            self.data.cos(),
-            (self,),
-            (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),),
-            {"x": self.data},
+            "cos", lambda x: x.cos(), (self,), (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),)
         )
 
     def tanh(self) -> Tensor:
-        y = self.data.tanh()
         return _result(
-            "tanh", y, (self,), (Rule("grad * (1 - y²)", lambda g, s: g * (1.0 - s["y"] * s["y"]), ("y",)),), {"y": y}
+            "tanh",
+            lambda x: x.tanh(),
+            (self,),
+            (Rule("grad * (1 - y²)", lambda g, s: g * (1.0 - s["y"] * s["y"]), ("y",)),),
         )
 
     def sigmoid(self) -> Tensor:
-        y = self.data.sigmoid()
         return _result(
             "sigmoid",
-            y,
+            lambda x: x.sigmoid(),
             (self,),
             (Rule("grad * y * (1 - y)", lambda g, s: g * s["y"] * (1.0 - s["y"]), ("y",)),),
-            {"y": y},
         )
 
     def relu(self) -> Tensor:
-        y = self.data.relu()
-        return _result("relu", y, (self,), (Rule("grad * (y > 0)", lambda g, s: g * (s["y"] > 0.0), ("y",)),), {"y": y})
+        return _result(
+            "relu", lambda x: x.relu(), (self,), (Rule("grad * (y > 0)", lambda g, s: g * (s["y"] > 0.0), ("y",)),)
+        )
 
     # -- reductions (as in Burn: sum/mean give shape [1], *_dim keep the dim with size 1) ----------
     def sum(self) -> Tensor:
         shape = self.shape
-        return _result("sum", self.data.sum(), (self,), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),))
+        return _result("sum", lambda x: x.sum(), (self,), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),))
 
     def mean(self) -> Tensor:
         shape, n = self.shape, math.prod(self.shape)
         return _result(
             "mean",
-            self.data.sum() / n,
+            lambda x: x.sum() / n,
             (self,),
             (Rule(f"ones(shape) * grad / {n}", lambda g, s: (g / n).expand(shape)),),
         )
@@ -367,7 +351,7 @@ class Tensor:
         shape, dim = self.shape, self._dim(dim)
         return _result(
             f"sum_dim({dim})",
-            self.data.sum_dim(dim),
+            lambda x: x.sum_dim(dim),
             (self,),
             (Rule("grad expanded along dim", lambda g, s: g.expand(shape)),),
         )
@@ -377,7 +361,7 @@ class Tensor:
         n = shape[dim]
         return _result(
             f"mean_dim({dim})",
-            self.data.sum_dim(dim) / n,
+            lambda x: x.sum_dim(dim) / n,
             (self,),
             (Rule(f"grad / {n} expanded along dim", lambda g, s: (g / n).expand(shape)),),
         )
@@ -387,15 +371,10 @@ class Tensor:
         if not isinstance(shape, (list, tuple)) or not all(isinstance(d, numbers.Integral) for d in shape):
             raise ShapeMismatchError("reshape takes a list of sizes, e.g. x.reshape([3, 1]).")
         original = self.shape
-        try:
-            data = self.data.reshape([int(d) for d in shape])
-        except ValueError:
-            raise ShapeMismatchError(
-                f"Cannot reshape a tensor of shape {self.dims()} ({math.prod(original)} values) into {list(shape)}."
-            ) from None
+        target = _reshaped(original, [int(d) for d in shape])
         return _result(
-            f"reshape({list(data.shape)})",
-            data,
+            f"reshape({list(target)})",
+            lambda x: x.reshape(target),
             (self,),
             (Rule("grad reshaped back", lambda g, s: g.reshape(original)),),
         )
@@ -404,7 +383,7 @@ class Tensor:
         d1, d2 = self._dim(dim1), self._dim(dim2)
         return _result(
             f"swap_dims({d1}, {d2})",
-            self.data.swap_dims(d1, d2),
+            lambda x: x.swap_dims(d1, d2),
             (self,),
             (Rule("grad with dims swapped back", lambda g, s: g.swap_dims(d1, d2)),),
         )
@@ -444,12 +423,16 @@ class Tensor:
 
 def _result(
     op: str,
-    out: Buffer,
+    forward: Callable[..., Buffer],
     inputs: tuple[Tensor, ...],
     rules: tuple[Rule, ...],
-    saveable: dict[str, Buffer] | None = None,
+    names: tuple[str, ...] = ("x",),
 ) -> Tensor:
-    """Wrap an op's output; on an autodiff device register its one step (Burn's `OpsPrep`)."""
+    """Run an op's forward; on an autodiff device register its one step (Burn's `OpsPrep`).
+
+    `names` names the inputs for the rules' saved tensors ("y" is the output). Only what the
+    tracked inputs' rules need is saved: an operand is kept only when the other one is tracked."""
+    out = forward(*(t.data for t in inputs))
     device = inputs[0].device
     server = device.server
     if server is None:
@@ -466,14 +449,16 @@ def _result(
         parents = tuple(Parent(inputs[i].node.id, inputs[i].node.order == 0) for i in tracked)
         node = Node(node_id, parents, order + 1, Requirement.GradInBackward)
         kept = tuple(rules[i] for i in tracked)
-        # Save only what the tracked inputs' rules read: an operand is kept only when the other is tracked.
-        saved = {name: saveable[name] for rule in kept for name in rule.needs} if saveable else {}
+        saved = {}
+        for rule in kept:
+            for name in rule.needs:
+                saved[name] = out if name == "y" else inputs[names.index(name)].data
         step = Step(node, op, kept, tuple(inputs[i].data.shape for i in tracked), saved)
     else:
         node = Node(node_id, (), order + 1, Requirement.Untracked)
         step = UntrackedOpsStep(node, op)
     tensor = Tensor(out, device, node)
-    server.register(tensor, step, tuple(t.node.id for t in inputs))
+    server.register(tensor, step, tuple(t.node.id for t in inputs), forward)
     return tensor
 
 
@@ -504,6 +489,17 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     ):
         raise ShapeMismatchError(f"A shape is a non-empty list of positive sizes, e.g. [2, 3]; got {shape!r}.")
     return tuple(int(d) for d in shape)
+
+
+def _reshaped(shape: tuple[int, ...], target: list[int]) -> tuple[int, ...]:
+    """The shape `reshape(target)` gives (one -1 is inferred), or a clear error."""
+    size = math.prod(shape)
+    known = math.prod(d for d in target if d != -1)
+    if target.count(-1) == 1 and known > 0 and size % known == 0:
+        target = [size // known if d == -1 else d for d in target]
+    if any(d <= 0 for d in target) or math.prod(target) != size:
+        raise ShapeMismatchError(f"Cannot reshape a tensor of shape {list(shape)} ({size} values) into {target}.")
+    return tuple(target)
 
 
 def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple[int, ...]:
