@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import TapeConsumedError
+import numpy as np
+
+from .errors import TapeConsumedError, UnsupportedOperationError
 from .grads import Gradients
 from .graph import Node, NodeId, Requirement, RootStep, Step
 from .memory import MemoryPool, MemoryUsage
@@ -66,6 +68,18 @@ class GraphSnapshot:
             if node.id == node_id:
                 return node
         raise KeyError(f"NodeId({node_id}) is not in this snapshot")
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One node of a graph as `AutodiffServer.graph_of` returns it, enough to recompute it elsewhere."""
+
+    id: NodeId
+    op: str
+    requirement: Requirement
+    inputs: tuple[NodeId, ...]
+    forward: Callable[..., Buffer] | None  # None for a leaf
+    leaf_value: np.ndarray | None  # a leaf's values; None for an op output
 
 
 class _Record:
@@ -239,6 +253,35 @@ class AutodiffServer:
                     counted.add(id(owner))
                     held[node_id] = held.get(node_id, 0) + owner.owned_bytes
         return held
+
+    def graph_of(self, root_id: NodeId) -> list[GraphNode]:
+        """The nodes `root_id` was computed from, inputs before the nodes that use them. Call it
+        before backward (records are pruned one backward later); every leaf must still be alive."""
+        order: list[NodeId] = []  # depth-first post-order: a topological order
+        seen: set[NodeId] = set()
+        stack: list[tuple[NodeId, bool]] = [(root_id, False)]
+        while stack:
+            node_id, inputs_done = stack.pop()
+            if inputs_done:
+                order.append(node_id)
+            elif node_id not in seen:
+                seen.add(node_id)
+                stack.append((node_id, True))
+                stack.extend((i, False) for i in reversed(self._records[node_id].inputs) if i not in seen)
+        nodes = []
+        for node_id in order:
+            record = self._records[node_id]
+            value = None
+            if record.forward is None:
+                tensor = record.handle()
+                if tensor is None:
+                    raise UnsupportedOperationError(
+                        f"{node_id!r} ({record.op}) is an input whose tensor was dropped: keep every input "
+                        "in a variable to recompute the graph."
+                    )
+                value = tensor.numpy()
+            nodes.append(GraphNode(node_id, record.op, record.node.requirement, record.inputs, record.forward, value))
+        return nodes
 
     # -- snapshot ------------------------------------------------------------------------
     def snapshot(self) -> GraphSnapshot:

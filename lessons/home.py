@@ -30,6 +30,7 @@ LESSONS = [
     ("lessons/gradient_consumption.py", "Which gradients exist after backward, and why the loss and `h` have none."),
     ("lessons/tape_consumption.py", "Why a second backward through the same steps is refused, and what to do instead."),
     ("lessons/memory_growth.py", "How graphs you never backward keep their memory, and how one backward frees it."),
+    ("lessons/check_mlx.py", "Every gradient checked against MLX's own autodiff and finite differences."),
 ]
 for path, text in LESSONS:
     left, right = st.columns([1, 3])

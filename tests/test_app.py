@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from autodiff import Device
+from autodiff.device import mlx_unavailable_reason
 from autodiff.trace import StepStarted
 from ui.graph import CURRENT, REFUSED
 from ui.labs import TapeLab
@@ -23,6 +24,7 @@ PAGES = [
     "lessons/gradient_consumption.py",
     "lessons/tape_consumption.py",
     "lessons/memory_growth.py",
+    "lessons/check_mlx.py",
 ]
 
 
@@ -337,3 +339,37 @@ def test_memory_page_shows_mlx_counter_beside_the_engine():
     assert lab.backend == "mlx" and all(p.backend_bytes is not None for p in lab.history)
     grew = lab.history[-1].backend_bytes - lab.history[0].backend_bytes
     assert abs(grew - 10 * 128 * 128 * 4) < 4096
+
+
+def test_check_against_mlx_page_for_every_program():
+    at = app("lessons/check_mlx.py")
+    if mlx_unavailable_reason():
+        assert "needs MLX" in at.error[0].value
+        return
+    for key in PROGRAMS:
+        at.selectbox(key="check_program").set_value(key).run()
+        assert "agree" in at.success[0].value
+        frame = table(at, "Node")
+        _, result = at.session_state[f"check_{key}_numpy"]
+        assert len(frame) == len(result.nodes)
+        assert set(frame["End to end"]) == {"✓ agrees"}
+        assert 'color="#2f9e44"' in dot(at) and 'color="#e03131"' not in dot(at)
+
+
+def test_check_page_flags_a_planted_bug(monkeypatch):
+    if mlx_unavailable_reason():
+        pytest.skip("MLX is not available here")
+    from autodiff import Tensor
+    from autodiff.graph import Rule
+    from autodiff.tensor import _result
+
+    def wrong_tanh(self: Tensor) -> Tensor:
+        return _result("tanh", lambda x: x.tanh(), (self,), (Rule("bug", lambda g, s: g * (1.0 - s["y"]), ("y",)),))
+
+    monkeypatch.setattr(Tensor, "tanh", wrong_tanh)
+    at = app("lessons/check_mlx.py")
+    at.selectbox(key="check_program").set_value("neuron").run()
+    assert "out (NodeId(" in at.error[0].value
+    frame = table(at, "Node")
+    flagged = frame[frame["Local rule"] == "✗ differs"]["Node"].tolist()
+    assert len(flagged) == 1 and flagged[0].startswith("out ")

@@ -29,6 +29,7 @@ BORDER = "#495057"
 CURRENT = "#e8590c"
 REFUSED = "#e03131"
 EDGE = "#868e96"
+AGREES = "#2f9e44"
 
 LEGEND = [
     (f"background:{FILL[Requirement.Grad]}", "Grad: a leaf marked require_grad(); its gradient is kept"),
@@ -51,6 +52,7 @@ class Overlay:
     current: int | None = None
     flows: tuple[Flow, ...] = ()
     refused: int | None = None
+    verdicts: dict[int, bool] = field(default_factory=dict)  # cross-check: True agrees, False differs
 
 
 def replay_overlay(state: ReplayState) -> Overlay:
@@ -60,12 +62,19 @@ def replay_overlay(state: ReplayState) -> Overlay:
     return Overlay(status, current, state.flows)
 
 
-def legend_html() -> str:
+CHECK_LEGEND = [
+    (f"background:#fff;border:3px solid {AGREES}", "Cross-check: the engine agrees with MLX and finite differences"),
+    (f"background:#fff;border:3px solid {REFUSED}", "Cross-check: the engine disagrees (see the table)"),
+]
+
+
+def legend_html(cross_check: bool = False) -> str:
+    entries = LEGEND[:-2] + [LEGEND[-1]] + CHECK_LEGEND if cross_check else LEGEND
     items = "".join(
         f'<div style="display:flex;align-items:center;gap:.5em;margin:.15em 0">'
         f'<span style="display:inline-block;width:1.6em;height:1em;border-radius:3px;{style}"></span>'
         f"<span>{text}</span></div>"
-        for style, text in LEGEND
+        for style, text in entries
     )
     return f'<div style="font-size:.85em;line-height:1.3">{items}</div>'
 
@@ -96,6 +105,9 @@ def _node_attrs(node: NodeSnapshot, status: NodeStatus, overlay: Overlay) -> dic
         attrs.update(color=CURRENT, penwidth="4")
     if node.id == overlay.refused:
         attrs.update(color=REFUSED, penwidth="4")
+    verdict = overlay.verdicts.get(int(node.id))
+    if verdict is not None:
+        attrs.update(color=AGREES if verdict else REFUSED, penwidth="4")
     return attrs
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
+from autodiff.server import GraphNode
 
 
 def seed_program(ad: Device) -> dict[str, Tensor]:
@@ -92,6 +93,7 @@ class ProgramRun:
     recorder: BackwardRecorder
     grads: Gradients
     after: GraphSnapshot
+    graph: list[GraphNode]  # the loss's graph, captured before backward (for the MLX cross-check)
     names: dict[int, str] = field(default_factory=dict)
 
     @property
@@ -104,7 +106,8 @@ def run_program(key: str, backend: str = "numpy") -> ProgramRun:
     ad = Device.named(backend, seed=0).autodiff()
     tensors = program.build(ad)
     before = ad.snapshot()
+    graph = ad.server.graph_of(tensors["loss"].node_id)
     recorder = BackwardRecorder()
     grads = tensors["loss"].backward(recorder=recorder)
     names = {int(t.node_id): name for name, t in tensors.items() if t.node_id is not None}
-    return ProgramRun(program, ad, tensors, before, recorder, grads, ad.snapshot(), names)
+    return ProgramRun(program, ad, tensors, before, recorder, grads, ad.snapshot(), graph, names)

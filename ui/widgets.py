@@ -22,7 +22,7 @@ def lesson_intro(title: str, text: str) -> None:
     st.markdown(text)
 
 
-def graph_with_legend(dot: str, caption: str) -> None:
+def graph_with_legend(dot: str, caption: str, cross_check: bool = False) -> None:
     """The graph beside the legend that explains its colours (the legend folds away in presenter mode)."""
     if presenter_mode():
         st.graphviz_chart(dot, width="stretch")
@@ -34,7 +34,7 @@ def graph_with_legend(dot: str, caption: str) -> None:
         st.caption(caption)
     with right:
         st.markdown("**Legend**")
-        st.markdown(legend_html(), unsafe_allow_html=True)
+        st.markdown(legend_html(cross_check), unsafe_allow_html=True)
 
 
 def data_table(rows: list[dict[str, object]]) -> None:
@@ -67,7 +67,7 @@ def snapshot_graph(
         else:
             expanded = frozenset(chosen)
     dot = graph_dot(snapshot, names, overlay, presenter=presenter_mode(), expanded_orders=expanded)
-    graph_with_legend(dot, caption)
+    graph_with_legend(dot, caption, cross_check=bool(overlay and overlay.verdicts))
     return dot
 
 
