@@ -4,6 +4,7 @@
     (skipped when torch is not installed); target: below 0.5x torch's time.
 (b) the 512x512 memory-experiment forward+backward vs the same math hand-written in numpy;
     target: at most 1.15x.
+(c, d) the same two on the MLX backend vs `mx.grad` of the same function (when MLX imports).
 
 Run: python bench/engine.py
 """
@@ -95,6 +96,50 @@ def memory_graph_numpy(size: int, burn_like: bool = False) -> Callable[[], objec
     return run
 
 
+def seed_graph_on(backend: str) -> Callable[[], object]:
+    ad = Device.named(backend).autodiff()
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    return lambda: x.grad(((x * x) + x * 3.0).sum().backward())
+
+
+def memory_graph_on(backend: str, size: int) -> Callable[[], object]:
+    ad = Device.named(backend).autodiff()
+    x = Tensor.random([size, size], Distribution.Default, ad).require_grad()
+    return lambda: x.grad(memory_forward(x).backward())
+
+
+def mlx_grad_runs(size: int) -> tuple[Callable[[], object], Callable[[], object]]:
+    """mx.grad of the same two functions, evaluated each call (MLX is lazy)."""
+    import mlx.core as mx
+
+    seed_grad = mx.grad(lambda x: mx.sum(x * x + x * 3.0))
+    memory_grad = mx.grad(lambda x: mx.sum(mx.matmul(mx.exp(x) * x, x)))
+    small = mx.array([1.0, 2.0])
+    big = mx.array(np.random.default_rng(0).random((size, size), dtype=np.float32))
+    return (lambda: mx.eval(seed_grad(small))), (lambda: mx.eval(memory_grad(big)))
+
+
+def mlx_section() -> None:
+    from autodiff.device import mlx_unavailable_reason
+
+    if mlx_unavailable_reason():
+        print(f"(c) MLX backend: skipped ({mlx_unavailable_reason()})")
+        return
+    seed_reference, memory_reference = mlx_grad_runs(512)
+    engine = best_of(seed_graph_on("mlx"), repeat=5, number=500)
+    reference = best_of(seed_reference, repeat=5, number=500)
+    print(
+        f"(c) seed graph on the MLX backend: engine {engine * 1e6:.1f} us, mx.grad {reference * 1e6:.1f} us, "
+        f"ratio {engine / reference:.2f}x"
+    )
+    engine = best_of(memory_graph_on("mlx", 512), repeat=5, number=5)
+    reference = best_of(memory_reference, repeat=5, number=5)
+    print(
+        f"(d) 512x512 experiment on the MLX backend: engine {engine * 1e3:.2f} ms, mx.grad "
+        f"{reference * 1e3:.2f} ms, ratio {engine / reference:.2f}x"
+    )
+
+
 def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, numpy {np.__version__}")  # fmt: skip
@@ -121,6 +166,7 @@ def main() -> None:
         f"    same hand-written numpy with the engine's correctly rounded exp, recomputed in backward as "
         f"Burn does: {same_math * 1e3:.2f} ms, ratio {engine / same_math:.2f}x (the engine's own overhead)"
     )
+    mlx_section()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ PAGES = {
     "gradient_consumption": "Gradient consumption",
     "tape_consumption": "Tape consumption",
     "memory_growth": "Memory growth",
+    "check_mlx": "Check against MLX",
 }
 ERROR = '[data-testid="stAlertContentError"]'
 GRAPH_NODES = '[data-testid="stGraphVizChart"] svg g.node'
@@ -36,7 +37,7 @@ def no_exception(page) -> None:
 @pytest.mark.parametrize("path", list(PAGES))
 def test_every_page_opens_without_exception(page, app_url, path):
     open_page(page, app_url, path)
-    if path in ("backward_traversal", "gradient_consumption", "tape_consumption"):
+    if path in ("backward_traversal", "gradient_consumption", "tape_consumption", "check_mlx"):
         page.locator(GRAPH_NODES).first.wait_for()
     no_exception(page)
     screenshot(page, path or "home")
@@ -75,8 +76,23 @@ def test_deep_link_as_the_first_visit_of_a_fresh_server(page, fresh_app_url):
     open_page(page, fresh_app_url, "tape_consumption")
     page.get_by_text("Presenter mode").wait_for()
     nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
-    expected = "Home / Backward traversal / Gradient consumption / Tape consumption / Memory growth"
+    expected = "Home / Backward traversal / Gradient consumption / Tape consumption / Memory growth / Check against MLX"
     assert nav.split() == expected.replace(" / ", " ").split()
+
+
+def test_check_against_mlx_shows_green_nodes(page, app_url):
+    open_page(page, app_url, "check_mlx")
+    page.get_by_text("gradients agree").wait_for()
+    nodes = page.locator(GRAPH_NODES)
+    nodes.first.wait_for()
+    tracked = sum(1 for n in run_program("seed").before.nodes if n.requirement.is_tracked)
+    page.wait_for_function(
+        "n => [...document.querySelectorAll('[data-testid=stGraphVizChart] svg g.node')]"
+        ".filter(g => g.querySelector('[stroke=\"#2f9e44\"]')).length == n",
+        arg=tracked,
+    )
+    no_exception(page)
+    screenshot(page, "check_mlx")
 
 
 def metric(page, label: str) -> str:
