@@ -175,8 +175,8 @@ def format_memory_row(row: MemoryRow) -> str:
     return f"{label:<{LABEL_WIDTH}}{usage}"
 
 
-def run_all(print_line: Callable[[str], None] = print) -> None:
-    ad = Device.numpy().autodiff()
+def run_all(backend: str = "numpy", print_line: Callable[[str], None] = print) -> None:
+    ad = Device.named(backend).autodiff()
     run = gradient_consumption(ad)
     for row in run.rows:
         print_line(f"{row.expression:<13}= {row.value}")
@@ -196,12 +196,16 @@ def run_all(print_line: Callable[[str], None] = print) -> None:
         f"is_require_grad={str(shared.detached_require_grad).lower()}"
     )
     print_line("")
-    for row in memory_experiment():
+    for row in memory_experiment(Device.named(backend)):
         print_line(format_memory_row(row))
     print_line("")
-    for row in abandoned_graphs_experiment():
+    for row in abandoned_graphs_experiment(Device.named(backend)):
         print_line(format_memory_row(row))
 
 
 if __name__ == "__main__":
-    run_all()
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Run every seed scenario and print it in the seed's form.")
+    parser.add_argument("--backend", choices=["numpy", "mlx"], default="numpy")
+    run_all(parser.parse_args().backend)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from autodiff import Device, TapeConsumedError, Tensor
+from autodiff.device import mlx_unavailable_reason
 from autodiff.scenarios import (
     abandoned_graphs_experiment,
     format_memory_row,
@@ -91,10 +92,14 @@ def test_abandoned_graphs_experiment_matches_the_seed():
     assert rows[3][1].bytes_in_use == 8  # only y ([1.0, 2.0], float32) is left
 
 
-def test_scenarios_module_prints_the_seed_lines():
+@pytest.mark.parametrize("backend", ["numpy", "mlx"])
+def test_scenarios_module_prints_the_seed_lines(backend):
+    if backend == "mlx" and mlx_unavailable_reason():
+        pytest.skip(mlx_unavailable_reason())
     out = subprocess.run(
-        [sys.executable, "-m", "autodiff.scenarios"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
+        [sys.executable, "-m", "autodiff.scenarios", "--backend", backend],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
     for line in [
         "x.grad       = Some([5.0, 7.0])",
         "h.grad       = None",
