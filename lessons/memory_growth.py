@@ -55,6 +55,12 @@ def live_experiment() -> None:
         "Abandoned steps", f"{len(abandoned):,}", help="Steps no live tensor needs, still holding memory."
     )
     if backend_bytes is not None:
+        counters = lab.ad.backend_memory()
+        st.caption(
+            f"MLX's own counters (whole process): active {counters['active'] / 2**20:.1f} MiB, peak "
+            f"{counters['peak'] / 2**20:.1f} MiB. MLX is lazy, but this engine evaluates every MLX op as soon as "
+            "it runs (as Burn executes each op), so the engine's count is memory MLX has really allocated."
+        )
         metrics[4].metric(
             "MLX active memory",
             f"{backend_bytes / 2**20:.1f} MiB",
