@@ -114,6 +114,10 @@ class AutodiffServer:
         self._next_id = 0
         self.backward_count = 0
 
+    @property
+    def nodes_created(self) -> int:
+        return self._next_id
+
     # -- registration ------------------------------------------------------------------
     def new_node_id(self) -> NodeId:
         node_id = NodeId(self._next_id)

@@ -86,6 +86,17 @@ class Tensor:
         return cls._leaf(buffer, device, "random")
 
     @classmethod
+    def from_inner(cls, tensor: Tensor, device: Device) -> Tensor:
+        """A new untracked leaf on autodiff `device` sharing the data of inner `tensor` (Burn's
+        `Tensor::from_inner`), e.g. to take a gradient-descent step with a gradient."""
+        if tensor.device is not device.inner or not device.is_autodiff:
+            raise DeviceMismatchError(
+                "from_inner takes a tensor of the inner device and the autodiff device built on it, "
+                "e.g. Tensor.from_inner(w.grad(grads), ad)."
+            )
+        return cls._leaf(tensor.data, device, "from_inner")
+
+    @classmethod
     def _leaf(cls, buffer: Buffer, device: Device, op: str) -> Tensor:
         server = device.server
         if server is None:

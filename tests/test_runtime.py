@@ -5,7 +5,7 @@ import gc
 import numpy as np
 import pytest
 
-from autodiff import Device, NodeStatus, Requirement, TapeConsumedError, Tensor
+from autodiff import Device, DeviceMismatchError, NodeStatus, Requirement, TapeConsumedError, Tensor
 
 
 @pytest.fixture
@@ -159,3 +159,14 @@ def test_devices_are_isolated():
     assert b.memory_usage().bytes_in_use == 0 and b.snapshot().nodes == ()
     xb = Tensor.from_floats([1.0], b)
     assert xb.node_id == 0  # each server counts its own ids
+
+
+def test_from_inner_makes_an_untracked_leaf_sharing_data(ad):
+    w = Tensor.from_floats([1.0], ad).require_grad()
+    grads = (w * w).sum().backward()
+    stepped = w.without_autodiff() - w.grad(grads) * 0.25  # 1 - 0.25 * 2
+    leaf = Tensor.from_inner(stepped, ad)
+    assert leaf.data is stepped.data and not leaf.is_tracked and leaf.tolist() == [0.5]
+    assert leaf.require_grad().is_require_grad
+    with pytest.raises(DeviceMismatchError):
+        Tensor.from_inner(w, ad)

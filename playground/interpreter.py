@@ -1,0 +1,463 @@
+"""Parse a student's program with `ast` and interpret a whitelist of node types.
+
+Nothing the student writes is ever given to `eval`, `exec` or `compile`. Names resolve only to the
+values the program assigned and to a fixed set of globals; attribute access is allowed only for the
+engine's API, checked against the *type* of the object at run time (no dunders, no imports, no
+builtins beyond `range`, `print`, `len`, `float`, `int`, `abs`, `min`, `max`). Every run is bounded:
+program length, nesting, statements, loop iterations, elements per tensor, bytes held, nodes, and
+wall time, each stopped with a plain message that points at the line.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
+from autodiff.memory import MemoryUsage
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one run may use. Values a classroom laptop serves comfortably for many students at once."""
+
+    program_chars: int = 4_000
+    nesting: int = 40
+    statements: int = 20_000
+    loop_iterations: int = 1_000
+    elements_per_tensor: int = 1_048_576  # 1024 × 1024
+    bytes_held: int = 64 * 2**20
+    nodes: int = 5_000
+    seconds: float = 5.0
+    string_chars: int = 500
+    print_lines: int = 500
+
+
+class PlaygroundError(Exception):
+    """A refusal or an error in the student's program, with where it happened and what to do."""
+
+    internal = False  # True only for a bug in the interpreter itself (the fuzz tests look for it)
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None, hint: str = "") -> None:
+        self.message, self.line, self.column, self.hint = message, line, column, hint
+        where = f"Line {line}, column {column}: " if line is not None else ""
+        super().__init__(where + message + (f" Hint: {hint}" if hint else ""))
+
+
+@dataclass
+class BackwardRun:
+    """One backward the program ran, recorded for the replay."""
+
+    before: GraphSnapshot
+    recorder: BackwardRecorder
+    names: dict[int, str]
+
+
+@dataclass
+class RunResult:
+    output: list[str] = field(default_factory=list)
+    error: PlaygroundError | None = None
+    snapshot: GraphSnapshot | None = None
+    names: dict[int, str] = field(default_factory=dict)
+    backward: BackwardRun | None = None  # the last backward
+    memory: list[tuple[int, MemoryUsage]] = field(default_factory=list)  # after each loop iteration
+    statements: int = 0
+
+
+TENSOR_METHODS = {
+    "require_grad", "backward", "grad", "grad_remove", "grad_replace", "detach", "without_autodiff",
+    "sum", "mean", "sum_dim", "mean_dim", "matmul", "reshape", "transpose", "swap_dims",
+    "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "tolist", "dims", "item",
+}  # fmt: skip
+TENSOR_PROPERTIES = {"is_tracked", "is_require_grad", "node_id", "shape", "dtype"}
+TENSOR_CONSTRUCTORS = {"from_floats", "zeros", "ones", "random", "from_inner"}
+DISTRIBUTIONS = {"uniform", "normal"}
+BINARY = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Pow: operator.pow, ast.MatMult: operator.matmul,
+}  # fmt: skip
+NUMBER_LIMIT = 1e15
+
+
+class _TensorClass:
+    """What the name `Tensor` means in a program: its constructors, on this run's devices."""
+
+
+class _DistributionClass:
+    """What the name `Distribution` means in a program."""
+
+
+def run_program(source: str, limits: Limits = Limits(), backend: str = "numpy") -> RunResult:
+    """Run a program on fresh devices; never raises for anything the program does."""
+    result = RunResult()
+    try:
+        tree = _parse(source, limits)
+        _Interpreter(limits, backend, result).run(tree)
+    except PlaygroundError as error:
+        result.error = error
+    return result
+
+
+def _parse(source: str, limits: Limits) -> ast.Module:
+    if len(source) > limits.program_chars:
+        raise PlaygroundError(
+            f"The program is {len(source):,} characters long; the limit is {limits.program_chars:,}.",
+            hint="Shorten it, or use a loop instead of repeating lines.",
+        )
+    try:
+        tree = ast.parse(source, mode="exec")
+    except SyntaxError as error:
+        raise PlaygroundError(
+            f"This is not valid Python: {error.msg}.", error.lineno, (error.offset or 1), "Check brackets and colons."
+        ) from None
+    except (RecursionError, MemoryError, ValueError) as error:
+        raise PlaygroundError(
+            f"The program could not be read ({type(error).__name__}).", hint="Nest less deeply."
+        ) from None
+    depth = _max_depth(tree)
+    if depth > limits.nesting:
+        raise PlaygroundError(f"The program nests {depth} levels deep; the limit is {limits.nesting}.",
+                              hint="Split long expressions into several assignments.")  # fmt: skip
+    return tree
+
+
+def _max_depth(tree: ast.AST) -> int:
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+class _Interpreter:
+    def __init__(self, limits: Limits, backend: str, result: RunResult) -> None:
+        self.limits, self.result = limits, result
+        self.inner = Device.named(backend)
+        self.ad = self.inner.autodiff()
+        self.deadline = time.monotonic() + limits.seconds
+        self.variables: dict[str, Any] = {}
+        self.globals: dict[str, Any] = {
+            "ad": self.ad, "device": self.ad, "inner": self.inner, "Tensor": _TensorClass(),
+            "Distribution": _DistributionClass(), "None": None, "True": True, "False": False,
+        }  # fmt: skip
+        self.functions: dict[str, Callable[..., Any]] = {
+            "print": self._print, "range": self._range, "len": len, "float": float, "int": int,
+            "abs": abs, "min": min, "max": max,
+        }  # fmt: skip
+        self.node: ast.AST | None = None  # where we are, for error positions
+
+    # -- statements ------------------------------------------------------------------------------
+    def run(self, tree: ast.Module) -> None:
+        try:
+            self._block(tree.body)
+        except PlaygroundError:
+            raise
+        except AutodiffError as error:
+            raise self._error(str(error)) from None
+        except RecursionError:
+            raise self._error("The program nests too deeply to run.") from None
+        except (OverflowError, ZeroDivisionError, FloatingPointError) as error:
+            raise self._error(f"Arithmetic error: {error}.", "Use smaller numbers, and never divide by zero.") from None
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError) as error:
+            raise self._error(f"That call does not work here: {error}.", "Check the arguments.") from None
+        except MemoryError:
+            raise self._error("The program asked for more memory than this machine has.") from None
+        except Exception as error:  # a bug of ours, not the student's: still no traceback on the page
+            refusal = self._error(f"The Playground hit an internal problem ({type(error).__name__}).")
+            refusal.internal = True
+            raise refusal from None
+        finally:
+            self.result.snapshot = self.ad.snapshot()
+            self.result.names = self._names()
+
+    def _block(self, statements: list[ast.stmt]) -> None:
+        for statement in statements:
+            self.node = statement
+            self.result.statements += 1
+            if self.result.statements > self.limits.statements:
+                raise self._error(f"The program ran more than {self.limits.statements:,} statements.",
+                                  "Use fewer loop iterations.")  # fmt: skip
+            if time.monotonic() > self.deadline:
+                raise self._error(f"The program ran longer than {self.limits.seconds:g} seconds.",
+                                  "Use smaller tensors or fewer iterations.")  # fmt: skip
+            self._statement(statement)
+            self._check_budget()
+
+    def _statement(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.Assign):
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                raise self._error("Assign to one plain name, like `x = ...`.")
+            self._assign(node.targets[0], self._eval(node.value))
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and type(node.op) in BINARY:
+            current = self._name(node.target)
+            self._assign(node.target, self._binary(node.op, current, self._eval(node.value)))
+        elif isinstance(node, ast.Expr):
+            self._eval(node.value)
+        elif isinstance(node, ast.For):
+            self._for(node)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if not isinstance(target, ast.Name) or target.id not in self.variables:
+                    raise self._error("`del` takes names your program assigned, like `del loss`.")
+                del self.variables[target.id]
+        elif isinstance(node, ast.Pass):
+            pass
+        else:
+            raise self._unsupported(node)
+
+    def _assign(self, target: ast.Name, value: Any) -> None:
+        if target.id in self.globals or target.id in self.functions or target.id.startswith("_"):
+            raise self._error(f"`{target.id}` is a reserved name here; pick another.")
+        self.variables[target.id] = value
+
+    def _for(self, node: ast.For) -> None:
+        if node.orelse or not isinstance(node.target, ast.Name):
+            raise self._error("Write loops as `for i in range(n):` with one loop variable and no `else`.")
+        iterable = self._eval(node.iter)
+        if not isinstance(iterable, range):
+            raise self._error("A loop must run over `range(n)`.")
+        for count, value in enumerate(iterable, start=1):
+            self._assign(node.target, value)
+            self._block(node.body)
+            self.result.memory.append((count, self.ad.memory_usage()))
+
+    # -- expressions -----------------------------------------------------------------------------
+    def _eval(self, node: ast.expr) -> Any:
+        self.node = node
+        if isinstance(node, ast.Constant):
+            return self._constant(node)
+        if isinstance(node, ast.Name):
+            return self._name(node)
+        if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
+            return self._binary(node.op, self._eval(node.left), self._eval(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            value = self._eval(node.operand)
+            self._check_operand(value)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.List | ast.Tuple):
+            return [self._eval(element) for element in node.elts]
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node)
+        raise self._unsupported(node)
+
+    def _constant(self, node: ast.Constant) -> Any:
+        value = node.value
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, int | float):
+            if not math.isfinite(value) or abs(value) > NUMBER_LIMIT:
+                raise self._error(f"The number {value} is too large.", f"Use numbers below {NUMBER_LIMIT:g}.")
+            return value
+        if isinstance(value, str):
+            if len(value) > self.limits.string_chars:
+                raise self._error(f"Strings are limited to {self.limits.string_chars} characters.")
+            return value
+        raise self._error(f"Values like {type(value).__name__} are not supported here.")
+
+    def _name(self, node: ast.Name) -> Any:
+        if node.id in self.variables:
+            return self.variables[node.id]
+        if node.id in self.globals:
+            return self.globals[node.id]
+        if node.id in self.functions:
+            raise self._error(f"`{node.id}` is a function: call it, like `{node.id}(...)`.")
+        raise self._error(f"`{node.id}` is not defined.", "Assign it first, or check the spelling.")
+
+    def _check_operand(self, value: Any) -> None:
+        if not isinstance(value, Tensor | int | float) or isinstance(value, bool):
+            raise self._error(f"Arithmetic works on tensors and numbers, not on {_kind(value)}.")
+
+    def _binary(self, op: ast.operator, left: Any, right: Any) -> Any:
+        self._check_operand(left)
+        self._check_operand(right)
+        if isinstance(left, Tensor) or isinstance(right, Tensor):
+            self._check_result_size(op, left, right)
+            return BINARY[type(op)](left, right)
+        if isinstance(op, ast.MatMult):
+            raise self._error("`@` multiplies tensors, not numbers.")
+        if isinstance(op, ast.Pow) and abs(right) > 64 and abs(left) > 1:
+            raise self._error("That power is too large.", "Keep exponents at most 64.")
+        value = BINARY[type(op)](left, right)
+        if isinstance(value, complex) or not math.isfinite(value) or abs(value) > NUMBER_LIMIT:
+            raise self._error("That number is too large or not a real number.", f"Keep numbers below {NUMBER_LIMIT:g}.")
+        return value
+
+    def _check_result_size(self, op: ast.operator, left: Any, right: Any) -> None:
+        """Refuse an op whose output would be too large, before it allocates anything."""
+        if not (isinstance(left, Tensor) and isinstance(right, Tensor)):
+            return
+        try:
+            if isinstance(op, ast.MatMult):
+                shape = (*np.broadcast_shapes(left.shape[:-2], right.shape[:-2]), left.shape[-2], right.shape[-1])
+            else:
+                shape = np.broadcast_shapes(left.shape, right.shape)
+        except (ValueError, IndexError):
+            return  # the engine explains the mismatch
+        self._check_elements(shape)
+
+    def _check_elements(self, shape: Any) -> None:
+        try:
+            count = math.prod(int(d) for d in shape)
+        except (TypeError, ValueError):
+            return  # the engine explains a malformed shape
+        if count > self.limits.elements_per_tensor:
+            raise self._error(f"A tensor of shape {list(shape)} has {count:,} values; the limit is "
+                              f"{self.limits.elements_per_tensor:,}.", "Use smaller shapes.")  # fmt: skip
+
+    def _call(self, node: ast.Call) -> Any:
+        if node.keywords:
+            raise self._error("Keyword arguments are not supported here; pass values in order.")
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self._error("`*` arguments are not supported here.")
+        if isinstance(node.func, ast.Name) and node.func.id in self.functions:
+            function = self.functions[node.func.id]
+        elif isinstance(node.func, ast.Attribute):
+            function = self._method(node.func)
+        else:
+            raise self._error(
+                "Only the engine's functions and methods, `print`, `range` and a few builtins can be called."
+            )
+        args = [self._eval(a) for a in node.args]
+        self.node = node
+        result = function(*args)
+        if isinstance(result, Tensor):
+            self._check_elements(result.shape)
+        return result
+
+    def _method(self, node: ast.Attribute) -> Callable[..., Any]:
+        owner = self._eval(node.value)
+        name = node.attr
+        self.node = node
+        if isinstance(owner, _TensorClass) and name in TENSOR_CONSTRUCTORS:
+            return self._constructor(name)
+        if isinstance(owner, _DistributionClass) and name in DISTRIBUTIONS:
+            return getattr(Distribution, name)
+        if isinstance(owner, Tensor) and name in TENSOR_METHODS:
+            if name == "backward":
+                return self._backward(owner)
+            return getattr(owner, name)
+        raise self._error(f"`{_kind(owner)}` has no method `{name}` here.", "See the examples for what you can call.")
+
+    def _attribute(self, node: ast.Attribute) -> Any:
+        owner = self._eval(node.value)
+        self.node = node
+        if isinstance(owner, _DistributionClass) and node.attr == "Default":
+            return Distribution.Default
+        if isinstance(owner, Tensor) and node.attr in TENSOR_PROPERTIES:
+            value = getattr(owner, node.attr)
+            return None if value is None else (int(value) if node.attr == "node_id" else value)
+        raise self._error(f"`{_kind(owner)}` has no attribute `{node.attr}` here.")
+
+    def _constructor(self, name: str) -> Callable[..., Tensor]:
+        def make(*args: Any) -> Tensor:
+            if name == "from_floats":
+                data, device = args
+                self._check_elements(np.shape(data))
+                return Tensor.from_floats(data, device)
+            if name == "from_inner":
+                return Tensor.from_inner(*args)
+            if name == "random":
+                shape, distribution, device = args
+                self._check_elements(shape)
+                return Tensor.random(shape, distribution, device)
+            shape, device = args
+            self._check_elements(shape)
+            return getattr(Tensor, name)(shape, device)
+
+        return make
+
+    def _backward(self, tensor: Tensor) -> Callable[[], Gradients]:
+        def backward() -> Gradients:
+            before = self.ad.snapshot()
+            names = self._names()
+            recorder = BackwardRecorder()
+            grads = tensor.backward(recorder=recorder)
+            self.result.backward = BackwardRun(before, recorder, names)
+            return grads
+
+        return backward
+
+    # -- builtins --------------------------------------------------------------------------------
+    def _print(self, *values: Any) -> None:
+        if len(self.result.output) >= self.limits.print_lines:
+            raise self._error(f"The program printed more than {self.limits.print_lines} lines.")
+        line = " ".join(_show(v) for v in values)
+        self.result.output.append(line[: self.limits.string_chars * 4])
+
+    def _range(self, *args: Any) -> range:
+        if not all(isinstance(a, int) and not isinstance(a, bool) for a in args) or not 1 <= len(args) <= 3:
+            raise self._error("`range` takes one to three whole numbers, like `range(10)`.")
+        values = range(*args)
+        if len(values) > self.limits.loop_iterations:
+            raise self._error(f"A loop may run at most {self.limits.loop_iterations:,} times; this one would run "
+                              f"{len(values):,}.", "Use a smaller range.")  # fmt: skip
+        return values
+
+    # -- limits and errors -----------------------------------------------------------------------
+    def _check_budget(self) -> None:
+        usage = self.ad.memory_usage()
+        if usage.bytes_in_use > self.limits.bytes_held:
+            raise self._error(f"The program holds {usage.mib:.1f} MiB; the limit is "
+                              f"{self.limits.bytes_held / 2**20:.0f} MiB.",
+                              "Drop tensors you no longer need (`del loss`), run a backward to free abandoned "
+                              "graphs, or use smaller shapes.")  # fmt: skip
+        if self.ad.server.nodes_created > self.limits.nodes:
+            raise self._error(
+                f"The program created more than {self.limits.nodes:,} graph nodes.",
+                "Use fewer iterations, or without_autodiff() for work that needs no gradient.",
+            )
+
+    def _names(self) -> dict[int, str]:
+        return {int(v.node_id): k for k, v in self.variables.items() if isinstance(v, Tensor) and v.node_id is not None}
+
+    def _error(self, message: str, hint: str = "") -> PlaygroundError:
+        node = self.node
+        line = getattr(node, "lineno", None)
+        column = getattr(node, "col_offset", None)
+        return PlaygroundError(message, line, None if column is None else column + 1, hint)
+
+    def _unsupported(self, node: ast.AST) -> PlaygroundError:
+        self.node = node
+        kind = type(node).__name__
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            return self._error("Imports are not available in the Playground.", "Everything you need is already here.")
+        return self._error(f"`{kind}` is not supported in the Playground.",
+                           "Use assignments, arithmetic, calls of the engine's methods, `for i in range(n):`, "
+                           "`del` and `print`.")  # fmt: skip
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return "Tensor"
+    if isinstance(value, _TensorClass):
+        return "Tensor (the class)"
+    if isinstance(value, _DistributionClass):
+        return "Distribution"
+    if isinstance(value, Gradients):
+        return "Gradients"
+    return type(value).__name__
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Tensor):
+        values = value.numpy()
+        if values.size > 64:
+            return f"Tensor(shape={value.dims()}, {values.size:,} values)"
+        return f"Tensor({values.tolist()})"
+    if isinstance(value, Gradients):
+        return f"Gradients({len(value)} entries)"
+    if isinstance(value, Device):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
