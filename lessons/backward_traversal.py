@@ -1,22 +1,9 @@
 import streamlit as st
 
-from autodiff import Requirement
-from autodiff.trace import TapeBuilt
-from ui.format import format_values
-from ui.graph import replay_overlay
 from ui.programs import PROGRAMS, run_program
-from ui.replay import describe, node_name, replay_state
-from ui.state import current_backend, parse_int, presenter_mode, publish, restore_from_url
-from ui.widgets import (
-    advance_player,
-    data_table,
-    gradients_table,
-    lesson_intro,
-    play_interval,
-    snapshot_graph,
-    step_player,
-)
-from ui.widgets import tape_table as draw_tape
+from ui.replay_view import replay_view, tape_view
+from ui.state import current_backend, parse_int, publish, restore_from_url
+from ui.widgets import lesson_intro
 
 PLAYER = "replay"
 
@@ -50,9 +37,6 @@ program = PROGRAMS[key]
 run = st.session_state.get("traversal_run")
 if run is None or run.program.key != key or run.backend != current_backend():
     run = st.session_state.traversal_run = run_program(key, current_backend())
-names = run.names
-events = run.recorder.events
-total = len(events)
 
 code_column, tape_column = st.columns([1, 1])
 with code_column:
@@ -60,75 +44,9 @@ with code_column:
     st.code(program.source, language="python", wrap_lines=True)
 with tape_column:
     st.markdown("**The tape**, bucketed by order (runs top to bottom)")
-    tape = next(e for e in events if isinstance(e, TapeBuilt))
-    draw_tape(tape.buckets, run.before, names)
-    st.caption(
-        "Steps not reachable from the loss (the untracked inputs) are not on the tape. "
-        "Within a bucket, steps run in the order the traversal found them."
-    )
+    tape_view(run.before, run.recorder, run.names)
 
 st.subheader("Replay")
-leaves = {int(n.id) for n in run.before.nodes if n.requirement is Requirement.Grad}
-
-
-@st.fragment(run_every=play_interval(PLAYER))
-def replay() -> None:
-    advance_player(PLAYER, total)
-    index = step_player(total, PLAYER)
-    publish(program=key, step=index)
-    state = replay_state(run.recorder, index)
-    st.markdown(f"**Event {index + 1} of {total}.** {describe(state.event, names)}")
-    dot = snapshot_graph(
-        run.before,
-        names,
-        "Forward graph: leaves on the left, the loss on the right. Gradients flow right to left.",
-        replay_overlay(state),
-        key="traversal_graph",
-    )
-
-    step_column, container_column = st.columns([1, 1])
-    with step_column:
-        st.markdown("**The current step**")
-        if state.current is None:
-            st.info("No step is running at this event.")
-        else:
-            step = state.current
-            st.markdown(
-                f"{node_name(step.node_id, names)} — `{step.op}`, order {step.order}. "
-                f"Upstream gradient (what its node received): `{format_values(state.upstream)}`"
-            )
-            sent = {}
-            for flow in state.flows:
-                sent.setdefault(flow.target, []).append(flow)
-            rows = []
-            for position, (parent, rule) in enumerate(zip(step.parents, step.rules, strict=True)):
-                flows = sent.get(parent, [])
-                flow = flows.pop(0) if flows else None
-                rows.append(
-                    {
-                        "Input": f"{position + 1}. {node_name(parent, names)}",
-                        "Local rule": rule,
-                        "Value sent": "not yet" if flow is None else format_values(flow.value),
-                        "Accumulated": "" if flow is None else ("yes: added to an entry" if flow.accumulated else "no"),
-                    }
-                )
-            if rows:
-                data_table(rows)
-            else:
-                st.caption("A leaf's step only consumes its gradient: for a Grad leaf, the entry is kept.")
-    with container_column:
-        st.markdown("**The `Gradients` container** after this event")
-        gradients_table(state.container, names, leaves)
-
-    if not presenter_mode():
-        left, right = st.columns(2)
-        left.download_button(
-            "Download the graph (DOT)", dot, file_name=f"{key}-step{index}.dot", mime="text/vnd.graphviz"
-        )
-        right.download_button(
-            "Download the event trace (JSON)", run.recorder.to_json(), file_name=f"{key}-trace.json",
-            mime="application/json",
-        )  # fmt: skip
-
-
-replay()
+replay_view(
+    run.before, run.recorder, run.names, PLAYER, file_stem=key, on_index=lambda index: publish(program=key, step=index)
+)
