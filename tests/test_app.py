@@ -373,3 +373,79 @@ def test_check_page_flags_a_planted_bug(monkeypatch):
     frame = table(at, "Node")
     flagged = frame[frame["Local rule"] == "✗ differs"]["Node"].tolist()
     assert len(flagged) == 1 and flagged[0].startswith("out ")
+
+
+# -- Playground -------------------------------------------------------------------------------------
+
+
+def run_code(at: AppTest, code: str) -> AppTest:
+    at.text_area(key="playground_editor").set_value(code).run()
+    button(at, "Run").click().run()
+    assert not at.exception
+    return at
+
+
+def test_playground_runs_typed_code_and_shows_output_graph_and_replay():
+    at = app("lessons/playground.py")
+    run_code(at, "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\ny = (x * x).sum()\ng = y.backward()\n"
+                 "print(x.grad(g))\n")  # fmt: skip
+    assert at.code[0].value == "Tensor([2.0, 4.0])"
+    assert len(at.get("graphviz_chart")) == 2  # the program's graph and the replay's
+    assert "Event 1 of" in " ".join(m.value for m in at.markdown)
+    button(at, "Last »").click().run()
+    assert (
+        at.session_state["playground_replay_index"]
+        == len(at.session_state["playground_result"].backward.recorder.events) - 1
+    )
+
+
+def test_playground_error_points_at_the_line_and_keeps_the_text():
+    at = app("lessons/playground.py")
+    code = "x = Tensor.ones([2], ad)\nimport os\n"
+    run_code(at, code)
+    assert "Line 2, column 1" in at.error[0].value and "Imports are not available" in at.error[0].value
+    assert at.text_area(key="playground_editor").value == code
+    from playground.share import decode
+
+    assert (
+        decode(at.query_params["code"][0] if isinstance(at.query_params["code"], list) else at.query_params["code"])
+        == code
+    )
+
+
+def test_playground_examples_menu_and_loop_memory_chart():
+    at = app("lessons/playground.py")
+    at.selectbox(key="playground_example").set_value("Seed: memory growth").run()
+    assert "for i in range(10)" in at.text_area(key="playground_editor").value
+    button(at, "Run").click().run()
+    assert not at.error and len(at.get("vega_lite_chart")) == 2
+
+
+def test_playground_link_restores_the_program():
+    from playground.share import encode
+
+    code = 'print("shared", 1 + 2)\n'
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("lessons/playground.py")
+    at.query_params["code"] = encode(code)
+    at.run()
+    assert at.text_area(key="playground_editor").value == code
+    button(at, "Run").click().run()
+    assert at.code[0].value == "shared 3"
+
+
+def test_playground_broken_link_is_explained():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("lessons/playground.py")
+    at.query_params["code"] = "not-a-program!!"
+    at.run()
+    assert "does not hold a Playground program" in at.error[0].value
+    assert not at.exception
+
+
+def test_playground_sessions_are_isolated():
+    a, b = app("lessons/playground.py"), app("lessons/playground.py")
+    run_code(a, "secret = Tensor.from_floats([42.0], ad)\nprint(secret)\n")
+    run_code(b, "print(secret)\n")
+    assert "`secret` is not defined" in b.error[0].value
+    assert a.code[0].value == "Tensor([42.0])"
