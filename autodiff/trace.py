@@ -89,24 +89,28 @@ class BackwardRecorder:
                 container.pop(event.node_id, None)
         return container
 
-    def to_json(self) -> str:
-        return json.dumps([_event_to_dict(e) for e in self.events], indent=1)
+    def to_json(self, max_values: int | None = None) -> str:
+        """The events as JSON. With `max_values`, a larger tensor is written as its shape and its
+        first `max_values` values (so exporting a big program's trace stays small)."""
+        return json.dumps([_event_to_dict(e, max_values) for e in self.events], indent=1)
 
 
-def _event_to_dict(event: Event) -> dict[str, object]:
+def _event_to_dict(event: Event, max_values: int | None) -> dict[str, object]:
     out: dict[str, object] = {"event": type(event).__name__}
     for field in fields(event):
-        out[field.name] = _plain(getattr(event, field.name))
+        out[field.name] = _plain(getattr(event, field.name), max_values)
     return out
 
 
-def _plain(value: object) -> object:
+def _plain(value: object, max_values: int | None = None) -> object:
     if isinstance(value, np.ndarray):
+        if max_values is not None and value.size > max_values:
+            return {"shape": list(value.shape), "first_values": value.ravel()[:max_values].tolist()}
         return value.tolist()
     if isinstance(value, MemoryUsage):
         return {"bytes_in_use": value.bytes_in_use, "allocations": value.allocations}
     if isinstance(value, tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v, max_values) for v in value]
     if isinstance(value, NodeId):
         return int(value)
     return value

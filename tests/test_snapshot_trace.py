@@ -122,3 +122,15 @@ def test_held_bytes_add_up_to_what_the_graph_costs():
     assert sum(n.held_bytes for n in snap.nodes) == graph_cost == 10 * tensor
     assert snap.node(kept.node_id).held_bytes == 0
     assert all(n.saved_bytes >= n.held_bytes for n in snap.nodes)
+
+
+def test_json_export_can_cap_large_tensors():
+    ad = Device.numpy().autodiff()
+    x = Tensor.ones([100, 100], ad).require_grad()
+    recorder = BackwardRecorder()
+    (x * 2.0).sum().backward(recorder=recorder)
+    events = json.loads(recorder.to_json(max_values=10))
+    registered = [e for e in events if e["event"] == "GradientRegistered" and e["node_id"] == int(x.node_id)]
+    assert registered[0]["value"] == {"shape": [100, 100], "first_values": [2.0] * 10}
+    full = [e for e in json.loads(recorder.to_json()) if e["event"] == "GradientRegistered"]
+    assert np.array(full[-1]["value"]).shape == (100, 100)

@@ -25,6 +25,9 @@ from .widgets import (
 )
 
 
+EXPORT_VALUES = 4096  # per tensor in the exported trace: the shape and the first values beyond that
+
+
 def tape_view(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int, str]) -> None:
     tape = next(e for e in recorder.events if isinstance(e, TapeBuilt))
     tape_table(tape.buckets, before, names)
@@ -74,7 +77,7 @@ def replay_view(
                 "Download the graph (DOT)", dot, file_name=f"{file_stem}-step{index}.dot", mime="text/vnd.graphviz"
             )
             right.download_button(
-                "Download the event trace (JSON)", recorder.to_json(), file_name=f"{file_stem}-trace.json",
+                "Download the event trace (JSON)", recorder.to_json(max_values=EXPORT_VALUES), file_name=f"{file_stem}-trace.json",
                 mime="application/json",
             )  # fmt: skip
 

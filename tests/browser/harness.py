@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -35,15 +37,18 @@ def _free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(log: Path) -> Iterator[str]:
-    """`streamlit run app.py` on a free loopback port; yields its URL once /_stcore/health says ok."""
+def streamlit_server(
+    log: Path, extra_args: tuple[str, ...] = (), with_pid: bool = False, env: dict[str, str] | None = None
+) -> Iterator[Any]:
+    """`streamlit run app.py` on a free loopback port; yields its URL (or `(url, pid)`) once
+    /_stcore/health says ok."""
     port = _free_port()
     with open(log, "w") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *extra_args],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
@@ -57,7 +62,15 @@ def streamlit_server(log: Path) -> Iterator[str]:
             if time.time() > deadline or server.poll() is not None:
                 raise ServerDidNotStart(f"streamlit did not start:\n{log.read_text()[-2000:]}")
             time.sleep(0.3)
-        yield url
+        yield (url, server.pid) if with_pid else url
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process, in MiB (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")

@@ -1,0 +1,70 @@
+"""Five real browser sessions use the Playground at once: no cross-talk, and the server's memory
+returns near its baseline once they have gone."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .conftest import screenshot
+from .harness import rss_mib, streamlit_server
+
+pytestmark = pytest.mark.browser
+SESSIONS = 5
+PROGRAM = """\
+x = Tensor.random([256, 256], Distribution.Default, ad).require_grad()
+for i in range(8):
+    loss = (x.exp() * x).matmul(x).sum()
+grads = loss.backward()
+print("session", {k}, x.grad(grads).dims())
+"""
+
+
+def run_in(page, url: str, code: str) -> None:
+    page.goto(f"{url}/playground")
+    page.get_by_role("heading", name="Playground").wait_for()
+    editor = page.get_by_label("Program")
+    editor.fill(code)
+    editor.press("Control+Enter")  # commit the text area
+    page.get_by_role("button", name="Run", exact=True).click()
+
+
+def test_five_concurrent_sessions_are_isolated_and_memory_returns(browser, tmp_path):
+    # Large buffers always mmapped, so memory the program frees really goes back to the system and the
+    # resident size measures what the sessions still hold (glibc's dynamic threshold would keep it).
+    malloc = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "131072"}
+    ttl = ("--server.disconnectedSessionTTL", "2")
+    with streamlit_server(tmp_path / "server.log", ttl, with_pid=True, env=malloc) as (url, pid):
+        warm = browser.new_context()
+        run_in(warm.new_page(), url, PROGRAM.format(k=0))
+        warm.pages[0].get_by_text("session 0 [256, 256]").wait_for(timeout=60_000)
+        warm.close()
+        time.sleep(3)
+        baseline = rss_mib(pid)
+
+        contexts = [browser.new_context() for _ in range(SESSIONS)]
+        pages = [c.new_page() for c in contexts]
+        for p in pages:
+            p.set_default_timeout(90_000)
+        for k, p in enumerate(pages, start=1):
+            run_in(p, url, PROGRAM.format(k=k))
+        for k, p in enumerate(pages, start=1):
+            p.get_by_text(f"session {k} [256, 256]").wait_for()
+            others = [j for j in range(1, SESSIONS + 1) if j != k]
+            assert all(p.get_by_text(f"session {j} [").count() == 0 for j in others)  # no cross-talk
+            assert p.locator('[data-testid="stException"]').count() == 0
+        peak = rss_mib(pid)
+        screenshot(pages[0], "playground")
+        for c in contexts:
+            c.close()
+        time.sleep(4)  # past the disconnected-session TTL
+        poke = browser.new_context()  # a new visit lets the server expire the old sessions
+        poke.new_page().goto(url)
+        time.sleep(2)
+        poke.close()
+        after = rss_mib(pid)
+        print(
+            f"server RSS: baseline {baseline:.0f} MiB, with {SESSIONS} sessions {peak:.0f} MiB, after {after:.0f} MiB"
+        )
+        assert after <= baseline + 40, (baseline, peak, after)
