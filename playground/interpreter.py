@@ -121,20 +121,7 @@ def _parse(source: str, limits: Limits) -> ast.Module:
         raise PlaygroundError(
             f"The program could not be read ({type(error).__name__}).", hint="Nest less deeply."
         ) from None
-    depth = _max_depth(tree)
-    if depth > limits.nesting:
-        raise PlaygroundError(f"The program nests {depth} levels deep; the limit is {limits.nesting}.",
-                              hint="Split long expressions into several assignments.")  # fmt: skip
     return tree
-
-
-def _max_depth(tree: ast.AST) -> int:
-    deepest, stack = 0, [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
 
 
 class _Interpreter:
@@ -153,6 +140,7 @@ class _Interpreter:
             "abs": abs, "min": min, "max": max,
         }  # fmt: skip
         self.node: ast.AST | None = None  # where we are, for error positions
+        self.depth = 0  # how deeply the evaluation nests (expressions and loops)
 
     # -- statements ------------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
@@ -179,6 +167,8 @@ class _Interpreter:
             self.result.names = self._names()
 
     def _block(self, statements: list[ast.stmt]) -> None:
+        if self.depth > self.limits.nesting:
+            raise self._error(f"Loops nest more than {self.limits.nesting} levels deep.")
         for statement in statements:
             self.node = statement
             self.result.statements += 1
@@ -224,14 +214,28 @@ class _Interpreter:
         iterable = self._eval(node.iter)
         if not isinstance(iterable, range):
             raise self._error("A loop must run over `range(n)`.")
-        for count, value in enumerate(iterable, start=1):
-            self._assign(node.target, value)
-            self._block(node.body)
-            self.result.memory.append((count, self.ad.memory_usage()))
+        self.depth += 1
+        try:
+            for count, value in enumerate(iterable, start=1):
+                self._assign(node.target, value)
+                self._block(node.body)
+                self.result.memory.append((count, self.ad.memory_usage()))
+        finally:
+            self.depth -= 1
 
     # -- expressions -----------------------------------------------------------------------------
     def _eval(self, node: ast.expr) -> Any:
         self.node = node
+        self.depth += 1
+        try:
+            if self.depth > self.limits.nesting:
+                raise self._error(f"The program nests more than {self.limits.nesting} levels deep.",
+                                  "Split long expressions into several assignments.")  # fmt: skip
+            return self._expression(node)
+        finally:
+            self.depth -= 1
+
+    def _expression(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             return self._constant(node)
         if isinstance(node, ast.Name):

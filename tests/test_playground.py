@@ -93,7 +93,11 @@ HOSTILE = {
     ),
     "power_tower": ("x = 10**10**10", "too large"),
     "huge_int": ("x = 99999999999999999999999", "too large"),
-    "deep_nesting": ("x = " + "[" * 100 + "1" + "]" * 100, "nests 10"),
+    "deep_nesting": ("x = " + "[" * 100 + "1" + "]" * 100, "nests more than 40 levels"),
+    "deep_loops": (
+        "".join(" " * k + f"for i{k} in range(1):\n" for k in range(60)) + " " * 60 + "pass",
+        "more than 40 levels",
+    ),
     "parser_nesting": ("x = " + "-(" * 1000 + "1" + ")" * 1000, "not valid Python"),
     "runaway_loop": ("for i in range(10**6):\n    pass", "at most 1,000 times"),
     "nested_loops": ("for i in range(1000):\n    for j in range(1000):\n        pass", "statements"),

@@ -24,7 +24,6 @@ from .widgets import (
     tape_table,
 )
 
-
 EXPORT_VALUES = 4096  # per tensor in the exported trace: the shape and the first values beyond that
 
 
@@ -77,9 +76,11 @@ def replay_view(
                 "Download the graph (DOT)", dot, file_name=f"{file_stem}-step{index}.dot", mime="text/vnd.graphviz"
             )
             right.download_button(
-                "Download the event trace (JSON)", recorder.to_json(max_values=EXPORT_VALUES), file_name=f"{file_stem}-trace.json",
+                "Download the event trace (JSON)",
+                recorder.to_json(max_values=EXPORT_VALUES),
+                file_name=f"{file_stem}-trace.json",
                 mime="application/json",
-            )  # fmt: skip
+            )
 
     replay()
 

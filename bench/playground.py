@@ -1,0 +1,94 @@
+"""Playground speed: parse+run of the seed programs through the interpreter vs the same code
+written against the Python API, side by side in one run (target: at most 2x).
+
+Run: python bench/playground.py
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from autodiff import Device, Distribution, Tensor  # noqa: E402
+from playground import run_program  # noqa: E402
+from playground.examples import EXAMPLES  # noqa: E402
+
+
+def seed_api() -> None:
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    unused = Tensor.from_floats([5.0, 5.0], ad).require_grad()
+    h = x * x
+    loss = (h + x * 3.0).sum()
+    grads = loss.backward()
+    lines = [
+        " ".join(["x.grad       =", str(x.grad(grads).tolist())]),
+        " ".join(["h.grad       =", str(h.grad(grads))]),
+        " ".join(["loss.grad    =", str(loss.grad(grads))]),
+        " ".join(["unused.grad  =", str(unused.grad(grads))]),
+        " ".join(["x.grad_remove=", str(x.grad_remove(grads).tolist())]),
+        " ".join(["x.grad again =", str(x.grad(grads))]),
+    ]
+    assert lines
+
+
+def shared_api() -> None:
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    shared = x.exp()
+    l1 = (shared * 2.0).sum()
+    (shared * 3.0).sum()
+    x.grad(l1.backward())
+    fresh = x.exp()
+    total = (fresh * 2.0).sum() + (fresh * 3.0).sum()
+    x.grad(total.backward())
+    shared.detach()
+
+
+def memory_api() -> None:
+    ad = Device.numpy().autodiff()
+    x = Tensor.random([256, 256], Distribution.Default, ad).require_grad()
+    for _ in range(10):
+        loss = (x.exp() * x).matmul(x).sum()
+        del loss
+    grads = ((x.exp() * x).matmul(x).sum()).backward()
+    x.grad(grads).dims()
+
+
+PAIRS: dict[str, tuple[str, Callable[[], None]]] = {
+    "seed: gradients": ("Seed: gradients after backward", seed_api),
+    "seed: shared subgraph": ("Seed: shared subgraph", shared_api),
+    "seed: memory growth": ("Seed: memory growth", memory_api),
+}
+
+
+def best_of(fn: Callable[[], object], repeat: int = 7, number: int = 20) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def main() -> None:
+    print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}")
+    print("parse+run through the Playground interpreter vs the same program on the Python API (target <= 2x)")
+    for label, (example, api) in PAIRS.items():
+        source = EXAMPLES[example]
+        assert run_program(source).error is None
+        number = 3 if "memory" in label else 50
+        interpreted = best_of(lambda s=source: run_program(s), number=number)
+        direct = best_of(api, number=number)
+        print(f"  {label:<24} interpreter {interpreted * 1e3:8.2f} ms, API {direct * 1e3:8.2f} ms, "
+              f"ratio {interpreted / direct:.2f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
