@@ -14,18 +14,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autodiff import Device, Distribution, Tensor  # noqa: E402
+from autodiff import BackwardRecorder, Device, Distribution, Gradients, Tensor  # noqa: E402
 from playground import run_program  # noqa: E402
 from playground.examples import EXAMPLES  # noqa: E402
 
 
-def seed_api() -> None:
+def recorded_backward(ad: Device, loss: Tensor, record: bool) -> Gradients:
+    """backward, plus what the Playground records for its pictures when `record` is set."""
+    if not record:
+        return loss.backward()
+    ad.snapshot()
+    return loss.backward(recorder=BackwardRecorder())
+
+
+def seed_api(record: bool = False) -> None:
     ad = Device.numpy().autodiff()
     x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
     unused = Tensor.from_floats([5.0, 5.0], ad).require_grad()
     h = x * x
     loss = (h + x * 3.0).sum()
-    grads = loss.backward()
+    grads = recorded_backward(ad, loss, record)
     lines = [
         " ".join(["x.grad       =", str(x.grad(grads).tolist())]),
         " ".join(["h.grad       =", str(h.grad(grads))]),
@@ -35,32 +43,38 @@ def seed_api() -> None:
         " ".join(["x.grad again =", str(x.grad(grads))]),
     ]
     assert lines
+    if record:
+        ad.snapshot()
 
 
-def shared_api() -> None:
+def shared_api(record: bool = False) -> None:
     ad = Device.numpy().autodiff()
     x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
     shared = x.exp()
     l1 = (shared * 2.0).sum()
     (shared * 3.0).sum()
-    x.grad(l1.backward())
+    x.grad(recorded_backward(ad, l1, record))
     fresh = x.exp()
     total = (fresh * 2.0).sum() + (fresh * 3.0).sum()
-    x.grad(total.backward())
+    x.grad(recorded_backward(ad, total, record))
     shared.detach()
+    if record:
+        ad.snapshot()
 
 
-def memory_api() -> None:
+def memory_api(record: bool = False) -> None:
     ad = Device.numpy().autodiff()
     x = Tensor.random([256, 256], Distribution.Default, ad).require_grad()
     for _ in range(10):
         loss = (x.exp() * x).matmul(x).sum()
         del loss
-    grads = ((x.exp() * x).matmul(x).sum()).backward()
+    grads = recorded_backward(ad, (x.exp() * x).matmul(x).sum(), record)
     x.grad(grads).dims()
+    if record:
+        ad.snapshot()
 
 
-PAIRS: dict[str, tuple[str, Callable[[], None]]] = {
+PAIRS: dict[str, tuple[str, Callable[..., None]]] = {
     "seed: gradients": ("Seed: gradients after backward", seed_api),
     "seed: shared subgraph": ("Seed: shared subgraph", shared_api),
     "seed: memory growth": ("Seed: memory growth", memory_api),
@@ -86,8 +100,10 @@ def main() -> None:
         number = 3 if "memory" in label else 50
         interpreted = best_of(lambda s=source: run_program(s), number=number)
         direct = best_of(api, number=number)
-        print(f"  {label:<24} interpreter {interpreted * 1e3:8.2f} ms, API {direct * 1e3:8.2f} ms, "
-              f"ratio {interpreted / direct:.2f}x")  # fmt: skip
+        recorded = best_of(lambda a=api: a(record=True), number=number)
+        print(f"  {label:<24} interpreter {interpreted * 1e3:6.2f} ms | API {direct * 1e3:6.2f} ms: "
+              f"{interpreted / direct:.2f}x | API recording the same pictures {recorded * 1e3:6.2f} ms: "
+              f"{interpreted / recorded:.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":
