@@ -205,3 +205,26 @@ def test_random_programs_give_only_typed_errors(body):
     result = run_program(source, Limits(seconds=1.0))
     assert result.error is None or not result.error.internal, (source, result.error)
     assert time.monotonic() - start < 5
+
+
+def test_twenty_concurrent_runs_do_not_cross_talk():
+    # Twenty sessions' programs at once, in threads (AppTest itself cannot run in parallel threads: it
+    # swaps a process-wide runtime; the browser suite runs five real sessions against one server).
+    import threading
+
+    outputs: dict[int, list[str]] = {}
+
+    def session(k: int) -> None:
+        program = (
+            f"x = Tensor.from_floats([{k}.0, 1.0], ad).require_grad()\n"
+            "for i in range(20):\n    y = (x * x).sum()\n"
+            f"g = y.backward()\nprint({k}, x.grad(g))\n"
+        )
+        outputs[k] = run_program(program).output
+
+    threads = [threading.Thread(target=session, args=(k,)) for k in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {k: out for k, out in outputs.items()} == {k: [f"{k} Tensor([{2.0 * k}, 2.0])"] for k in range(20)}

@@ -19,6 +19,7 @@ PAGES = {
     "tape_consumption": "Tape consumption",
     "memory_growth": "Memory growth",
     "check_mlx": "Check against MLX",
+    "playground": "Playground",
 }
 ERROR = '[data-testid="stAlertContentError"]'
 GRAPH_NODES = '[data-testid="stGraphVizChart"] svg g.node'
@@ -76,7 +77,10 @@ def test_deep_link_as_the_first_visit_of_a_fresh_server(page, fresh_app_url):
     open_page(page, fresh_app_url, "tape_consumption")
     page.get_by_text("Presenter mode").wait_for()
     nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
-    expected = "Home / Backward traversal / Gradient consumption / Tape consumption / Memory growth / Check against MLX"
+    expected = (
+        "Home / Backward traversal / Gradient consumption / Tape consumption / Memory growth / "
+        "Check against MLX / Playground"
+    )
     assert nav.split() == expected.replace(" / ", " ").split()
 
 
