@@ -193,7 +193,9 @@ def memory_charts(history: list[MemoryPoint], iterations: int) -> None:
         (left, ["engine: MiB in use", "MLX: active MiB"], "Memory in use (MiB)"),
         (right, ["engine: live buffers"], "Live buffers"),
     )
-    for column, counters, title in charts:
+    present = set(data["Counter"])
+    for column, wanted, title in charts:
+        counters = [c for c in wanted if c in present]  # MLX's counter only on the MLX backend
         part = data[data["Counter"].isin(counters)]
         top = max(1.0, float(part["Value"].max()) * 1.15)
         spec = {

@@ -55,7 +55,7 @@ def test_five_concurrent_sessions_are_isolated_and_memory_returns(browser, tmp_p
             assert all(p.get_by_text(f"session {j} [").count() == 0 for j in others)  # no cross-talk
             assert p.locator('[data-testid="stException"]').count() == 0
         peak = rss_mib(pid)
-        screenshot(pages[0], "playground")
+        screenshot(pages[0], "playground_session")
         for c in contexts:
             c.close()
         time.sleep(4)  # past the disconnected-session TTL
