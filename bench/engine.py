@@ -21,19 +21,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import best_of  # noqa: E402
+
 from autodiff import Device, Distribution, Tensor  # noqa: E402
 from autodiff.scenarios import memory_forward  # noqa: E402
-
-
-def best_of(fn: Callable[[], object], repeat: int, number: int) -> float:
-    """Best mean seconds per call over `repeat` rounds of `number` calls (the least noisy figure)."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
 
 
 def seed_graph_engine() -> Callable[[], object]:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import best_of  # noqa: E402
+
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, Tensor  # noqa: E402
 from playground import run_program  # noqa: E402
 from playground.examples import EXAMPLES  # noqa: E402
@@ -81,16 +83,6 @@ PAIRS: dict[str, tuple[str, Callable[..., None]]] = {
 }
 
 
-def best_of(fn: Callable[[], object], repeat: int = 7, number: int = 20) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
-
-
 def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}")
     print("parse+run through the Playground interpreter vs the same program on the Python API (target <= 2x)")
@@ -98,9 +90,9 @@ def main() -> None:
         source = EXAMPLES[example]
         assert run_program(source).error is None
         number = 3 if "memory" in label else 50
-        interpreted = best_of(lambda s=source: run_program(s), number=number)
-        direct = best_of(api, number=number)
-        recorded = best_of(lambda a=api: a(record=True), number=number)
+        interpreted = best_of(lambda s=source: run_program(s), repeat=7, number=number)
+        direct = best_of(api, repeat=7, number=number)
+        recorded = best_of(lambda a=api: a(record=True), repeat=7, number=number)
         print(f"  {label:<24} interpreter {interpreted * 1e3:6.2f} ms | API {direct * 1e3:6.2f} ms: "
               f"{interpreted / direct:.2f}x | API recording the same pictures {recorded * 1e3:6.2f} ms: "
               f"{interpreted / recorded:.2f}x")  # fmt: skip
