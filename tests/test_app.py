@@ -449,3 +449,15 @@ def test_playground_sessions_are_isolated():
     run_code(b, "print(secret)\n")
     assert "`secret` is not defined" in b.error[0].value
     assert a.code[0].value == "Tensor([42.0])"
+
+
+def test_presenter_mode_enlarges_graphs_and_hides_extra_controls():
+    at = app()
+    at.toggle(key="presenter").set_value(True).run()
+    at.query_params.clear()
+    at.switch_page("lessons/backward_traversal.py").run()
+    assert "fontsize=20" in dot(at)
+    assert not at.get("download_button")  # fewer controls on a projector
+    assert not [s for s in at.select_slider if s.key == "replay_speed"]
+    at.toggle(key="presenter").set_value(False).run()
+    assert "fontsize=13" in dot(at) and len(at.get("download_button")) == 2
