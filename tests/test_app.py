@@ -456,7 +456,7 @@ def test_presenter_mode_enlarges_graphs_and_hides_extra_controls():
     at.toggle(key="presenter").set_value(True).run()
     at.query_params.clear()
     at.switch_page("lessons/backward_traversal.py").run()
-    assert "fontsize=20" in dot(at)
+    assert "fontsize=20" in dot(at) and "rankdir=BT" in dot(at)
     assert not at.get("download_button")  # fewer controls on a projector
     assert not [s for s in at.select_slider if s.key == "replay_speed"]
     at.toggle(key="presenter").set_value(False).run()

@@ -127,7 +127,8 @@ def graph_dot(
     fontsize = "20" if presenter else "13"
     lines = [
         "digraph G {",
-        '  graph [rankdir=LR, bgcolor="transparent", nodesep=0.25, ranksep=0.45];',
+        # A projector is better served by a tall graph: scaled to the page width, its text stays large.
+        f'  graph [rankdir={"BT" if presenter else "LR"}, bgcolor="transparent", nodesep=0.25, ranksep=0.45];',
         f'  node [shape=box, fontname="Helvetica", fontsize={fontsize}, margin="0.12,0.06"];',
         f'  edge [color="{EDGE}", fontname="Helvetica", fontsize={fontsize}, fontcolor="{CURRENT}"];',
     ]

@@ -59,7 +59,7 @@ def replay_view(
         dot = snapshot_graph(
             before,
             names,
-            "Forward graph: leaves on the left, the loss on the right. Gradients flow right to left.",
+            "Forward graph: from the leaves (inputs) to the loss. Gradients flow back from the loss to the leaves.",
             replay_overlay(state),
             key=f"{key}_graph",
         )
