@@ -37,10 +37,10 @@ class Device:
     and sharing the inner device's pool (so memory is measured the same way with or without
     autodiff)."""
 
-    def __init__(self, backend: Backend, inner: Device | None = None) -> None:
+    def __init__(self, backend: Backend, inner: Device | None = None, memory_policy: str = "lazy") -> None:
         self.backend = backend
         self.inner: Device = inner if inner is not None else self
-        self.server: AutodiffServer | None = AutodiffServer(backend.pool) if inner is not None else None
+        self.server: AutodiffServer | None = AutodiffServer(backend.pool, memory_policy) if inner is not None else None
 
     @classmethod
     def numpy(cls, seed: int | None = 0) -> Device:
@@ -63,10 +63,17 @@ class Device:
             raise UnsupportedOperationError(f"Unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}.")
         return cls.numpy(seed) if backend == "numpy" else cls.mlx(seed)
 
-    def autodiff(self) -> Device:
+    def autodiff(self, memory_policy: str = "lazy") -> Device:
+        """An autodiff device on this one. `memory_policy="lazy"` is Burn's: a graph dropped without a
+        backward keeps its memory until the next backward's sweep. `"eager"` is PyTorch's: a graph is
+        freed as soon as no tensor references it, and `backward(retain_graph=True)` is allowed."""
         if self.is_autodiff:
             raise UnsupportedOperationError("This device already has autodiff; call autodiff() on its inner device.")
-        return Device(self.backend, inner=self)
+        if memory_policy not in MEMORY_POLICIES:
+            raise UnsupportedOperationError(
+                f"Unknown memory policy {memory_policy!r}: use 'lazy' (Burn) or 'eager' (PyTorch)."
+            )
+        return Device(self.backend, inner=self, memory_policy=memory_policy)
 
     @property
     def is_autodiff(self) -> bool:
@@ -74,7 +81,10 @@ class Device:
 
     @property
     def name(self) -> str:
-        return f"{self.backend.name}+autodiff" if self.is_autodiff else self.backend.name
+        if self.server is None:
+            return self.backend.name
+        policy = "" if self.server.memory_policy == "lazy" else f" ({self.server.memory_policy})"
+        return f"{self.backend.name}+autodiff{policy}"
 
     def memory_usage(self) -> MemoryUsage:
         return self.backend.pool.usage()
@@ -93,6 +103,7 @@ class Device:
 
 
 BACKENDS = ("numpy", "mlx")
+MEMORY_POLICIES = ("lazy", "eager")
 
 
 def mlx_unavailable_reason() -> str | None:

@@ -121,11 +121,15 @@ MemoryRow = tuple[str, MemoryUsage]
 
 
 def memory_experiment(
-    device: Device | None = None, size: int = 512, iterations: int = 20, report_every: int = 5
+    device: Device | None = None,
+    size: int = 512,
+    iterations: int = 20,
+    report_every: int = 5,
+    memory_policy: str = "lazy",
 ) -> Iterator[MemoryRow]:
     """The seed's memory experiment, one row at a time (a generator, so a UI can draw it live)."""
     device = device or Device.numpy()
-    ad = device.autodiff()
+    ad = device.autodiff(memory_policy)
     x = Tensor.random([size, size], Distribution.Default, ad).require_grad()
     yield f"after creating x ({_size_text(x)})", ad.memory_usage()
     for i in range(1, iterations + 1):
@@ -145,11 +149,13 @@ def memory_experiment(
             yield f"without_autodiff forward x{i}", ad.memory_usage()
 
 
-def abandoned_graphs_experiment(device: Device | None = None, size: int = 512, graphs: int = 5) -> Iterator[MemoryRow]:
+def abandoned_graphs_experiment(
+    device: Device | None = None, size: int = 512, graphs: int = 5, memory_policy: str = "lazy"
+) -> Iterator[MemoryRow]:
     """The seed's second experiment: abandoned graphs keep their memory; an untracked op and a
     read free nothing; one unrelated backward frees all of it."""
     device = device or Device.numpy()
-    ad = device.autodiff()
+    ad = device.autodiff(memory_policy)
     for _ in range(graphs):
         x = Tensor.random([size, size], Distribution.Default, ad).require_grad()
         memory_forward(x)

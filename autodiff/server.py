@@ -95,24 +95,29 @@ class _Record:
         inputs: tuple[NodeId, ...],
         tensor: Tensor,
         forward: Callable[..., Buffer] | None = None,
+        on_drop: Callable[[NodeId], None] | None = None,
     ) -> None:
         self.node = node
         self.op = op
         self.shape = shape
         self.inputs = inputs
         self.forward = forward  # the op's forward on buffers, so a graph can be recomputed elsewhere
-        self.handle = weakref.ref(tensor)
+        node_id = node.id
+        self.handle = weakref.ref(tensor, None if on_drop is None else lambda _: on_drop(node_id))
         self.finished: NodeStatus | None = None  # CONSUMED or FREED once the step is gone
         self.finished_in = -1  # the backward that finished it (records are pruned one later)
 
 
 class AutodiffServer:
-    def __init__(self, pool: MemoryPool) -> None:
+    def __init__(self, pool: MemoryPool, memory_policy: str = "lazy") -> None:
         self.pool = pool
+        self.memory_policy = memory_policy  # "lazy" (Burn) or "eager" (PyTorch)
         self.steps: dict[NodeId, Step] = {}
         self._records: dict[NodeId, _Record] = {}
         self._next_id = 0
         self.backward_count = 0
+        # eager policy only: how many pending steps list each node as a parent (a graph refcount)
+        self._dependents: dict[NodeId, int] = {}
 
     @property
     def nodes_created(self) -> int:
@@ -124,9 +129,13 @@ class AutodiffServer:
         self._next_id += 1
         return node_id
 
+    @property
+    def _on_drop(self) -> Callable[[NodeId], None] | None:
+        return self._release if self.memory_policy == "eager" else None
+
     def register_leaf(self, tensor: Tensor, op: str) -> None:
         node = tensor.node
-        self._records[node.id] = _Record(node, op, tensor.data.shape, (), tensor)
+        self._records[node.id] = _Record(node, op, tensor.data.shape, (), tensor, on_drop=self._on_drop)
 
     def register(
         self, tensor: Tensor, step: Step, inputs: tuple[NodeId, ...], forward: Callable[..., Buffer] | None = None
@@ -134,27 +143,37 @@ class AutodiffServer:
         node = tensor.node
         record = self._records.get(node.id)
         if record is None:
-            self._records[node.id] = _Record(node, step.op, tensor.data.shape, inputs, tensor, forward)
+            self._records[node.id] = _Record(node, step.op, tensor.data.shape, inputs, tensor, forward, self._on_drop)
         else:  # require_grad() on a leaf (or an untracked result): same id, now a Grad leaf
             record.node, record.inputs, record.forward = node, (), None
         self.steps[node.id] = step
+        if self.memory_policy == "eager":
+            for parent in step.node.parents:
+                self._dependents[parent.id] = self._dependents.get(parent.id, 0) + 1
 
     def register_root(self, tensor: Tensor) -> None:
         self.register(tensor, RootStep(tensor.node), ())
 
     # -- backward --------------------------------------------------------------------------
-    def backward(self, root: Tensor, inner: Device, recorder: BackwardRecorder | None = None) -> Gradients:
+    def backward(
+        self,
+        root: Tensor,
+        inner: Device,
+        recorder: BackwardRecorder | None = None,
+        retain_graph: bool = False,
+        into: Gradients | None = None,
+    ) -> Gradients:
         order = self._validate(root.node.id)  # raises before anything is consumed
         root_step = self.steps[root.node.id]
         tape: list[list[Step]] = [[] for _ in range(root_step.node.order + 1)]
         for node_id in order:
-            step = self.steps.pop(node_id)
+            step = self.steps[node_id] if retain_graph else self._take_step(node_id)
             tape[step.node.order].append(step)
         self.backward_count += 1
         if recorder is not None:
             recorder.record(TapeBuilt(root.node.id, tuple(tuple(s.node.id for s in b) for b in tape)))
 
-        grads = Gradients(inner)
+        grads = into if into is not None else Gradients(inner)
         grads.register(root.node.id, root.data.ones_like(), None, recorder)
         for bucket in reversed(tape):
             for step in bucket:
@@ -169,7 +188,8 @@ class AutodiffServer:
                         )
                     )
                 step.run(grads, recorder)
-                self._finish(step, NodeStatus.CONSUMED, recorder)
+                if not retain_graph:  # PyTorch's retain_graph keeps the step and its saved tensors
+                    self._finish(step, NodeStatus.CONSUMED, recorder)
         self._sweep(recorder)
         if recorder is not None:
             recorder.record(BackwardFinished(self.pool.usage(), tuple(grads.node_ids())))
@@ -195,10 +215,34 @@ class AutodiffServer:
                 raise TapeConsumedError(parent.id)
         return order
 
+    def _take_step(self, node_id: NodeId) -> Step:
+        """Remove a step from the server (it is consumed or freed)."""
+        step = self.steps.pop(node_id)
+        if self.memory_policy == "eager":
+            for parent in step.node.parents:
+                self._dependents[parent.id] -= 1
+        return step
+
+    def _release(self, node_id: NodeId) -> None:
+        """Eager policy: a tensor handle died. Free its step, and then each ancestor's, as soon as no
+        live tensor and no pending step needs it (PyTorch frees a graph this way)."""
+        stack = [node_id]
+        while stack:
+            current = stack.pop()
+            record = self._records.get(current)
+            if record is None or record.handle() is not None or self._dependents.get(current, 0) > 0:
+                continue
+            step = self.steps.get(current)
+            if step is not None:
+                self._take_step(current).free_saved()
+                stack.extend(p.id for p in step.node.parents)
+            del self._records[current]  # nothing left to show: PyTorch forgets it at once
+            self._dependents.pop(current, None)
+
     def _finish(self, step: Step, status: NodeStatus, recorder: BackwardRecorder | None) -> None:
-        record = self._records[step.node.id]
-        record.finished = status
-        record.finished_in = self.backward_count
+        record = self._records.get(step.node.id)
+        if record is not None:
+            record.finished, record.finished_in = status, self.backward_count
         if recorder is None:
             step.free_saved()
             return
@@ -215,7 +259,7 @@ class AutodiffServer:
         before = self.pool.bytes_in_use
         freed = []
         for node_id in [i for i in self.steps if i not in needed]:
-            step = self.steps.pop(node_id)
+            step = self._take_step(node_id)
             step.free_saved()
             record = self._records[node_id]
             record.finished, record.finished_in = NodeStatus.FREED, self.backward_count

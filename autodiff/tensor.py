@@ -177,7 +177,13 @@ class Tensor:
         return Tensor(self.data, self.device.inner)
 
     # -- backward and gradients ----------------------------------------------------------------
-    def backward(self, recorder: BackwardRecorder | None = None) -> Gradients:
+    def backward(
+        self, recorder: BackwardRecorder | None = None, retain_graph: bool = False, into: Gradients | None = None
+    ) -> Gradients:
+        """Run backward from this tensor. `retain_graph` and `into` exist only on a device with the
+        PyTorch memory policy (`autodiff(memory_policy="eager")`): `retain_graph=True` keeps every step
+        and its saved tensors so a second backward can run; `into` adds the gradients to an earlier
+        container, the way PyTorch's `.grad` accumulates."""
         server = self.device.server
         if server is None or self.node is None:
             raise UntrackedBackwardError(
@@ -190,7 +196,13 @@ class Tensor:
                 "nothing to differentiate. Call require_grad() on the inputs you want gradients for, "
                 "then recompute it."
             )
-        return server.backward(self, self.device.inner, recorder)
+        if (retain_graph or into is not None) and server.memory_policy != "eager":
+            raise UnsupportedOperationError(
+                "Burn does not support retain_graph: each step runs once. Combine losses before backward or "
+                "recompute the forward pass. (retain_graph and into are for comparing with PyTorch, on "
+                "autodiff(memory_policy='eager').)"
+            )
+        return server.backward(self, self.device.inner, recorder, retain_graph, into)
 
     def grad(self, grads: Gradients) -> Tensor | None:
         return None if self.node is None else grads.get(self.node.id)

@@ -9,7 +9,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from autodiff import Device, TapeConsumedError, Tensor
+from autodiff import Device, NodeStatus, TapeConsumedError, Tensor
 from autodiff.backends.base import Buffer
 
 
@@ -22,9 +22,11 @@ def live_buffer_bytes(pool) -> tuple[int, int]:
 class EngineMachine(RuleBasedStateMachine):
     """Tensors live only in `self.live` (picked by index), so dropping one really drops it."""
 
+    policy = "lazy"
+
     def __init__(self) -> None:
         super().__init__()
-        self.ad = Device.numpy().autodiff()
+        self.ad = Device.numpy().autodiff(self.policy)
         self.pool = self.ad.backend.pool
         self.live: list[Tensor] = []
         self.grads = None
@@ -105,8 +107,20 @@ class EngineMachine(RuleBasedStateMachine):
         assert not self.ad.server.steps
 
 
+class EagerEngineMachine(EngineMachine):
+    """The same, under PyTorch's policy: nothing is ever left abandoned."""
+
+    policy = "eager"
+
+    @invariant()
+    def nothing_abandoned(self):
+        assert all(n.status is not NodeStatus.ABANDONED for n in self.ad.snapshot().nodes)
+
+
 EngineMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+EagerEngineMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=30, deadline=None)
 TestEngineMachine = EngineMachine.TestCase
+TestEagerEngineMachine = EagerEngineMachine.TestCase
 
 
 def test_live_buffer_helper_sees_a_tensor():
