@@ -24,6 +24,7 @@ PAGES = [
     "lessons/gradient_consumption.py",
     "lessons/tape_consumption.py",
     "lessons/memory_growth.py",
+    "lessons/memory_policies.py",
     "lessons/check_mlx.py",
 ]
 
@@ -461,3 +462,19 @@ def test_presenter_mode_enlarges_graphs_and_hides_extra_controls():
     assert not [s for s in at.select_slider if s.key == "replay_speed"]
     at.toggle(key="presenter").set_value(False).run()
     assert "fontsize=13" in dot(at) and len(at.get("download_button")) == 2
+
+
+def test_memory_policies_page():
+    at = app("lessons/memory_policies.py")
+    frame = table(at, "Moment")
+    assert frame["Burn (lazy sweep)"].tolist() == [1.0, 11.0, 21.0, 31.0, 41.0, 2.0, 1.0, 1.0, 1.0]
+    assert frame["PyTorch (eager)"].tolist() == [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0]
+    comparison = table(at, "Program")
+    assert comparison["Burn (lazy sweep)"].str.startswith("second backward refused").all()
+    assert comparison["PyTorch"].str.startswith("second backward refused").all()
+    assert comparison["PyTorch, retain_graph=True"].tolist() == [
+        "runs; x.grad accumulates to Some([10.0, 14.0])",
+        "runs; x.grad accumulates to Some([13.591409, 36.945282])",
+    ]
+    at.select_slider(key="policies_size").set_value(64).run()
+    assert table(at, "Moment")["PyTorch (eager)"].tolist()[0] == 0.02

@@ -221,3 +221,34 @@ class MemoryLab:
 
     def _point(self, iteration: int, label: str) -> MemoryPoint:
         return MemoryPoint(iteration, label, self.ad.memory_usage(), self.ad.backend_memory().get("active"))
+
+
+POLICIES = {
+    "Burn (lazy sweep)": ("lazy", False),
+    "PyTorch": ("eager", False),
+    "PyTorch, retain_graph=True": ("eager", True),
+}
+
+
+def policy_comparison(backend: str = "numpy") -> list[dict[str, str]]:
+    """The backward-twice and shared-subgraph programs under each policy, run live."""
+    rows = []
+    for program in ("backward twice on the same loss", "l1.backward(), then l2.backward() through shared"):
+        row = {"Program": program}
+        for label, (policy, retain) in POLICIES.items():
+            ad = Device.named(backend).autodiff(memory_policy=policy)
+            x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+            if program.startswith("backward twice"):
+                first = second = ((x * x) + x * 3.0).sum()
+            else:
+                shared = x.exp()
+                first, second = (shared * 2.0).sum(), (shared * 3.0).sum()
+            grads = first.backward(retain_graph=True) if retain else first.backward()
+            try:
+                grads = second.backward(into=grads) if retain else second.backward()
+            except TapeConsumedError as refusal:
+                row[label] = f"second backward refused at NodeId({int(refusal.node_id)})"
+            else:
+                row[label] = f"runs; x.grad accumulates to {format_values(x.grad(grads))}"
+        rows.append(row)
+    return rows

@@ -18,6 +18,7 @@ PAGES = {
     "gradient_consumption": "Gradient consumption",
     "tape_consumption": "Tape consumption",
     "memory_growth": "Memory growth",
+    "memory_policies": "Memory policies: Burn vs PyTorch",
     "check_mlx": "Check against MLX",
     "playground": "Playground",
 }
@@ -79,7 +80,7 @@ def test_deep_link_as_the_first_visit_of_a_fresh_server(page, fresh_app_url):
     nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
     expected = (
         "Home / Backward traversal / Gradient consumption / Tape consumption / Memory growth / "
-        "Check against MLX / Playground"
+        "Memory policies / Check against MLX / Playground"
     )
     assert nav.split() == expected.replace(" / ", " ").split()
 
