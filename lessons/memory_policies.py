@@ -43,8 +43,8 @@ st.vega_lite_chart(
     },
     width="stretch",
 )  # fmt: skip
-wide = data.pivot(index="Moment", columns="Policy", values="MiB in use").loc[order].reset_index()
-data_table(wide.to_dict("records"))
+wide = data.pivot(index="Moment", columns="Policy", values="MiB in use").loc[order]
+data_table([{"Moment": moment, **{p: f"{v:.1f} MiB" for p, v in row.items()}} for moment, row in wide.iterrows()])
 st.caption(
     "Under Burn's policy each forward pass whose loss is dropped leaves its graph's saved tensors behind until "
     "the backward; under PyTorch's they go with the loss. Both free the tensors a backward consumed."

@@ -467,8 +467,9 @@ def test_presenter_mode_enlarges_graphs_and_hides_extra_controls():
 def test_memory_policies_page():
     at = app("lessons/memory_policies.py")
     frame = table(at, "Moment")
-    assert frame["Burn (lazy sweep)"].tolist() == [1.0, 11.0, 21.0, 31.0, 41.0, 2.0, 1.0, 1.0, 1.0]
-    assert frame["PyTorch (eager)"].tolist() == [1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0]
+    mib = lambda values: [f"{v:.1f} MiB" for v in values]  # noqa: E731
+    assert frame["Burn (lazy sweep)"].tolist() == mib([1, 11, 21, 31, 41, 2, 1, 1, 1])
+    assert frame["PyTorch (eager)"].tolist() == mib([1, 1, 1, 1, 1, 2, 1, 1, 1])
     comparison = table(at, "Program")
     assert comparison["Burn (lazy sweep)"].str.startswith("second backward refused").all()
     assert comparison["PyTorch"].str.startswith("second backward refused").all()
@@ -477,4 +478,4 @@ def test_memory_policies_page():
         "runs; x.grad accumulates to Some([13.591409, 36.945282])",
     ]
     at.select_slider(key="policies_size").set_value(64).run()
-    assert table(at, "Moment")["PyTorch (eager)"].tolist()[0] == 0.02
+    assert table(at, "Moment")["PyTorch (eager)"].tolist()[0] == "0.0 MiB"  # 16 KiB

@@ -41,6 +41,9 @@ def test_every_page_opens_without_exception(page, app_url, path):
     open_page(page, app_url, path)
     if path in ("backward_traversal", "gradient_consumption", "tape_consumption", "check_mlx"):
         page.locator(GRAPH_NODES).first.wait_for()
+    if path == "memory_policies":
+        page.get_by_text("runs; x.grad accumulates to").first.wait_for()
+        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
     no_exception(page)
     screenshot(page, path or "home")
 
