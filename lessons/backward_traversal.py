@@ -47,6 +47,17 @@ with tape_column:
     tape_view(run.before, run.recorder, run.names)
 
 st.subheader("Replay")
+exercise = st.toggle(
+    "Exercise: predict each step's gradients before they are revealed",
+    key="traversal_exercise",
+    help="At the start of each step, enter what it will send to each input; the app checks and explains.",
+)
 replay_view(
-    run.before, run.recorder, run.names, PLAYER, file_stem=key, on_index=lambda index: publish(program=key, step=index)
+    run.before,
+    run.recorder,
+    run.names,
+    PLAYER,
+    file_stem=key,
+    on_index=lambda index: publish(program=key, step=index),
+    exercise=exercise,
 )

@@ -3,6 +3,7 @@ import math
 import streamlit as st
 
 from autodiff import Requirement
+from ui.exercise import predict_table
 from ui.labs import ConsumptionLab
 from ui.programs import PROGRAMS
 from ui.state import session_lab
@@ -19,6 +20,11 @@ lesson_intro(
 lab = session_lab("consumption_lab", ConsumptionLab)
 
 st.code(PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()\n', language="python")
+exercise = st.toggle("Exercise: predict each value before the table is revealed", key="consumption_exercise")
+revealed = not exercise or predict_table([(r.expression, r.value, r.reason) for r in lab.rows], "consumption_predict")
+if not revealed:
+    st.info("Check your predictions to see the table and the rest of the lesson.")
+    st.stop()
 st.markdown("**The seed's table**, computed live on your device:")
 data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows])
 

@@ -44,9 +44,16 @@ st.selectbox("Examples", list(EXAMPLES), index=None, placeholder="Load an exampl
              on_change=load_example)  # fmt: skip
 st.session_state[EDITOR] = st.session_state[CODE]
 st.text_area("Program", key=EDITOR, height=260, on_change=keep_text, max_chars=LIMITS.program_chars)
-run_clicked = st.button("Run", type="primary")
+if "playground_exercise" not in st.session_state:  # a teacher's link can open the Playground as an exercise
+    st.session_state.playground_exercise = st.query_params.get("exercise") == "1"
+left, right = st.columns([1, 3])
+run_clicked = left.button("Run", type="primary")
+exercise = right.toggle(
+    "Exercise: predict each step of the last backward (the link then opens as an exercise)",
+    key="playground_exercise",
+)
 try:
-    publish(code=encode(st.session_state[CODE]))
+    publish(code=encode(st.session_state[CODE]), exercise=int(exercise))
 except ShareError as error:
     st.warning(f"{error} It still runs; it just cannot travel in the address.")
 
@@ -88,4 +95,4 @@ if result.snapshot is not None and result.snapshot.nodes:
 if result.backward is not None:
     st.subheader("Replay of the last backward")
     replay_view(result.backward.before, result.backward.recorder, result.backward.names, "playground_replay",
-                file_stem="playground")  # fmt: skip
+                file_stem="playground", exercise=exercise)  # fmt: skip

@@ -479,3 +479,62 @@ def test_memory_policies_page():
     ]
     at.select_slider(key="policies_size").set_value(64).run()
     assert table(at, "Moment")["PyTorch (eager)"].tolist()[0] == "0.0 MiB"  # 16 KiB
+
+
+# -- Predict-then-reveal ------------------------------------------------------------------------------
+
+
+def test_traversal_exercise_checks_predictions_and_keeps_a_score():
+    from ui.exercise import sent_values
+
+    at = app("lessons/backward_traversal.py")
+    at.toggle(key="traversal_exercise").set_value(True).run()
+    run = at.session_state["traversal_run"]
+    events = run.recorder.events
+    index = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op == "mul")  # h = x * x
+    at.slider[0].set_value(index + 1).run()
+    expected = sent_values(run.recorder, index)
+    assert [v.tolist() for v in expected] == [[1.0, 2.0], [1.0, 2.0]]  # grad * b, grad * a with b = a = x
+    question = f"replay_{index}"
+    at.text_input(key=f"{question}_0").set_value("2, 4")
+    at.text_input(key=f"{question}_1").set_value("1, 2")
+    at.button(key=f"FormSubmitter:{question}_form-Check my prediction").click().run()
+    assert "Not quite" in at.error[0].value and "grad * b" in at.error[0].value
+    assert at.session_state["exercise_score"] == (0, 1)
+    index2 = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op.startswith("mul_scalar"))
+    at.slider[0].set_value(index2 + 1).run()
+    q2 = f"replay_{index2}"
+    at.text_input(key=f"{q2}_0").set_value("[3.0, 3.0]")
+    at.button(key=f"FormSubmitter:{q2}_form-Check my prediction").click().run()
+    assert "Right" in at.success[0].value
+    assert at.session_state["exercise_score"] == (1, 2)
+    assert "1 of 2" in " ".join(c.value for c in at.caption)
+
+
+def test_consumption_exercise_hides_the_table_until_checked():
+    at = app("lessons/gradient_consumption.py")
+    at.toggle(key="consumption_exercise").set_value(True).run()
+    assert not at.table and "Check your predictions" in at.info[0].value
+    answers = ["5, 7", "None", "None", "none", "[5.0, 7.0]", "3, 3"]  # the last one is wrong
+    for k, answer in enumerate(answers):
+        at.text_input(key=f"consumption_predict_{k}").set_value(answer)
+    at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
+    assert len(at.success) == 5 and len(at.error) == 1 and "removed" in at.error[0].value
+    assert at.session_state["exercise_score"] == (5, 6)
+    assert table(at, "Expression")["Value"].tolist()[0] == "Some([5.0, 7.0])"
+
+
+def test_playground_exercise_link_opens_in_exercise_mode():
+    from playground.share import encode
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("lessons/playground.py")
+    at.query_params["code"] = encode("x = Tensor.from_floats([2.0], ad).require_grad()\ng = (x * x).sum().backward()\n")
+    at.query_params["exercise"] = "1"
+    at.run()
+    assert at.toggle(key="playground_exercise").value is True
+    button(at, "Run").click().run()
+    events = at.session_state["playground_result"].backward.recorder.events
+    index = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op == "mul")
+    at.slider[0].set_value(index + 1).run()
+    assert any("Predict" in m.value for m in at.markdown)

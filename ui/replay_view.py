@@ -10,6 +10,7 @@ import streamlit as st
 from autodiff import BackwardRecorder, GraphSnapshot, Requirement
 from autodiff.trace import StepStarted, TapeBuilt
 
+from .exercise import predict_step, score_caption
 from .format import format_values
 from .graph import replay_overlay
 from .replay import ReplayState, describe, node_name, replay_state
@@ -43,8 +44,10 @@ def replay_view(
     key: str,
     file_stem: str,
     on_index: Callable[[int], None] | None = None,
+    exercise: bool = False,
 ) -> None:
-    """The player over `recorder`'s events, redrawn on its own (a fragment) while it plays."""
+    """The player over `recorder`'s events, redrawn on its own (a fragment) while it plays. In
+    `exercise` mode, each step's start asks the student to predict what it sends before the reveal."""
     total = len(recorder.events)
     leaves = {int(n.id) for n in before.nodes if n.requirement is Requirement.Grad}
 
@@ -63,6 +66,9 @@ def replay_view(
             replay_overlay(state),
             key=f"{key}_graph",
         )
+        if exercise:
+            predict_step(recorder, index, state.upstream, names, key)
+            score_caption()
         step_column, container_column = st.columns([1, 1])
         with step_column:
             st.markdown("**The current step**")

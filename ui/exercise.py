@@ -1,0 +1,125 @@
+"""Predict-then-reveal: the student enters a value before the app shows it, and keeps a score."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted
+
+from .format import format_values
+from .replay import node_name
+
+SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
+RTOL, ATOL = 1e-3, 1e-4
+
+
+def parse_numbers(text: str) -> list[float] | None:
+    """'1, 2.5' or '[1, 2.5]' as numbers; None when it is not a list of numbers."""
+    cleaned = text.replace("[", " ").replace("]", " ").replace(",", " ").split()
+    try:
+        values = [float(v) for v in cleaned]
+    except ValueError:
+        return None
+    return values or None
+
+
+def matches(expected: np.ndarray, answer: str) -> bool | None:
+    """True or False against `expected` (within a tolerance); None when the answer is not numbers."""
+    values = parse_numbers(answer)
+    if values is None:
+        return None
+    flat = np.ravel(expected)
+    return len(values) == flat.size and bool(np.allclose(values, flat, rtol=RTOL, atol=ATOL))
+
+
+def record_answer(key: str, right: bool) -> None:
+    """Count an answer once per question."""
+    answered = st.session_state.setdefault("exercise_answered", set())
+    if key in answered:
+        return
+    answered.add(key)
+    hits, total = st.session_state.get(SCORE, (0, 0))
+    st.session_state[SCORE] = (hits + int(right), total + 1)
+
+
+def score_caption() -> None:
+    hits, total = st.session_state.get(SCORE, (0, 0))
+    if total:
+        st.caption(f"Your score this session: {hits} of {total} predictions right.")
+
+
+def sent_values(recorder: BackwardRecorder, index: int) -> list[np.ndarray]:
+    """What the step started at event `index` will send to its inputs, in order."""
+    step = recorder.events[index]
+    assert isinstance(step, StepStarted)
+    values = []
+    for event in recorder.events[index + 1 :]:
+        if isinstance(event, StepStarted):
+            break
+        if isinstance(event, GradientRegistered) and event.source == step.node_id:
+            values.append(event.value)
+    return values
+
+
+def predict_step(recorder: BackwardRecorder, index: int, upstream: np.ndarray | None, names: dict[int, str],
+                 key: str) -> None:  # fmt: skip
+    """At a step's start: ask what it will send to each input, check, and explain the rule if wrong."""
+    step = recorder.events[index]
+    if not isinstance(step, StepStarted) or not step.parents:
+        return
+    expected = sent_values(recorder, index)
+    question = f"{key}_{index}"
+    with st.form(f"{question}_form"):
+        st.markdown(f"**Predict** what {node_name(step.node_id, names)} sends to each input, then check.")
+        answers = [
+            st.text_input(
+                f"To input {k + 1}, {node_name(parent, names)} (rule: {rule})",
+                key=f"{question}_{k}",
+                placeholder="e.g. 1.0, 2.0",
+            )  # fmt: skip
+            for k, (parent, rule) in enumerate(zip(step.parents, step.rules, strict=True))
+        ]
+        submitted = st.form_submit_button("Check my prediction")
+    if not submitted:
+        return
+    verdicts = [matches(value, answer) for value, answer in zip(expected, answers, strict=True)]
+    if any(v is None for v in verdicts):
+        st.warning("Enter numbers separated by commas, as many as the input has values (e.g. `1.0, 2.0`).")
+        return
+    right = all(verdicts)
+    record_answer(question, right)
+    if right:
+        st.success("Right: every value matches.")
+    else:
+        lines = [
+            f"- to {node_name(parent, names)}: the rule is `{rule}` with `grad` = `{format_values(upstream)}`, "
+            f"which gives `{format_values(value)}`"
+            for parent, rule, value in zip(step.parents, step.rules, expected, strict=True)
+        ]
+        st.error("Not quite. Each input gets the local rule applied to the upstream gradient:\n" + "\n".join(lines))
+
+
+def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
+    """Ask what each expression returns (`None` or values) before showing the answers.
+    `rows` are (expression, seed-style value such as `Some([5.0, 7.0])` or `None`, reason).
+    Returns True once the student has checked, so the page can reveal the table."""
+    with st.form(f"{key}_form"):
+        st.markdown("**Predict** what each call returns: type `None`, or the values (e.g. `1.0, 2.0`).")
+        answers = [st.text_input(f"`{expression}`", key=f"{key}_{k}") for k, (expression, _, _) in enumerate(rows)]
+        submitted = st.form_submit_button("Check and reveal")
+    if not submitted:
+        return bool(st.session_state.get(f"{key}_revealed"))
+    st.session_state[f"{key}_revealed"] = True
+    for k, ((expression, value, reason), answer) in enumerate(zip(rows, answers, strict=True)):
+        if value == "None":
+            right = answer.strip().lower() in ("none", "")
+        else:
+            right = bool(matches(np.array(parse_numbers(value.removeprefix("Some(").removesuffix(")"))), answer))
+        record_answer(f"{key}_{k}", right)
+        if right:
+            st.success(f"`{expression}` → `{value}`: right.")
+        else:
+            st.error(f"`{expression}` → `{value}`, not `{answer or '(empty)'}`. {reason}")
+    score_caption()
+    return True
