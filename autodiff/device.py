@@ -37,10 +37,14 @@ class Device:
     and sharing the inner device's pool (so memory is measured the same way with or without
     autodiff)."""
 
-    def __init__(self, backend: Backend, inner: Device | None = None, memory_policy: str = "lazy") -> None:
+    def __init__(
+        self, backend: Backend, inner: Device | None = None, memory_policy: str = "lazy", checkpointing: str = "none"
+    ) -> None:
         self.backend = backend
         self.inner: Device = inner if inner is not None else self
-        self.server: AutodiffServer | None = AutodiffServer(backend.pool, memory_policy) if inner is not None else None
+        self.server: AutodiffServer | None = (
+            AutodiffServer(backend.pool, memory_policy, checkpointing) if inner is not None else None
+        )
 
     @classmethod
     def numpy(cls, seed: int | None = 0) -> Device:
@@ -63,17 +67,23 @@ class Device:
             raise UnsupportedOperationError(f"Unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}.")
         return cls.numpy(seed) if backend == "numpy" else cls.mlx(seed)
 
-    def autodiff(self, memory_policy: str = "lazy") -> Device:
+    def autodiff(self, memory_policy: str = "lazy", checkpointing: str = "none") -> Device:
         """An autodiff device on this one. `memory_policy="lazy"` is Burn's: a graph dropped without a
         backward keeps its memory until the next backward's sweep. `"eager"` is PyTorch's: a graph is
-        freed as soon as no tensor references it, and `backward(retain_graph=True)` is allowed."""
+        freed as soon as no tensor references it, and `backward(retain_graph=True)` is allowed.
+        `checkpointing="balanced"` is Burn's `BalancedCheckpointing`: elementwise ops keep a recipe
+        instead of their outputs, which backward recomputes from the nearest kept ancestors."""
         if self.is_autodiff:
             raise UnsupportedOperationError("This device already has autodiff; call autodiff() on its inner device.")
         if memory_policy not in MEMORY_POLICIES:
             raise UnsupportedOperationError(
                 f"Unknown memory policy {memory_policy!r}: use 'lazy' (Burn) or 'eager' (PyTorch)."
             )
-        return Device(self.backend, inner=self, memory_policy=memory_policy)
+        if checkpointing not in CHECKPOINTING:
+            raise UnsupportedOperationError(
+                f"Unknown checkpointing {checkpointing!r}: use 'none' (the default) or 'balanced'."
+            )
+        return Device(self.backend, inner=self, memory_policy=memory_policy, checkpointing=checkpointing)
 
     @property
     def is_autodiff(self) -> bool:
@@ -83,8 +93,8 @@ class Device:
     def name(self) -> str:
         if self.server is None:
             return self.backend.name
-        policy = "" if self.server.memory_policy == "lazy" else f" ({self.server.memory_policy})"
-        return f"{self.backend.name}+autodiff{policy}"
+        notes = [n for n in (self.server.memory_policy, self.server.checkpointing) if n not in ("lazy", "none")]
+        return f"{self.backend.name}+autodiff" + (f" ({', '.join(notes)})" if notes else "")
 
     def memory_usage(self) -> MemoryUsage:
         return self.backend.pool.usage()
@@ -104,6 +114,7 @@ class Device:
 
 BACKENDS = ("numpy", "mlx")
 MEMORY_POLICIES = ("lazy", "eager")
+CHECKPOINTING = ("none", "balanced")
 
 
 def mlx_unavailable_reason() -> str | None:

@@ -51,6 +51,7 @@ class Node(NamedTuple):  # immutable, and cheap to create on every op
     parents: tuple[Parent, ...]  # tracked inputs only, in argument order (duplicates kept)
     order: int  # 1 + the highest order among all inputs; leaves 0
     requirement: Requirement
+    memory_bound: bool = False  # an elementwise op: under balanced checkpointing, recomputed, not kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class Rule:
 class Step:
     """A registered operation awaiting backward (Burn's `OpsStep`)."""
 
-    __slots__ = ("node", "op", "rules", "input_shapes", "saved")
+    __slots__ = ("node", "op", "rules", "input_shapes", "saved", "recipes")
 
     def __init__(
         self,
@@ -75,12 +76,15 @@ class Step:
         rules: tuple[Rule, ...],
         input_shapes: tuple[tuple[int, ...], ...],
         saved: dict[str, Buffer],
+        recipes: dict[str, NodeId] | None = None,
     ) -> None:
         self.node = node
         self.op = op
         self.rules = rules  # one per tracked parent, aligned with node.parents
         self.input_shapes = input_shapes  # aligned with node.parents
         self.saved = saved
+        # balanced checkpointing: saved names whose value is recomputed from this node in backward
+        self.recipes = recipes or {}
 
     @property
     def saved_bytes(self) -> int:
@@ -98,6 +102,7 @@ class Step:
 
     def free_saved(self) -> None:
         self.saved = {}
+        self.recipes = {}
 
 
 class RootStep(Step):

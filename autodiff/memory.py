@@ -51,5 +51,8 @@ class MemoryPool:
         self.bytes_in_use -= nbytes
         self.allocations -= 1
 
+    def reset_peak(self) -> None:
+        self.peak_bytes = self.bytes_in_use
+
     def usage(self) -> MemoryUsage:
         return MemoryUsage(self.bytes_in_use, self.allocations)

@@ -21,6 +21,7 @@ from .memory import MemoryPool, MemoryUsage
 from .trace import (
     BackwardFinished,
     BackwardRecorder,
+    Recomputed,
     SavedStateFreed,
     StepStarted,
     SweepFreed,
@@ -109,9 +110,12 @@ class _Record:
 
 
 class AutodiffServer:
-    def __init__(self, pool: MemoryPool, memory_policy: str = "lazy") -> None:
+    def __init__(self, pool: MemoryPool, memory_policy: str = "lazy", checkpointing: str = "none") -> None:
         self.pool = pool
         self.memory_policy = memory_policy  # "lazy" (Burn) or "eager" (PyTorch)
+        self.checkpointing = checkpointing  # "none" or "balanced" (Burn's BalancedCheckpointing)
+        # balanced only: outputs kept so that backward can recompute elementwise ops from them
+        self.checkpoints: dict[NodeId, Buffer] = {}
         self.steps: dict[NodeId, Step] = {}
         self._records: dict[NodeId, _Record] = {}
         self._next_id = 0
@@ -151,6 +155,47 @@ class AutodiffServer:
             for parent in step.node.parents:
                 self._dependents[parent.id] = self._dependents.get(parent.id, 0) + 1
 
+    def checkpoint(self, step: Step, producers: dict[str, Node], inputs: tuple[Tensor, ...]) -> None:
+        """Balanced checkpointing at registration: a saved tensor made by a tracked elementwise node
+        becomes a recipe (that node's id); the inputs an elementwise op would be recomputed from
+        (leaves, constants, compute-bound outputs) are kept as checkpoints."""
+        for name in list(step.saved):
+            producer = producers[name]
+            if producer.memory_bound and producer.requirement.is_tracked:
+                del step.saved[name]
+                step.recipes[name] = producer.id
+        if step.node.memory_bound:
+            for tensor in inputs:
+                node = tensor.node
+                if not (node.memory_bound and node.requirement.is_tracked):
+                    self.checkpoints[node.id] = tensor.data
+
+    def _recompute(
+        self, node_id: NodeId, cache: dict[NodeId, Buffer], uses: dict[NodeId, int], recorder: BackwardRecorder | None
+    ) -> Buffer:
+        """A node's output, recomputed once from the nearest checkpoints (cached while still needed)."""
+        if node_id in cache:
+            return cache[node_id]
+        if node_id in self.checkpoints:
+            return self.checkpoints[node_id]
+        record = self._records[node_id]
+        value = record.forward(*(self._recompute(i, cache, uses, recorder) for i in record.inputs))
+        if recorder is not None:
+            recorder.record(Recomputed(node_id, record.op))
+        if uses.get(node_id, 0) > 0:
+            cache[node_id] = value
+        return value
+
+    def _prune_checkpoints(self) -> None:
+        """Keep only the checkpoints a pending elementwise step could still be recomputed from."""
+        if not self.checkpoints:
+            return
+        needed: set[NodeId] = set()
+        for step in self.steps.values():
+            if step.node.memory_bound and step.node.requirement.is_tracked:
+                needed.update(self._records[step.node.id].inputs)
+        self.checkpoints = {k: v for k, v in self.checkpoints.items() if k in needed}
+
     def register_root(self, tensor: Tensor) -> None:
         self.register(tensor, RootStep(tensor.node), ())
 
@@ -173,6 +218,13 @@ class AutodiffServer:
         if recorder is not None:
             recorder.record(TapeBuilt(root.node.id, tuple(tuple(s.node.id for s in b) for b in tape)))
 
+        self.pool.reset_peak()
+        uses: dict[NodeId, int] = {}  # balanced checkpointing: steps still to read each recomputed node
+        for bucket in tape:
+            for step in bucket:
+                for node_id in step.recipes.values():
+                    uses[node_id] = uses.get(node_id, 0) + 1
+        cache: dict[NodeId, Buffer] = {}
         grads = into if into is not None else Gradients(inner)
         grads.register(root.node.id, root.data.ones_like(), None, recorder)
         for bucket in reversed(tape):
@@ -187,12 +239,22 @@ class AutodiffServer:
                             tuple(r.text for r in step.rules),
                         )
                     )
+                for name, node_id in step.recipes.items():
+                    step.saved[name] = self._recompute(node_id, cache, uses, recorder)
                 step.run(grads, recorder)
-                if not retain_graph:  # PyTorch's retain_graph keeps the step and its saved tensors
+                for node_id in step.recipes.values():  # freed after its last use, as Burn's checkpointer
+                    uses[node_id] -= 1
+                    if uses[node_id] == 0:
+                        cache.pop(node_id, None)
+                if retain_graph:  # PyTorch's retain_graph keeps the step; recomputed values are dropped
+                    for name in step.recipes:
+                        step.saved.pop(name, None)
+                else:
                     self._finish(step, NodeStatus.CONSUMED, recorder)
         self._sweep(recorder)
+        self._prune_checkpoints()
         if recorder is not None:
-            recorder.record(BackwardFinished(self.pool.usage(), tuple(grads.node_ids())))
+            recorder.record(BackwardFinished(self.pool.usage(), tuple(grads.node_ids()), self.pool.peak_bytes))
         return grads
 
     def _validate(self, root_id: NodeId) -> list[NodeId]:
@@ -238,6 +300,8 @@ class AutodiffServer:
                 stack.extend(p.id for p in step.node.parents)
             del self._records[current]  # nothing left to show: PyTorch forgets it at once
             self._dependents.pop(current, None)
+        if self.checkpointing == "balanced":
+            self._prune_checkpoints()
 
     def _finish(self, step: Step, status: NodeStatus, recorder: BackwardRecorder | None) -> None:
         record = self._records.get(step.node.id)
@@ -248,7 +312,8 @@ class AutodiffServer:
             return
         saved_bytes, before = step.saved_bytes, self.pool.bytes_in_use
         step.free_saved()
-        recorder.record(SavedStateFreed(step.node.id, saved_bytes, before - self.pool.bytes_in_use))
+        released = before - self.pool.bytes_in_use
+        recorder.record(SavedStateFreed(step.node.id, saved_bytes, released, self.pool.usage()))
 
     def _sweep(self, recorder: BackwardRecorder | None) -> None:
         """Free every pending step that no live tensor handle depends on (abandoned graphs),

@@ -302,7 +302,7 @@ class Tensor:
             "matmul", lambda a, b: a @ b, (a, b),
             (Rule("grad @ bᵀ", lambda g, s: g @ s["b"].swap_dims(-1, -2), ("b",)),
              Rule("aᵀ @ grad", lambda g, s: s["a"].swap_dims(-1, -2) @ g, ("a",))),
-            names=("a", "b"),
+            names=("a", "b"), compute_bound=True,
         )  # fmt: skip
 
     __matmul__ = matmul
@@ -359,7 +359,10 @@ class Tensor:
     # -- reductions (as in Burn: sum/mean give shape [1], *_dim keep the dim with size 1) ----------
     def sum(self) -> Tensor:
         shape = self.shape
-        return _result("sum", lambda x: x.sum(), (self,), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),))
+        return _result(
+            "sum", lambda x: x.sum(), (self,), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),),
+            compute_bound=True,
+        )  # fmt: skip
 
     def mean(self) -> Tensor:
         shape, n = self.shape, math.prod(self.shape)
@@ -368,6 +371,7 @@ class Tensor:
             lambda x: x.sum() / n,
             (self,),
             (Rule(f"ones(shape) * grad / {n}", lambda g, s: (g / n).expand(shape)),),
+            compute_bound=True,
         )
 
     def sum_dim(self, dim: int) -> Tensor:
@@ -377,6 +381,7 @@ class Tensor:
             lambda x: x.sum_dim(dim),
             (self,),
             (Rule("grad expanded along dim", lambda g, s: g.expand(shape)),),
+            compute_bound=True,
         )
 
     def mean_dim(self, dim: int) -> Tensor:
@@ -387,6 +392,7 @@ class Tensor:
             lambda x: x.sum_dim(dim) / n,
             (self,),
             (Rule(f"grad / {n} expanded along dim", lambda g, s: (g / n).expand(shape)),),
+            compute_bound=True,
         )
 
     # -- shape ops (views: no new allocation) ------------------------------------------------------
@@ -450,11 +456,14 @@ def _result(
     inputs: tuple[Tensor, ...],
     rules: tuple[Rule, ...],
     names: tuple[str, ...] = ("x",),
+    compute_bound: bool = False,
 ) -> Tensor:
     """Run an op's forward; on an autodiff device register its one step (Burn's `OpsPrep`).
 
     `names` names the inputs for the rules' saved tensors ("y" is the output). Only what the
-    tracked inputs' rules need is saved: an operand is kept only when the other one is tracked."""
+    tracked inputs' rules need is saved: an operand is kept only when the other one is tracked.
+    `compute_bound` ops (matmul, reductions) keep their outputs under balanced checkpointing;
+    the others (elementwise) are recomputed in backward instead."""
     out = forward(*(t.data for t in inputs))
     device = inputs[0].device
     server = device.server
@@ -470,15 +479,18 @@ def _result(
     step: Step
     if tracked:
         parents = tuple(Parent(inputs[i].node.id, inputs[i].node.order == 0) for i in tracked)
-        node = Node(node_id, parents, order + 1, Requirement.GradInBackward)
+        node = Node(node_id, parents, order + 1, Requirement.GradInBackward, not compute_bound)
         kept = tuple(rules[i] for i in tracked)
         saved = {}
         for rule in kept:
             for name in rule.needs:
                 saved[name] = out if name == "y" else inputs[names.index(name)].data
         step = Step(node, op, kept, tuple(inputs[i].data.shape for i in tracked), saved)
+        if server.checkpointing == "balanced":
+            producers = {"y": node} | {name: inputs[k].node for k, name in enumerate(names[: len(inputs)])}
+            server.checkpoint(step, producers, inputs)
     else:
-        node = Node(node_id, (), order + 1, Requirement.Untracked)
+        node = Node(node_id, (), order + 1, Requirement.Untracked, not compute_bound)
         step = UntrackedOpsStep(node, op)
     tensor = Tensor(out, device, node)
     server.register(tensor, step, tuple(t.node.id for t in inputs), forward)

@@ -47,10 +47,17 @@ class GradientConsumed:
 
 
 @dataclass(frozen=True, eq=False)
+class Recomputed:
+    node_id: NodeId  # balanced checkpointing: this node's output was recomputed from saved ancestors
+    op: str
+
+
+@dataclass(frozen=True, eq=False)
 class SavedStateFreed:
     node_id: NodeId
     saved_bytes: int  # what the step held
     bytes_released: int  # what the device got back (less when a live tensor shares the buffer)
+    memory_after: MemoryUsage  # the device after this step: the memory curve within a backward
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,10 +70,18 @@ class SweepFreed:
 class BackwardFinished:
     memory: MemoryUsage
     gradient_ids: tuple[NodeId, ...]
+    peak_bytes: int = 0  # the most the device held during this backward
 
 
 Event = (
-    TapeBuilt | StepStarted | GradientRegistered | GradientConsumed | SavedStateFreed | SweepFreed | BackwardFinished
+    TapeBuilt
+    | StepStarted
+    | Recomputed
+    | GradientRegistered
+    | GradientConsumed
+    | SavedStateFreed
+    | SweepFreed
+    | BackwardFinished
 )
 
 

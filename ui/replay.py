@@ -12,6 +12,7 @@ from autodiff.trace import (
     Event,
     GradientConsumed,
     GradientRegistered,
+    Recomputed,
     SavedStateFreed,
     StepStarted,
     SweepFreed,
@@ -87,6 +88,11 @@ def describe(event: Event, names: dict[int, str]) -> str:
         )
     if isinstance(event, StepStarted):
         return f"Step {n(event.node_id)} ({event.op}, order {event.order}) starts."
+    if isinstance(event, Recomputed):
+        return (
+            f"Checkpointing: {n(event.node_id)} ({event.op}) kept a recipe, not its output; it is recomputed "
+            "now from the nearest kept ancestors."
+        )
     if isinstance(event, GradientRegistered):
         if event.source is None:
             return f"Backward seeds {n(event.node_id)} with ones of its shape: {format_values(event.value)}."
