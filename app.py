@@ -17,6 +17,7 @@ PAGES = [
     st.Page("lessons/tape_consumption.py", title="Tape consumption"),
     st.Page("lessons/memory_growth.py", title="Memory growth"),
     st.Page("lessons/memory_policies.py", title="Memory policies"),
+    st.Page("lessons/checkpointing.py", title="Checkpointing"),
     st.Page("lessons/check_mlx.py", title="Check against MLX"),
     st.Page("lessons/playground.py", title="Playground"),
 ]

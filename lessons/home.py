@@ -31,6 +31,7 @@ LESSONS = [
     ("lessons/tape_consumption.py", "Why a second backward through the same steps is refused, and what to do instead."),
     ("lessons/memory_growth.py", "How graphs you never backward keep their memory, and how one backward frees it."),
     ("lessons/memory_policies.py", "Burn's lazy sweep beside PyTorch's eager freeing and retain_graph."),
+    ("lessons/checkpointing.py", "Keep less, recompute in backward: the same gradients for less memory."),
     ("lessons/check_mlx.py", "Every gradient checked against MLX's own autodiff and finite differences."),
     ("lessons/playground.py", "Write your own program, run it safely, replay its backward and share it by link."),
 ]

@@ -25,6 +25,7 @@ PAGES = [
     "lessons/tape_consumption.py",
     "lessons/memory_growth.py",
     "lessons/memory_policies.py",
+    "lessons/checkpointing.py",
     "lessons/check_mlx.py",
 ]
 
@@ -538,3 +539,19 @@ def test_playground_exercise_link_opens_in_exercise_mode():
     index = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op == "mul")
     at.slider[0].set_value(index + 1).run()
     assert any("Predict" in m.value for m in at.markdown)
+
+
+def test_checkpointing_page_compares_the_two_strategies():
+    at = app("lessons/checkpointing.py")
+    assert "identical" in at.success[0].value
+    frame = table(at, "Strategy")
+    assert frame["Ops recomputed"].tolist()[0] == 0 and frame["Ops recomputed"].tolist()[1] > 0
+    runs = at.session_state["checkpointing_chain_numpy"]
+    held = {m: sum(n.held_bytes for n in r.before.nodes) for m, r in runs.items()}
+    assert held["balanced"] < held["none"]
+    assert not any("recomputed now" in m.value for m in at.markdown)  # the replay starts at event 1
+    recomputed = next(i for i, e in enumerate(runs["balanced"].recorder.events) if type(e).__name__ == "Recomputed")
+    at.slider[0].set_value(recomputed + 1).run()
+    assert any("recomputed now" in m.value for m in at.markdown)
+    at.selectbox(key="checkpointing_program").set_value("mlp").run()
+    assert "identical" in at.success[0].value

@@ -57,6 +57,16 @@ def mlp_program(ad: Device) -> dict[str, Tensor]:
     }
 
 
+def elementwise_chain_program(ad: Device) -> dict[str, Tensor]:
+    x = Tensor.random([256, 256], Distribution.normal(0.0, 0.5), ad).require_grad()
+    w = Tensor.random([256, 256], Distribution.normal(0.0, 0.05), ad).require_grad()
+    y = x @ w
+    for _ in range(4):
+        y = (y * 0.5).tanh() * y + y.sigmoid()
+    loss = y.mean()
+    return {"x": x, "w": w, "loss": loss}
+
+
 @dataclass(frozen=True)
 class Program:
     key: str
@@ -101,9 +111,17 @@ class ProgramRun:
         return self.device.backend.name
 
 
-def run_program(key: str, backend: str = "numpy") -> ProgramRun:
-    program = PROGRAMS[key]
-    ad = Device.named(backend, seed=0).autodiff()
+CHECKPOINTING_PROGRAMS: dict[str, Program] = {
+    **PROGRAMS,
+    "chain": Program("chain", "Elementwise chain (256 × 256)",
+                     "A matmul, then four elementwise blocks: most of what it saves can be recomputed.",
+                     elementwise_chain_program),
+}  # fmt: skip
+
+
+def run_program(key: str, backend: str = "numpy", checkpointing: str = "none") -> ProgramRun:
+    program = CHECKPOINTING_PROGRAMS[key]
+    ad = Device.named(backend, seed=0).autodiff(checkpointing=checkpointing)
     tensors = program.build(ad)
     before = ad.snapshot()
     graph = ad.server.graph_of(tensors["loss"].node_id)

@@ -19,6 +19,7 @@ PAGES = {
     "tape_consumption": "Tape consumption",
     "memory_growth": "Memory growth",
     "memory_policies": "Memory policies: Burn vs PyTorch",
+    "checkpointing": "Checkpointing",
     "check_mlx": "Check against MLX",
     "playground": "Playground",
 }
@@ -40,6 +41,9 @@ def no_exception(page) -> None:
 def test_every_page_opens_without_exception(page, app_url, path):
     open_page(page, app_url, path)
     if path in ("backward_traversal", "gradient_consumption", "tape_consumption", "check_mlx"):
+        page.locator(GRAPH_NODES).first.wait_for()
+    if path == "checkpointing":
+        page.get_by_text("identical, bit for bit").wait_for()
         page.locator(GRAPH_NODES).first.wait_for()
     if path == "memory_policies":
         page.get_by_text("runs; x.grad accumulates to").first.wait_for()
@@ -83,7 +87,7 @@ def test_deep_link_as_the_first_visit_of_a_fresh_server(page, fresh_app_url):
     nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
     expected = (
         "Home / Backward traversal / Gradient consumption / Tape consumption / Memory growth / "
-        "Memory policies / Check against MLX / Playground"
+        "Memory policies / Checkpointing / Check against MLX / Playground"
     )
     assert nav.split() == expected.replace(" / ", " ").split()
 
