@@ -171,3 +171,19 @@ def test_two_browser_contexts_are_isolated(browser, app_url):
     finally:
         first.close()
         second.close()
+
+
+def test_exercise_mode_in_the_browser(page, app_url):
+    run = run_program("seed")
+    index = next(i for i, e in enumerate(run.recorder.events) if type(e).__name__ == "StepStarted" and e.op == "mul")
+    open_page(page, app_url, f"backward_traversal?program=seed&step={index}")
+    page.get_by_text("Exercise: predict each step").click()
+    page.get_by_text("Predict").first.wait_for()
+    inputs = page.get_by_placeholder("e.g. 1.0, 2.0")
+    inputs.nth(0).fill("1, 2")
+    inputs.nth(1).fill("1, 2")
+    page.get_by_role("button", name="Check my prediction").click()
+    page.get_by_text("Right: every value matches.").wait_for()
+    page.get_by_text("1 of 1 predictions right").wait_for()
+    no_exception(page)
+    screenshot(page, "backward_traversal_exercise")
