@@ -70,3 +70,14 @@ def test_large_graphs_collapse_by_order_and_expand_on_request():
     nodes, _ = assert_well_formed(graph_dot(snapshot, expanded_orders=frozenset({1})))
     assert len([n for n in nodes if n.startswith("n")]) == 60  # the 60 exp nodes of order 1
     assert "order1" not in nodes
+
+
+def test_deep_graphs_are_drawn_bottom_to_top():
+    run = run_program("seed")
+    assert "rankdir=LR" in graph_dot(run.before, run.names)
+    assert "rankdir=BT" in graph_dot(run.before, run.names, presenter=True)
+    ad = Device.numpy().autodiff()
+    y = Tensor.ones([2], ad).require_grad()
+    for _ in range(10):
+        y = y.tanh()
+    assert "rankdir=BT" in graph_dot(ad.snapshot())

@@ -15,6 +15,7 @@ from .format import format_bytes, format_shape, format_values
 from .replay import Flow, ReplayState
 
 COLLAPSE_LIMIT = 150
+TALL_DEPTH = 8  # deeper graphs are drawn bottom to top instead of left to right
 
 FILL = {
     Requirement.Grad: "#b2f2bb",
@@ -124,11 +125,14 @@ def graph_dot(
     names = names or {}
     overlay = overlay or Overlay()
     collapse = len(snapshot.nodes) > collapse_limit
+    depth = max((n.order for n in snapshot.nodes), default=0)
     fontsize = "20" if presenter else "13"
     lines = [
         "digraph G {",
-        # A projector is better served by a tall graph: scaled to the page width, its text stays large.
-        f'  graph [rankdir={"BT" if presenter else "LR"}, bgcolor="transparent", nodesep=0.25, ranksep=0.45];',
+        # A projector, or a long chain, is better served by a tall graph: scaled to the page width, its
+        # text stays large.
+        f'  graph [rankdir={"BT" if presenter or depth > TALL_DEPTH else "LR"}, bgcolor="transparent", '
+        "nodesep=0.25, ranksep=0.45];",
         f'  node [shape=box, fontname="Helvetica", fontsize={fontsize}, margin="0.12,0.06"];',
         f'  edge [color="{EDGE}", fontname="Helvetica", fontsize={fontsize}, fontcolor="{CURRENT}"];',
     ]
