@@ -40,8 +40,10 @@ LEGEND = [
     (f"background:{CONSUMED_FILL};border:2px dashed {MUTED_TEXT}", "Consumed: its step ran; saved state freed"),
     (f"background:#fff;border:2px dotted {MUTED_TEXT}", "Freed by a sweep (or dropped) without running"),
     (f"background:#fff;border:3px solid {CURRENT}", "The step running now; orange arrows carry its gradients"),
-    (f"background:#fff;border:3px solid {REFUSED}", "Where a backward was refused: tape already consumed"),
     (f"background:#fff;border-top:2px dashed {EDGE}", "Dashed edge: untracked input (no gradient flows)"),
+]
+REFUSAL_LEGEND = [
+    (f"background:#fff;border:3px solid {REFUSED}", "Where a backward was refused: tape already consumed")
 ]
 
 
@@ -70,7 +72,7 @@ CHECK_LEGEND = [
 
 
 def legend_html(cross_check: bool = False) -> str:
-    entries = LEGEND[:-2] + [LEGEND[-1]] + CHECK_LEGEND if cross_check else LEGEND
+    entries = LEGEND + (CHECK_LEGEND if cross_check else REFUSAL_LEGEND)
     items = "".join(
         f'<div style="display:flex;align-items:center;gap:.5em;margin:.15em 0">'
         f'<span style="display:inline-block;width:1.6em;height:1em;border-radius:3px;{style}"></span>'

@@ -102,7 +102,6 @@ class ProgramRun:
     before: GraphSnapshot
     recorder: BackwardRecorder
     grads: Gradients
-    after: GraphSnapshot
     graph: list[GraphNode]  # the loss's graph, captured before backward (for the MLX cross-check)
     names: dict[int, str] = field(default_factory=dict)
 
@@ -128,4 +127,4 @@ def run_program(key: str, backend: str = "numpy", checkpointing: str = "none") -
     recorder = BackwardRecorder()
     grads = tensors["loss"].backward(recorder=recorder)
     names = {int(t.node_id): name for name, t in tensors.items() if t.node_id is not None}
-    return ProgramRun(program, ad, tensors, before, recorder, grads, ad.snapshot(), graph, names)
+    return ProgramRun(program, ad, tensors, before, recorder, grads, graph, names)

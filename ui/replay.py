@@ -46,29 +46,33 @@ def replay_state(recorder: BackwardRecorder, index: int) -> ReplayState:
     events = recorder.events
     index = max(0, min(index, len(events) - 1))
     current: StepStarted | None = None
-    upstream = None
+    started = -1  # where the current step started
     flows: list[Flow] = []
     consumed: set[int] = set()
     swept: set[int] = set()
-    container: dict[int, np.ndarray] = {}
-    for event in events[: index + 1]:
+    for k, event in enumerate(events[: index + 1]):
         if isinstance(event, StepStarted):
-            current, flows = event, []
-            upstream = container.get(event.node_id)
+            current, started, flows = event, k, []
         elif isinstance(event, GradientRegistered):
-            container[event.node_id] = event.total
             if current is not None and event.source == current.node_id:
                 flows.append(Flow(event.source, event.node_id, event.value, event.accumulated))
-        elif isinstance(event, GradientConsumed) and not event.kept:
-            container.pop(event.node_id, None)
         elif isinstance(event, SavedStateFreed):
             consumed.add(event.node_id)
         elif isinstance(event, SweepFreed | BackwardFinished):
-            current, upstream, flows = None, None, []
+            current, flows = None, []
             if isinstance(event, SweepFreed):
                 swept.update(event.node_ids)
+    # the gradient the current step consumed: its node's entry just before the step started
+    upstream = None if current is None else recorder.container_after(started - 1).get(current.node_id)
     return ReplayState(
-        index, events[index], current, upstream, tuple(flows), frozenset(consumed), frozenset(swept), container
+        index,
+        events[index],
+        current,
+        upstream,
+        tuple(flows),
+        frozenset(consumed),
+        frozenset(swept),
+        recorder.container_after(index),
     )
 
 

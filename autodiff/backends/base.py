@@ -181,6 +181,7 @@ class Backend:
         self.rng = np.random.default_rng(seed)
 
     def from_numpy(self, array: np.ndarray) -> Buffer:
+        """A buffer holding `array`, a fresh array the caller hands over (no one else may keep it)."""
         raise NotImplementedError
 
     def full(self, shape: Shape, value: float, dtype: str) -> Buffer:

@@ -47,4 +47,4 @@ class NumpyBackend(Backend):
     name = "numpy"
 
     def from_numpy(self, array: np.ndarray) -> Buffer:
-        return NumpyBuffer(np.array(array, copy=True), self.pool)
+        return NumpyBuffer(array, self.pool)  # handed over fresh: no copy
