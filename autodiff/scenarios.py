@@ -63,7 +63,7 @@ def gradient_consumption(ad: Device) -> ConsumptionRun:
     grads = loss.backward()
     rows = [
         GradRow("x.grad", format_values(x.grad(grads)),
-                "x is a leaf (Grad): its step keeps the gradient; both paths (x*x and x*3) added up."),
+                "x is a leaf (Grad): its step keeps the gradient; both paths (x·x and x·3) added up."),
         GradRow("h.grad", format_values(h.grad(grads)),
                 "h is an intermediate (GradInBackward): its step consumed (removed) its gradient."),
         GradRow("loss.grad", format_dims(loss.grad(grads)),

@@ -42,6 +42,9 @@ def test_every_page_opens_without_exception(page, app_url, path):
     open_page(page, app_url, path)
     if path in ("backward_traversal", "gradient_consumption", "tape_consumption", "check_mlx"):
         page.locator(GRAPH_NODES).first.wait_for()
+    if path == "":
+        page.get_by_text("Some([5.0, 7.0])").first.wait_for()
+        page.locator('[data-testid="stPageLink"]').last.wait_for()
     if path == "checkpointing":
         page.get_by_text("identical, bit for bit").wait_for()
         page.locator(GRAPH_NODES).first.wait_for()
