@@ -7,22 +7,11 @@ import streamlit as st
 
 from autodiff import AutodiffError
 from autodiff.device import mlx_unavailable_reason
+from ui.navigation import navigation_pages
 
 st.set_page_config(page_title="Seeing autodiff", page_icon="🔁", layout="wide")
 
-PAGES = [
-    st.Page("lessons/home.py", title="Home", default=True),
-    st.Page("lessons/backward_traversal.py", title="Backward traversal"),
-    st.Page("lessons/gradient_consumption.py", title="Gradient consumption"),
-    st.Page("lessons/tape_consumption.py", title="Tape consumption"),
-    st.Page("lessons/memory_growth.py", title="Memory growth"),
-    st.Page("lessons/memory_policies.py", title="Memory policies"),
-    st.Page("lessons/checkpointing.py", title="Checkpointing"),
-    st.Page("lessons/check_mlx.py", title="Check against MLX"),
-    st.Page("lessons/playground.py", title="Playground"),
-]
-
-page = st.navigation(PAGES)
+page = st.navigation(navigation_pages())
 
 with st.sidebar:
     st.toggle("Presenter mode", key="presenter", help="Larger text and graphs, fewer controls: for a projector.")

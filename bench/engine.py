@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from timing import best_of  # noqa: E402
 
 from autodiff import Device, Distribution, Tensor  # noqa: E402
-from autodiff.scenarios import memory_forward  # noqa: E402
+from course.programs import memory_forward  # noqa: E402
 
 
 def seed_graph_engine() -> Callable[[], object]:

@@ -17,7 +17,7 @@ from timing import best_of  # noqa: E402
 
 from autodiff import BackwardRecorder, Device  # noqa: E402
 from autodiff.trace import BackwardFinished  # noqa: E402
-from ui.programs import CHECKPOINTING_PROGRAMS  # noqa: E402
+from course.programs import CHECKPOINTING_PROGRAMS  # noqa: E402
 
 CONFIGURATIONS = [
     ("Burn policy, no checkpointing", "lazy", "none"),

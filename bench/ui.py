@@ -21,17 +21,19 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from course.programs import PROGRAMS, record_program  # noqa: E402
 from tests.browser.harness import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
-from ui.graph import graph_dot, replay_overlay  # noqa: E402
-from ui.programs import PROGRAMS, run_program  # noqa: E402
-from ui.replay import replay_state  # noqa: E402
+from ui.graph_dot import graph_dot, replay_overlay  # noqa: E402
+from ui.navigation import LESSONS  # noqa: E402
+from ui.replay_state import replay_state  # noqa: E402
 
-PAGES = ["home", "backward_traversal", "gradient_consumption", "tape_consumption", "memory_growth"]
+PAGES = {lesson.url_path or "home": lesson.path for lesson in LESSONS[:5]}
+GRAPH_PAGES = ("traversal", "gradients", "tape")
 
 
 def rerun_ms(page: str, setup=None, repeat: int = 7) -> float:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    at.switch_page(f"lessons/{page}.py").run()
+    at.switch_page(PAGES[page]).run()
     if setup:
         setup(at)
     times = []
@@ -48,9 +50,9 @@ def server_side() -> None:
     for page in PAGES:
         print(f"  {page:<24} {rerun_ms(page):7.1f} ms")
     for key in PROGRAMS:
-        ms = rerun_ms("backward_traversal", lambda at, k=key: at.selectbox(key="traversal_program_widget")
+        ms = rerun_ms("traversal", lambda at, k=key: at.selectbox(key="traversal_program_widget")
                       .set_value(k).run())  # fmt: skip
-        print(f"  backward_traversal:{key:<6} {ms:7.1f} ms")
+        print(f"  traversal:{key:<15} {ms:7.1f} ms")
 
 
 def browser_side() -> None:
@@ -61,7 +63,7 @@ def browser_side() -> None:
 
     dots = {}
     for key in PROGRAMS:
-        run = run_program(key)
+        run = record_program(key)
         dots[key] = [
             graph_dot(run.before, run.names, replay_overlay(replay_state(run.recorder, i)))
             for i in range(len(run.recorder.events))
@@ -81,12 +83,12 @@ def browser_side() -> None:
             start = time.perf_counter()
             page.goto(f"{url}/{'' if name == 'home' else name}")
             page.locator('[data-testid="stMain"] h1').first.wait_for()
-            if name in ("backward_traversal", "gradient_consumption", "tape_consumption"):
+            if name in GRAPH_PAGES:
                 page.locator('[data-testid="stGraphVizChart"] svg g.node').first.wait_for()
             page.wait_for_load_state("networkidle")
             print(f"  {name:<24} {(time.perf_counter() - start) * 1e3:7.0f} ms")
         for key in PROGRAMS:
-            page.goto(f"{url}/backward_traversal?program={key}&step=0")
+            page.goto(f"{url}/traversal?program={key}&event=1")
             page.locator('[data-testid="stGraphVizChart"] svg g.node').first.wait_for()
             page.wait_for_load_state("networkidle")
             times = []

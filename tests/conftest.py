@@ -1,4 +1,17 @@
+"""Tests by layer: each folder under tests/ is a marker (`-m engine`, `-m "not browser"`, ...)."""
+
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("engine", "course", "playground", "app", "browser")
+sys.path.insert(0, str(ROOT))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        layer = Path(item.fspath).relative_to(ROOT / "tests").parts[0]
+        if layer in LAYERS:
+            item.add_marker(getattr(pytest.mark, layer))

@@ -6,9 +6,9 @@ import numpy as np
 import streamlit as st
 
 from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted
+from course.naming import node_name
 
 from .format import format_values
-from .replay import node_name
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
 RTOL, ATOL = 1e-3, 1e-4

@@ -9,21 +9,16 @@ import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot, Requirement
 from autodiff.trace import StepStarted, TapeBuilt
+from course.naming import node_name
 
 from .exercise import predict_step, score_caption
 from .format import format_values
-from .graph import replay_overlay
-from .replay import ReplayState, describe, node_name, replay_state
+from .graph_dot import replay_overlay
+from .graph_view import snapshot_graph
+from .player import advance_player, event_player, play_interval
+from .replay_state import ReplayState, describe, replay_state
 from .state import presenter_mode
-from .widgets import (
-    advance_player,
-    data_table,
-    gradients_table,
-    play_interval,
-    snapshot_graph,
-    step_player,
-    tape_table,
-)
+from .tables import data_table, gradients_table, tape_table
 
 EXPORT_VALUES = 4096  # per tensor in the exported trace: the shape and the first values beyond that
 
@@ -54,7 +49,7 @@ def replay_view(
     @st.fragment(run_every=play_interval(key))
     def replay() -> None:
         advance_player(key, total)
-        index = step_player(total, key)
+        index = event_player(total, key)
         if on_index is not None:
             on_index(index)
         state = replay_state(recorder, index)
@@ -79,7 +74,7 @@ def replay_view(
         if not presenter_mode():
             left, right = st.columns(2)
             left.download_button(
-                "Download the graph (DOT)", dot, file_name=f"{file_stem}-step{index}.dot", mime="text/vnd.graphviz"
+                "Download the graph (DOT)", dot, file_name=f"{file_stem}-event{index + 1}.dot", mime="text/vnd.graphviz"
             )
             right.download_button(
                 "Download the event trace (JSON)",

@@ -2,7 +2,7 @@
 
 Engine objects live in `st.session_state` (one per browser session), never in a module global or
 `st.cache_resource`, which every user shares. Values that make a view shareable (page, program,
-replay step) are mirrored into the URL's query parameters.
+replay event) are mirrored into the URL's query parameters.
 """
 
 from __future__ import annotations
@@ -29,6 +29,13 @@ def session_lab(key: str, factory: Callable[[str], T]) -> T:
     return lab
 
 
+def session_cached(key: str, compute: Callable[[], T]) -> T:
+    """`compute()` once per session under `key` (put in `key` whatever the value depends on)."""
+    if key not in st.session_state:
+        st.session_state[key] = compute()
+    return st.session_state[key]
+
+
 def restore_from_url(key: str, param: str, parse: Callable[[str], T | None], default: T) -> T:
     """A durable session value that a shared link can set: read from the URL on this session's
     first visit of the page, then kept in session state (and written back with `publish`)."""
@@ -46,9 +53,10 @@ def publish(**params: object) -> None:
             st.query_params[name] = str(value)
 
 
-def parse_int(raw: str) -> int | None:
+def parse_event_number(raw: str) -> int | None:
+    """`?event=3` (events are counted from 1, as the player shows them) as the index 2."""
     try:
-        return int(raw)
+        return max(int(raw) - 1, 0)
     except ValueError:
         return None
 

@@ -6,30 +6,33 @@ import re
 
 import pytest
 
-from ui.programs import run_program
+from course.programs import record_program
+from ui.navigation import LESSONS
 
 from .conftest import screenshot
 
 pytestmark = pytest.mark.browser
 
-PAGES = {
+HEADINGS = {  # each page's first heading, as the page writes it
     "": "Seeing reverse-mode autodiff",
-    "backward_traversal": "Backward traversal",
-    "gradient_consumption": "Gradient consumption",
-    "tape_consumption": "Tape consumption",
-    "memory_growth": "Memory growth",
-    "memory_policies": "Memory policies: Burn vs PyTorch",
-    "checkpointing": "Checkpointing",
-    "check_mlx": "Check against MLX",
-    "playground": "Playground",
+    "traversal": "Backward traversal",
+    "gradients": "Gradient consumption",
+    "tape": "Tape consumption",
+    "memory": "Memory growth",
+    "policies": "Memory policies: Burn vs PyTorch",
+    "checkpoints": "Checkpointing",
+    "mlx": "Check against MLX",
+    "play": "Playground",
 }
+SIDEBAR = '[data-testid="stSidebar"]'
+
 ERROR = '[data-testid="stAlertContentError"]'
 GRAPH_NODES = '[data-testid="stGraphVizChart"] svg g.node'
 
 
 def open_page(page, app_url: str, path: str) -> None:
     page.goto(f"{app_url}/{path}")
-    page.get_by_role("heading", name=PAGES[path.split("?")[0]]).first.wait_for()
+    page.get_by_role("heading", name=HEADINGS[path.split("?")[0]]).first.wait_for()
     page.wait_for_load_state("networkidle")
 
 
@@ -37,18 +40,22 @@ def no_exception(page) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0
 
 
-@pytest.mark.parametrize("path", list(PAGES))
+def test_the_registry_and_the_headings_name_the_same_pages():
+    assert sorted(lesson.url_path for lesson in LESSONS) == sorted(HEADINGS)
+
+
+@pytest.mark.parametrize("path", list(HEADINGS))
 def test_every_page_opens_without_exception(page, app_url, path):
     open_page(page, app_url, path)
-    if path in ("backward_traversal", "gradient_consumption", "tape_consumption", "check_mlx"):
+    if path in ("traversal", "gradients", "tape", "mlx"):
         page.locator(GRAPH_NODES).first.wait_for()
     if path == "":
         page.get_by_text("Some([5.0, 7.0])").first.wait_for()
         page.locator('[data-testid="stPageLink"]').last.wait_for()
-    if path == "checkpointing":
+    if path == "checkpoints":
         page.get_by_text("identical, bit for bit").wait_for()
         page.locator(GRAPH_NODES).first.wait_for()
-    if path == "memory_policies":
+    if path == "policies":
         page.get_by_text("runs; x.grad accumulates to").first.wait_for()
         page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
     no_exception(page)
@@ -56,10 +63,10 @@ def test_every_page_opens_without_exception(page, app_url, path):
 
 
 def test_replay_graph_and_stepping_to_the_end(page, app_url):
-    open_page(page, app_url, "backward_traversal?program=seed&step=0")
+    open_page(page, app_url, "traversal?program=seed&event=1")
     nodes = page.locator(GRAPH_NODES)
     nodes.first.wait_for()
-    assert nodes.count() == 5  # x, h, x*3, add, loss
+    assert nodes.count() == 6  # x, unused, h, x*3, add, loss
     page.get_by_role("button", name="Next ▶").click()
     page.get_by_text("Event 2 of 25").wait_for()
     page.get_by_role("button", name="Last »").click()
@@ -67,40 +74,64 @@ def test_replay_graph_and_stepping_to_the_end(page, app_url):
     page.wait_for_function(
         "document.querySelectorAll('[data-testid=stGraphVizChart] svg g.node path[stroke-dasharray]').length == 5"
     )
-    assert re.search(r"step=24", page.url)
+    assert re.search(r"event=25", page.url)
     no_exception(page)
     screenshot(page, "backward_traversal_end")
 
 
-def test_shared_link_restores_program_and_step(page, app_url):
-    open_page(page, app_url, "backward_traversal?program=mlp&step=10")
+def test_shared_link_restores_program_and_event(page, app_url):
+    open_page(page, app_url, "traversal?program=mlp&event=11")
     page.get_by_text("Event 11 of").wait_for()
     page.locator(GRAPH_NODES).first.wait_for()
-    assert page.locator(GRAPH_NODES).count() == len(run_program("mlp").before.nodes)
+    assert page.locator(GRAPH_NODES).count() == len(record_program("mlp").before.nodes)
     page.locator('[data-testid="stGraphVizChart"] svg g.node polygon[stroke="#e8590c"], '
                  '[data-testid="stGraphVizChart"] svg g.node path[stroke="#e8590c"]').first.wait_for()  # fmt: skip
     screenshot(page, "backward_traversal_mlp")
 
 
-def test_deep_link_as_the_first_visit_of_a_fresh_server(page, fresh_app_url):
-    # Streamlit runs a `pages/` folder next to app.py as legacy pages, without app.py, until some
-    # session has run st.navigation: the lessons live in lessons/ so a shared link always works.
-    open_page(page, fresh_app_url, "tape_consumption")
-    page.get_by_text("Presenter mode").wait_for()
-    nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
-    expected = (
-        "Home / Backward traversal / Gradient consumption / Tape consumption / Memory growth / "
-        "Memory policies / Checkpointing / Check against MLX / Playground"
-    )
-    assert nav.split() == expected.replace(" / ", " ").split()
+def test_every_deep_link_opens_with_the_frame_on_a_fresh_server(browser, fresh_app_url):
+    # Streamlit runs a `pages/` folder next to app.py as legacy pages, without app.py, until some session
+    # has run st.navigation. Every lesson sits in a section folder under pages/ (no legacy address), and
+    # pages/<url_path>.py stand-ins run app.py, so each deep link gets the frame even as the first request.
+    first = True
+    for lesson in LESSONS:
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        open_page(page, fresh_app_url, lesson.url_path)
+        page.locator(SIDEBAR).get_by_text("Presenter mode").wait_for()  # the frame ran
+        page.wait_for_load_state("networkidle")
+        assert page.locator('[role="dialog"]').count() == 0  # no "Page not found" on the way
+        nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        for section in ("Backward", "Memory", "Check and play"):
+            assert section.upper() in nav.upper()
+        assert all(other.title in nav for other in LESSONS)
+        if first:
+            screenshot(page, "deep_link_first_visit")
+            first = False
+        context.close()
+
+
+def test_legacy_file_stem_links_never_show_a_page_without_the_frame(browser, fresh_app_url):
+    for lesson in LESSONS:
+        stem = lesson.path.rsplit("/", 1)[1].removesuffix(".py")
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(f"{fresh_app_url}/{stem}")
+        page.locator(SIDEBAR).get_by_text("Presenter mode").wait_for()  # the frame ran: Home, or a not-found note
+        page.wait_for_load_state("networkidle")
+        assert page.locator('[data-testid="stException"]').count() == 0
+        context.close()
 
 
 def test_check_against_mlx_shows_green_nodes(page, app_url):
-    open_page(page, app_url, "check_mlx")
+    open_page(page, app_url, "mlx")
     page.get_by_text("gradients agree").wait_for()
     nodes = page.locator(GRAPH_NODES)
     nodes.first.wait_for()
-    tracked = sum(1 for n in run_program("seed").before.nodes if n.requirement.is_tracked)
+    run = record_program("seed")
+    tracked = sum(1 for n in run.before.nodes if n.requirement.is_tracked and run.names.get(int(n.id)) != "unused")
     page.wait_for_function(
         "n => [...document.querySelectorAll('[data-testid=stGraphVizChart] svg g.node')]"
         ".filter(g => g.querySelector('[stroke=\"#2f9e44\"]')).length == n",
@@ -116,7 +147,7 @@ def metric(page, label: str) -> str:
 
 
 def run_memory(page, app_url, mode: str) -> list[float]:
-    open_page(page, app_url, "memory_growth")
+    open_page(page, app_url, "memory")
     page.get_by_text(mode, exact=True).click()
     page.get_by_role("button", name="Start").click()
     seen = []
@@ -158,7 +189,7 @@ def test_two_browser_contexts_are_isolated(browser, app_url):
         a, b = first.new_page(), second.new_page()
         for p in (a, b):
             p.set_default_timeout(30_000)
-            open_page(p, app_url, "tape_consumption")
+            open_page(p, app_url, "tape")
         for _ in range(2):
             a.get_by_role("button", name="loss.backward()").click()
             a.wait_for_load_state("networkidle")
@@ -177,9 +208,9 @@ def test_two_browser_contexts_are_isolated(browser, app_url):
 
 
 def test_exercise_mode_in_the_browser(page, app_url):
-    run = run_program("seed")
+    run = record_program("seed")
     index = next(i for i, e in enumerate(run.recorder.events) if type(e).__name__ == "StepStarted" and e.op == "mul")
-    open_page(page, app_url, f"backward_traversal?program=seed&step={index}")
+    open_page(page, app_url, f"traversal?program=seed&event={index + 1}")
     page.get_by_text("Exercise: predict each step").click()
     page.get_by_text("Predict").first.wait_for()
     inputs = page.get_by_placeholder("e.g. 1.0, 2.0")

@@ -22,7 +22,7 @@ print("session", {k}, x.grad(grads).dims())
 
 
 def run_in(page, url: str, code: str) -> None:
-    page.goto(f"{url}/playground")
+    page.goto(f"{url}/play")
     page.get_by_role("heading", name="Playground").wait_for()
     editor = page.get_by_label("Program")
     editor.fill(code)

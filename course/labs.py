@@ -1,0 +1,337 @@
+"""The experiments the lesson pages drive, one button press at a time. Each lab owns its own autodiff
+device, so a page keeps it per session (never in a shared cache) and two users never see each other's
+work. No Streamlit here: a lab is plain Python, tested on its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from autodiff import (
+    AutodiffError,
+    Device,
+    Distribution,
+    Gradients,
+    MemoryUsage,
+    Requirement,
+    TapeConsumedError,
+    Tensor,
+)
+from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed
+
+from .naming import node_names
+
+if TYPE_CHECKING:
+    from autodiff.crosscheck import CrossCheck
+from .programs import ProgramRun, memory_forward, record_program, seed_program, shared_losses
+from .scenarios import format_option, gradient_consumption, memory_experiment
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one button press did, in words."""
+
+    action: str
+    ok: bool
+    result: str
+    explanation: str
+    refused_at: int | None = None
+
+
+class ConsumptionLab:
+    """The seed's gradient table, then free queries on the same `Gradients` container."""
+
+    def __init__(self, backend: str = "numpy") -> None:
+        self.backend = backend
+        run = gradient_consumption(Device.named(backend).autodiff())
+        self.ad = run.ad
+        self.rows = run.rows
+        self.tensors: dict[str, Tensor] = {"x": run.x, "unused": run.unused, "h": run.h, "loss": run.loss}
+        self.grads: Gradients = run.grads
+        self.removed: set[str] = {"x"}  # the seed's table ends with x.grad_remove
+        self.replaced: set[str] = set()
+        self.log: list[Outcome] = []
+
+    @property
+    def names(self) -> dict[int, str]:
+        return node_names(self.tensors)
+
+    def container(self) -> dict[int, np.ndarray]:
+        """The `Gradients` container's entries now, as arrays by node id."""
+        return {int(i): self.grads.get(i).numpy() for i in self.grads.node_ids()}
+
+    def kept_leaves(self) -> set[int]:
+        """Node ids of the `Grad` leaves: their entries are kept through backward."""
+        return {int(t.node_id) for t in self.tensors.values() if t.requirement is Requirement.Grad}
+
+    def reason(self, name: str) -> str:
+        tensor = self.tensors[name]
+        if tensor.grad(self.grads) is not None:
+            if name in self.replaced:
+                return f"{name}'s entry was replaced with grad_replace."
+            return f"{name} is a Grad leaf: its step keeps its gradient in the container."
+        if tensor.requirement is Requirement.GradInBackward:
+            return f"{name} is an op output (GradInBackward): its own step consumed and removed its gradient."
+        if name in self.removed:
+            return f"{name}'s gradient was taken out with grad_remove."
+        return f"{name} is not an ancestor of the loss: backward never registered a gradient for it."
+
+    def grad(self, name: str) -> Outcome:
+        value = format_option(self.tensors[name].grad(self.grads))
+        return self._log(Outcome(f"{name}.grad(&grads)", True, value, self.reason(name)))
+
+    def grad_remove(self, name: str) -> Outcome:
+        value = format_option(self.tensors[name].grad_remove(self.grads))
+        explanation = (
+            f"The entry of {name} was taken out and returned; the container no longer has it."
+            if value != "None"
+            else f"Nothing to remove. {self.reason(name)}"
+        )
+        if value != "None":
+            self.removed.add(name)
+            self.replaced.discard(name)
+        return self._log(Outcome(f"{name}.grad_remove(&mut grads)", True, value, explanation))
+
+    def grad_replace(self, name: str, values: list[float]) -> Outcome:
+        tensor = self.tensors[name]
+        try:
+            tensor.grad_replace(self.grads, Tensor.from_floats(values, self.ad.inner))
+        except AutodiffError as error:
+            return self._log(Outcome(f"{name}.grad_replace(&mut grads, …)", False, "refused", str(error)))
+        self.replaced.add(name)
+        self.removed.discard(name)
+        return self._log(
+            Outcome(
+                f"{name}.grad_replace(&mut grads, {values})",
+                True,
+                format_option(tensor.grad(self.grads)),
+                "grad_replace removes the old entry, then inserts the new one: it replaces, it does not add.",
+            )
+        )
+
+    def _log(self, outcome: Outcome) -> Outcome:
+        self.log.append(outcome)
+        return outcome
+
+
+LOSSES = ("l1", "l2", "l3", "l1 + l2")
+
+
+class TapeLab:
+    """Backward twice, the shared-subgraph losses in any order, and detach()."""
+
+    def __init__(self, backend: str = "numpy") -> None:
+        self.backend = backend
+        self.ad = Device.named(backend).autodiff()
+        self.seed = seed_program(self.ad)  # as in the seed: the same node ids
+        self.x, self.loss = self.seed["x"], self.seed["loss"]
+        shared = shared_losses(self.x)
+        self.shared = shared.pop("shared")
+        self.losses: dict[str, Tensor] = {**shared, "l3": (self.x * 4.0).sum()}
+        self.log: list[Outcome] = []
+        self.refused_at: int | None = None
+
+    @property
+    def names(self) -> dict[int, str]:
+        return node_names({**self.seed, "shared": self.shared, **self.losses})
+
+    def backward(self, name: str) -> Outcome:
+        if name == "loss":
+            target = self.loss
+        elif name == "l1 + l2":
+            target = self.losses["l1"] + self.losses["l2"]
+        else:
+            target = self.losses[name]
+        try:
+            grads = target.backward()
+        except TapeConsumedError as refusal:
+            self.refused_at = int(refusal.node_id)
+            who = self.names.get(self.refused_at, f"NodeId({self.refused_at})")
+            return self._log(
+                Outcome(
+                    f"{name}.backward()",
+                    False,
+                    str(refusal),
+                    f"The path from {name} to x passes through {who}, whose step an earlier backward already "
+                    "ran and consumed. Burn keeps no copy (no retain_graph): recompute the forward pass, or "
+                    "add the losses together before a single backward.",
+                    self.refused_at,
+                )
+            )
+        self.refused_at = None
+        return self._log(
+            Outcome(
+                f"{name}.backward()",
+                True,
+                f"x.grad = {format_option(self.x.grad(grads))}",
+                "Every step on the path from the loss to x ran once and is now consumed.",
+            )
+        )
+
+    def detach_demo(self) -> Outcome:
+        detached = self.shared.detach()
+        grads = (detached * self.x).sum().backward()
+        return self._log(
+            Outcome(
+                "(shared.detach() * x).sum().backward()",
+                True,
+                f"x.grad = {format_option(self.x.grad(grads))}",
+                "detach() gives a new untracked leaf with the same values: gradient flows only through the "
+                "direct use of x (so x.grad = exp(x)), never into shared's step, consumed or not.",
+            )
+        )
+
+    def _log(self, outcome: Outcome) -> Outcome:
+        self.log.append(outcome)
+        return outcome
+
+
+@dataclass(frozen=True)
+class MemoryPoint:
+    iteration: int
+    label: str
+    usage: MemoryUsage
+    backend_bytes: int | None = None  # the backend's own counter (MLX active memory), when it has one
+
+
+@dataclass
+class MemoryLab:
+    """The seed's memory experiment, one forward at a time, so the page can draw it live."""
+
+    size: int
+    iterations: int
+    autodiff: bool
+    backend: str = "numpy"
+    device: Device = field(init=False)
+    ad: Device = field(init=False)
+    history: list[MemoryPoint] = field(init=False)
+    done: int = 0
+
+    def __post_init__(self) -> None:
+        self.device = Device.named(self.backend)
+        self.ad = self.device.autodiff()
+        self.x = Tensor.random([self.size, self.size], Distribution.Default, self.ad).require_grad()
+        self.input = self.x if self.autodiff else self.x.without_autodiff()
+        self.history = [self._point(0, "x created")]
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.iterations
+
+    def forward_once(self) -> None:
+        memory_forward(self.input)  # the loss is dropped at once
+        self.done += 1
+        self.history.append(self._point(self.done, "forward, loss dropped"))
+
+    def backward_now(self) -> None:
+        memory_forward(self.x).backward()  # gradients dropped at once
+        self.history.append(self._point(self.done, "one backward"))
+
+    def _point(self, iteration: int, label: str) -> MemoryPoint:
+        return MemoryPoint(iteration, label, self.ad.memory_usage(), self.ad.backend_memory().get("active"))
+
+
+POLICIES = {
+    "Burn (lazy sweep)": ("lazy", False),
+    "PyTorch": ("eager", False),
+    "PyTorch, retain_graph=True": ("eager", True),
+}
+
+
+def policy_comparison(backend: str = "numpy") -> list[dict[str, str]]:
+    """The backward-twice and shared-subgraph programs under each policy, run live."""
+    rows = []
+    for program in ("backward twice on the same loss", "l1.backward(), then l2.backward() through shared"):
+        row = {"Program": program}
+        for label, (policy, retain) in POLICIES.items():
+            ad = Device.named(backend).autodiff(memory_policy=policy)
+            seed = seed_program(ad)
+            x = seed["x"]
+            if program.startswith("backward twice"):
+                first = second = seed["loss"]
+            else:
+                losses = shared_losses(x)
+                first, second = losses["l1"], losses["l2"]
+            grads = first.backward(retain_graph=True) if retain else first.backward()
+            try:
+                grads = second.backward(into=grads) if retain else second.backward()
+            except TapeConsumedError as refusal:
+                row[label] = f"second backward refused at NodeId({int(refusal.node_id)})"
+            else:
+                row[label] = f"runs; x.grad accumulates to {format_option(x.grad(grads))}"
+        rows.append(row)
+    return rows
+
+
+CHECKPOINTING_STRATEGIES = {"none": "No checkpointing (default)", "balanced": "Balanced checkpointing"}
+
+
+@dataclass
+class CheckpointingComparison:
+    """One program recorded without and with balanced checkpointing: memory, recomputations, gradients."""
+
+    key: str
+    backend: str = "numpy"
+    runs: dict[str, ProgramRun] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runs = {mode: record_program(self.key, self.backend, mode) for mode in CHECKPOINTING_STRATEGIES}
+
+    def summary(self) -> list[dict[str, object]]:
+        """Per strategy: memory held by the graph, device memory before backward, peak, recomputations."""
+        rows = []
+        for mode, label in CHECKPOINTING_STRATEGIES.items():
+            run = self.runs[mode]
+            events = run.recorder.events
+            finished = next(e for e in events if isinstance(e, BackwardFinished))
+            rows.append(
+                {
+                    "Strategy": label,
+                    "Held only by the graph": sum(n.held_bytes for n in run.before.nodes),
+                    "Device memory before backward": run.before.memory.bytes_in_use,
+                    "Peak during backward": finished.peak_bytes,
+                    "Ops recomputed": sum(isinstance(e, Recomputed) for e in events),
+                }
+            )
+        return rows
+
+    def memory_curves(self) -> list[dict[str, object]]:
+        """KiB in use after each backward step ran and dropped its saved state, per strategy."""
+        return [
+            {"Step": k, "Strategy": label, "KiB in use": e.memory_after.bytes_in_use / 1024}
+            for mode, label in CHECKPOINTING_STRATEGIES.items()
+            for k, e in enumerate((e for e in self.runs[mode].recorder.events if isinstance(e, SavedStateFreed)), 1)
+        ]
+
+    def same_gradients(self) -> bool:
+        """Whether every leaf's gradient is bit-identical under both strategies."""
+        plain, balanced = self.runs["none"], self.runs["balanced"]
+
+        def leaf_grads(run: ProgramRun) -> dict[str, np.ndarray | None]:
+            return {name: None if (g := t.grad(run.grads)) is None else g.numpy() for name, t in run.tensors.items()
+                    if t.is_require_grad}  # fmt: skip
+
+        a, b = leaf_grads(plain), leaf_grads(balanced)
+        return a.keys() == b.keys() and all(
+            (a[k] is None and b[k] is None) or (a[k] is not None and b[k] is not None and np.array_equal(a[k], b[k]))
+            for k in a
+        )
+
+
+def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, object]]:
+    """The seed's memory experiment under Burn's lazy sweep and PyTorch's eager freeing: MiB per moment."""
+    return [
+        {"Moment": moment, "Policy": label, "MiB in use": round(usage.mib, 2)}
+        for policy, label in (("lazy", "Burn (lazy sweep)"), ("eager", "PyTorch (eager)"))
+        for moment, usage in memory_experiment(Device.named(backend), size=size, memory_policy=policy)
+    ]
+
+
+def cross_checked_program(key: str, backend: str = "numpy") -> tuple[ProgramRun, CrossCheck]:
+    """A program recorded, then every gradient checked against MLX and finite differences (needs MLX)."""
+    from autodiff.crosscheck import cross_check  # imports MLX: only when asked
+
+    run = record_program(key, backend)
+    return run, cross_check(run.graph, run.recorder)

@@ -1,0 +1,63 @@
+import streamlit as st
+
+from course.programs import PROGRAMS, record_program
+from ui.navigation import lesson_intro
+from ui.replay_view import replay_view, tape_view
+from ui.state import current_backend, parse_event_number, publish, restore_from_url
+
+PLAYER = "replay"
+
+lesson_intro(
+    "Backward traversal",
+    "The forward pass registered one **step** per operation. `backward()` collects the steps reachable from "
+    "the loss, puts them in **buckets by order** (a node's order is one more than its highest input's, so a "
+    "bucket only depends on higher ones) and runs the buckets from the highest order down. Each step takes "
+    "the gradient waiting for its node and sends one gradient to each tracked input, by its local rule.",
+)
+
+key = restore_from_url("traversal_program", "program", lambda v: v if v in PROGRAMS else None, "seed")
+restore_from_url(f"{PLAYER}_index", "event", parse_event_number, 0)
+
+
+def choose_program() -> None:
+    st.session_state.traversal_program = st.session_state.traversal_program_widget
+    st.session_state[f"{PLAYER}_index"] = 0
+    st.session_state[f"{PLAYER}_playing"] = False
+
+
+st.session_state.traversal_program_widget = key
+st.selectbox(
+    "Program",
+    list(PROGRAMS),
+    format_func=lambda k: PROGRAMS[k].title,
+    key="traversal_program_widget",
+    on_change=choose_program,
+)
+program = PROGRAMS[key]
+run = st.session_state.get("traversal_run")
+if run is None or run.program.key != key or run.backend != current_backend():
+    run = st.session_state.traversal_run = record_program(key, current_backend())
+
+code_column, tape_column = st.columns([1, 1])
+with code_column:
+    st.markdown(f"**The program** — {program.summary}")
+    st.code(program.source, language="python", wrap_lines=True)
+with tape_column:
+    st.markdown("**The tape**, bucketed by order (runs top to bottom)")
+    tape_view(run.before, run.recorder, run.names)
+
+st.subheader("Replay")
+exercise = st.toggle(
+    "Exercise: predict each step's gradients before they are revealed",
+    key="traversal_exercise",
+    help="At the start of each step, enter what it will send to each input; the app checks and explains.",
+)
+replay_view(
+    run.before,
+    run.recorder,
+    run.names,
+    PLAYER,
+    file_stem=key,
+    on_index=lambda index: publish(program=key, event=index + 1),
+    exercise=exercise,
+)

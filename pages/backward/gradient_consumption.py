@@ -1,0 +1,73 @@
+import math
+
+import streamlit as st
+
+from course.labs import ConsumptionLab
+from course.programs import PROGRAMS
+from ui.exercise import predict_table
+from ui.graph_view import snapshot_graph
+from ui.navigation import lesson_intro
+from ui.state import session_lab
+from ui.tables import data_table, gradients_table, outcome_log, outcome_message
+
+lesson_intro(
+    "Gradient consumption",
+    "`backward()` returns a `Gradients` container: a map from node to gradient. While backward runs, every "
+    "step **consumes** the gradient of its own node. For an op output (`GradInBackward`) that removes the "
+    "entry; for a leaf marked with `require_grad()` (`Grad`) the entry is **kept**. So after backward only "
+    "leaves have gradients, and a leaf the loss never used has none.",
+)
+
+lab = session_lab("consumption_lab", ConsumptionLab)
+
+st.code(PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()\n', language="python")
+exercise = st.toggle("Exercise: predict each value before the table is revealed", key="consumption_exercise")
+revealed = not exercise or predict_table([(r.expression, r.value, r.reason) for r in lab.rows], "consumption_predict")
+if not revealed:
+    st.info("Check your predictions to see the table and the rest of the lesson.")
+    st.stop()
+st.markdown("**The seed's table**, computed live on your device:")
+data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows])
+
+st.subheader("Ask the container yourself")
+names = list(lab.tensors)
+choice = st.radio("Tensor", names, horizontal=True, key="consumption_tensor")
+cols = st.columns([1, 1, 2, 1])
+outcome = None
+if cols[0].button("grad()", width="stretch"):
+    outcome = lab.grad(choice)
+if cols[1].button("grad_remove()", width="stretch"):
+    outcome = lab.grad_remove(choice)
+shape = lab.tensors[choice].dims()
+raw = cols[2].text_input(
+    "New gradient values",
+    value=", ".join(["1.0"] * math.prod(shape)),
+    help=f"Comma-separated numbers, as many as the tensor has ({shape}).",
+    label_visibility="collapsed",
+)
+if cols[3].button("grad_replace()", width="stretch"):
+    try:
+        values = [float(v) for v in raw.replace("[", "").replace("]", "").split(",") if v.strip()]
+    except ValueError:
+        st.error("The new gradient must be numbers separated by commas, for example `1.0, 2.0`.")
+    else:
+        outcome = lab.grad_replace(choice, values)
+if outcome is not None:
+    outcome_message(outcome)
+
+st.markdown("**The `Gradients` container now**")
+gradients_table(lab.container(), lab.names, lab.kept_leaves())
+st.markdown("**Why each tensor has (or lacks) a gradient now**")
+data_table([{"Tensor": n, "Why": lab.reason(n)} for n in names])
+
+snapshot_graph(
+    lab.ad.snapshot(),
+    lab.names,
+    "After backward every step on the loss's path is consumed (dashed). `unused` was never on the path.",
+)
+if lab.log:
+    st.markdown("**What you did**")
+    outcome_log(lab.log)
+if st.button("Start over"):
+    del st.session_state["consumption_lab"]
+    st.rerun()

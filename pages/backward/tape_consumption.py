@@ -1,0 +1,62 @@
+import inspect
+
+import streamlit as st
+
+from course.labs import LOSSES, TapeLab
+from course.programs import PROGRAMS, shared_losses
+from ui.graph_dot import Overlay
+from ui.graph_view import snapshot_graph
+from ui.navigation import lesson_intro
+from ui.state import session_lab
+from ui.tables import outcome_log, outcome_message
+
+lesson_intro(
+    "Tape consumption",
+    "Each step runs **once**: when backward runs it, the step is removed from the server and its saved "
+    "tensors are freed. Burn has no `retain_graph`, so a second backward that would pass through a consumed "
+    "step is **refused** before anything changes. Leaves (parameters) can be reused freely: build a new "
+    "forward pass, or add losses together and run a single backward.",
+)
+
+lab = session_lab("tape_lab", TapeLab)
+outcome = None
+
+st.subheader("1. Backward twice on the same loss")
+st.code(
+    PROGRAMS["seed"].source + '\nloss = seed_program(ad)["loss"]\nloss.backward()\nloss.backward()  # again?',
+    language="python",
+)
+if st.button("loss.backward()", key="backward_loss"):
+    outcome = lab.backward("loss")
+
+st.subheader("2. Two losses over one shared subgraph")
+st.code(
+    inspect.getsource(shared_losses) + "\nlosses = shared_losses(x)  # shared, l1, l2\nl3 = (x * 4.0).sum()",
+    language="python",
+)
+st.markdown("Run the backward passes in any order. `l1 + l2` builds the sum of the two losses first.")
+columns = st.columns(len(LOSSES))
+for column, name in zip(columns, LOSSES, strict=True):
+    if column.button(f"{name} .backward()", key=f"backward_{name}", width="stretch"):
+        outcome = lab.backward(name)
+
+st.subheader("3. detach()")
+st.markdown("`detach()` makes a new untracked leaf with the same values: gradients stop there.")
+if st.button("(shared.detach() * x).sum().backward()", key="detach"):
+    outcome = lab.detach_demo()
+
+if outcome is not None:
+    outcome_message(outcome)
+
+snapshot_graph(
+    lab.ad.snapshot(),
+    lab.names,
+    "The device's whole graph now. Consumed steps are dashed; a refused backward marks the consumed step it hit.",
+    Overlay(refused=lab.refused_at),
+)
+if lab.log:
+    st.markdown("**What you did**")
+    outcome_log(lab.log)
+if st.button("Start over", key="tape_reset"):
+    del st.session_state["tape_lab"]
+    st.rerun()

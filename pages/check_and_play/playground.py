@@ -1,0 +1,100 @@
+import streamlit as st
+
+from course.labs import MemoryPoint
+from playground import Limits, run_program
+from playground.examples import EXAMPLES
+from playground.share import ShareError, decode, encode
+from ui.charts import memory_charts
+from ui.graph_view import snapshot_graph
+from ui.navigation import lesson_intro
+from ui.replay_view import replay_view
+from ui.state import current_backend, publish
+
+LIMITS = Limits()
+CODE = "playground_code"
+EDITOR = "playground_editor"
+
+lesson_intro(
+    "Playground",
+    "Write your own program with the engine's API, then press **Run**. You get what it prints, its graph, "
+    "the replay of its last `backward()`, and a memory chart when it loops. The language is a small, safe "
+    "part of Python: assignments, arithmetic, the engine's methods, `for i in range(n):`, `del` and "
+    "`print`. The program travels in the page address, so you can share it.",
+)
+st.html(f"<style>.st-key-{EDITOR} textarea {{font-family: ui-monospace, Menlo, Consolas, monospace;}}</style>")
+
+if CODE not in st.session_state:  # first visit: a shared link may carry a program
+    st.session_state[CODE] = next(iter(EXAMPLES.values()))
+    packed = st.query_params.get("code")
+    if packed:
+        try:
+            st.session_state[CODE] = decode(packed)
+        except ShareError as error:
+            st.error(f"{error} The first example is loaded instead.")
+
+
+def load_example() -> None:
+    st.session_state[CODE] = EXAMPLES[st.session_state.playground_example]
+    st.session_state.pop("playground_result", None)
+
+
+def keep_text() -> None:
+    st.session_state[CODE] = st.session_state[EDITOR]
+
+
+st.selectbox("Examples", list(EXAMPLES), index=None, placeholder="Load an example…", key="playground_example",
+             on_change=load_example)  # fmt: skip
+st.session_state[EDITOR] = st.session_state[CODE]
+st.text_area("Program", key=EDITOR, height=260, on_change=keep_text, max_chars=LIMITS.program_chars)
+if "playground_exercise" not in st.session_state:  # a teacher's link can open the Playground as an exercise
+    st.session_state.playground_exercise = st.query_params.get("exercise") == "1"
+left, right = st.columns([1, 3])
+run_clicked = left.button("Run", type="primary")
+exercise = right.toggle(
+    "Exercise: predict each step of the last backward (the link then opens as an exercise)",
+    key="playground_exercise",
+)
+try:
+    publish(code=encode(st.session_state[CODE]), exercise=int(exercise))
+except ShareError as error:
+    st.warning(f"{error} It still runs; it just cannot travel in the address.")
+
+with st.expander("Limits of one run"):
+    st.table(
+        {
+            "Limit": ["Program length", "Nesting", "Statements executed", "Loop iterations", "Values per tensor",
+                      "Memory held", "Graph nodes", "Time"],
+            "Value": [f"{LIMITS.program_chars:,} characters", f"{LIMITS.nesting} levels", f"{LIMITS.statements:,}",
+                      f"{LIMITS.loop_iterations:,} per loop", f"{LIMITS.elements_per_tensor:,}",
+                      f"{LIMITS.bytes_held // 2**20} MiB", f"{LIMITS.nodes:,}", f"{LIMITS.seconds:g} s"],
+        }
+    )  # fmt: skip
+
+if run_clicked:
+    st.session_state.playground_result = run_program(st.session_state[CODE], LIMITS, current_backend())
+    st.session_state.pop("playground_replay_index", None)
+result = st.session_state.get("playground_result")
+if result is None:
+    st.info("Press **Run** to run the program.")
+    st.stop()
+
+if result.output:
+    st.markdown("**Output**")
+    st.code("\n".join(result.output), language=None)
+if result.error is not None:
+    error = result.error
+    where = f"Line {error.line}, column {error.column}: " if error.line else ""
+    lines = st.session_state[CODE].splitlines()
+    shown = ""
+    if error.line and 0 < error.line <= len(lines):
+        caret = " " * max((error.column or 1) - 1, 0) + "^"
+        shown = f"\n\n```\n{lines[error.line - 1]}\n{caret}\n```"
+    st.error(f"{where}{error.message}{shown}" + (f"\n\n**Hint:** {error.hint}" if error.hint else ""))
+if result.memory:
+    memory_charts([MemoryPoint(i, "after loop iteration", u) for i, u in result.memory], len(result.memory))
+if result.snapshot is not None and result.snapshot.nodes:
+    snapshot_graph(result.snapshot, result.names, "The device's graph when the program ended.", key="playground_graph")
+if result.backward is not None:
+    st.subheader("Replay of the last backward")
+    replay_view(result.backward.before, result.backward.recorder, result.backward.names, "playground_replay",
+                file_stem="playground", exercise=exercise)  # fmt: skip

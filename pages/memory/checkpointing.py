@@ -1,0 +1,45 @@
+import pandas as pd
+import streamlit as st
+
+from course.labs import CheckpointingComparison
+from course.programs import CHECKPOINTING_PROGRAMS
+from ui.charts import line_chart
+from ui.format import format_bytes
+from ui.navigation import lesson_intro
+from ui.replay_view import replay_view
+from ui.state import current_backend, session_cached
+from ui.tables import data_table
+
+lesson_intro(
+    "Checkpointing",
+    "Backward needs some forward values (an `exp` needs its input, a `tanh` its output). Keeping them all "
+    "costs memory. Burn's **balanced checkpointing** keeps the outputs of compute-bound ops (matmul, sums) "
+    "and, for memory-bound elementwise ops, only a *recipe*: during backward such an output is recomputed "
+    "once from the nearest kept ancestors, and freed after its last use. Less memory held, a little more "
+    "compute, and exactly the same gradients.",
+)
+
+key = st.selectbox("Program", list(CHECKPOINTING_PROGRAMS), index=len(CHECKPOINTING_PROGRAMS) - 1,
+                   format_func=lambda k: CHECKPOINTING_PROGRAMS[k].title, key="checkpointing_program")  # fmt: skip
+st.code(CHECKPOINTING_PROGRAMS[key].source, language="python")
+backend = current_backend()
+comparison = session_cached(f"checkpointing_{key}_{backend}", lambda: CheckpointingComparison(key, backend))
+
+data_table([{k: format_bytes(v) if "emory" in k or "Held" in k or "Peak" in k else v for k, v in row.items()}
+            for row in comparison.summary()])  # fmt: skip
+if comparison.same_gradients():
+    st.success("The gradients are identical, bit for bit, with and without checkpointing.")
+else:
+    st.error("The gradients differ between the two strategies: this is a bug, please report it.")
+
+st.subheader("Memory within the backward, after each step")
+line_chart(pd.DataFrame(comparison.memory_curves()), "Step", "KiB in use", "Strategy")
+st.caption(
+    "Each point is the device's memory after one step ran and dropped its saved state. With checkpointing "
+    "the curve starts lower (less was saved); recomputed values appear just before the steps that need them."
+)
+
+st.subheader("Replay with checkpointing")
+st.markdown("The replay shows each recomputation as its own event, just before the step that needs it.")
+balanced = comparison.runs["balanced"]
+replay_view(balanced.before, balanced.recorder, balanced.names, "checkpointing_replay", file_stem=f"{key}-balanced")

@@ -1,0 +1,52 @@
+"""What the AppTest tests share: the app, its pages, and finders for buttons, graphs and tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from ui.navigation import LESSONS
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+PAGES = [lesson.path for lesson in LESSONS if lesson.url_path != "play"]  # the Playground is tested on its own
+
+
+def app(page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    if page:
+        at.query_params.clear()  # AppTest keeps query params across switch_page; a browser drops them
+        at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def open_link(page: str, **params: str) -> AppTest:
+    """A session opened by a shared link: `page` with query parameters, on its first visit of that page.
+    (AppTest switches pages by script hash, which Streamlit resolves only once `app.py` has run, so the
+    frame runs first, as it does in a browser.)"""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    for name, value in params.items():
+        at.query_params[name] = value
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def button(at: AppTest, label: str):
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button {label!r} among {[b.label for b in at.button]}"
+    return matches[0]
+
+
+def dot(at: AppTest, index: int = 0) -> str:
+    return at.get("graphviz_chart")[index].proto.spec
+
+
+def table(at: AppTest, first_column: str):
+    for frame in at.table:
+        if frame.value.columns[0] == first_column:
+            return frame.value
+    raise AssertionError(f"no table starting with column {first_column!r}")

@@ -1,0 +1,125 @@
+"""The Check and play section through AppTest: the MLX cross-check page and the Playground page."""
+
+from __future__ import annotations
+
+import pytest
+from apptest import app, button, dot, open_link, table
+from streamlit.testing.v1 import AppTest
+
+from autodiff.device import mlx_unavailable_reason
+from autodiff.trace import StepStarted
+from course.programs import PROGRAMS
+
+
+def test_check_against_mlx_page_for_every_program():
+    at = app("pages/check_and_play/check_mlx.py")
+    if mlx_unavailable_reason():
+        assert "needs MLX" in at.error[0].value
+        return
+    for key in PROGRAMS:
+        at.selectbox(key="check_program").set_value(key).run()
+        assert "agree" in at.success[0].value
+        frame = table(at, "Node")
+        _, result = at.session_state[f"check_{key}_numpy"]
+        assert len(frame) == len(result.nodes)
+        assert set(frame["End to end"]) == {"✓ agrees"}
+        assert 'color="#2f9e44"' in dot(at) and 'color="#e03131"' not in dot(at)
+
+
+def test_check_page_flags_a_planted_bug(monkeypatch):
+    if mlx_unavailable_reason():
+        pytest.skip("MLX is not available here")
+    from autodiff import Tensor
+    from autodiff.graph import Rule
+    from autodiff.tensor import _result
+
+    def wrong_tanh(self: Tensor) -> Tensor:
+        return _result("tanh", lambda x: x.tanh(), (self,), (Rule("bug", lambda g, s: g * (1.0 - s["y"]), ("y",)),))
+
+    monkeypatch.setattr(Tensor, "tanh", wrong_tanh)
+    at = app("pages/check_and_play/check_mlx.py")
+    at.selectbox(key="check_program").set_value("neuron").run()
+    assert "out (NodeId(" in at.error[0].value
+    frame = table(at, "Node")
+    flagged = frame[frame["Local rule"] == "✗ differs"]["Node"].tolist()
+    assert len(flagged) == 1 and flagged[0].startswith("out ")
+
+
+def run_code(at: AppTest, code: str) -> AppTest:
+    at.text_area(key="playground_editor").set_value(code).run()
+    button(at, "Run").click().run()
+    assert not at.exception
+    return at
+
+
+def test_playground_runs_typed_code_and_shows_output_graph_and_replay():
+    at = app("pages/check_and_play/playground.py")
+    run_code(at, "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\ny = (x * x).sum()\ng = y.backward()\n"
+                 "print(x.grad(g))\n")  # fmt: skip
+    assert at.code[0].value == "Tensor([2.0, 4.0])"
+    assert len(at.get("graphviz_chart")) == 2  # the program's graph and the replay's
+    assert "Event 1 of" in " ".join(m.value for m in at.markdown)
+    button(at, "Last »").click().run()
+    assert (
+        at.session_state["playground_replay_index"]
+        == len(at.session_state["playground_result"].backward.recorder.events) - 1
+    )
+
+
+def test_playground_error_points_at_the_line_and_keeps_the_text():
+    at = app("pages/check_and_play/playground.py")
+    code = "x = Tensor.ones([2], ad)\nimport os\n"
+    run_code(at, code)
+    assert "Line 2, column 1" in at.error[0].value and "Imports are not available" in at.error[0].value
+    assert at.text_area(key="playground_editor").value == code
+    from playground.share import decode
+
+    assert (
+        decode(at.query_params["code"][0] if isinstance(at.query_params["code"], list) else at.query_params["code"])
+        == code
+    )
+
+
+def test_playground_examples_menu_and_loop_memory_chart():
+    at = app("pages/check_and_play/playground.py")
+    at.selectbox(key="playground_example").set_value("Seed: memory growth").run()
+    assert "for i in range(10)" in at.text_area(key="playground_editor").value
+    button(at, "Run").click().run()
+    assert not at.error and len(at.get("vega_lite_chart")) == 2
+
+
+def test_playground_link_restores_the_program():
+    from playground.share import encode
+
+    code = 'print("shared", 1 + 2)\n'
+    at = open_link("pages/check_and_play/playground.py", code=encode(code))
+    assert at.text_area(key="playground_editor").value == code
+    button(at, "Run").click().run()
+    assert at.code[0].value == "shared 3"
+
+
+def test_playground_broken_link_is_explained():
+    at = open_link("pages/check_and_play/playground.py", code="not-a-program!!")
+    assert "does not hold a Playground program" in at.error[0].value
+    assert not at.exception
+
+
+def test_playground_sessions_are_isolated():
+    a, b = app("pages/check_and_play/playground.py"), app("pages/check_and_play/playground.py")
+    run_code(a, "secret = Tensor.from_floats([42.0], ad)\nprint(secret)\n")
+    run_code(b, "print(secret)\n")
+    assert "`secret` is not defined" in b.error[0].value
+    assert a.code[0].value == "Tensor([42.0])"
+
+
+def test_playground_exercise_link_opens_in_exercise_mode():
+    from playground.share import encode
+
+    code = encode("x = Tensor.from_floats([2.0], ad).require_grad()\ng = (x * x).sum().backward()\n")
+    at = open_link("pages/check_and_play/playground.py", code=code, exercise="1")
+    assert at.toggle(key="playground_exercise").value is True
+    button(at, "Run").click().run()
+    events = at.session_state["playground_result"].backward.recorder.events
+    index = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op == "mul")
+    at.slider[0].set_value(index + 1).run()
+    assert any("Predict" in m.value for m in at.markdown)

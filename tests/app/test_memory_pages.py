@@ -1,0 +1,110 @@
+"""The Memory section through AppTest: memory growth, memory policies, checkpointing."""
+
+from __future__ import annotations
+
+import pytest
+from apptest import app, button, dot, table
+from streamlit.testing.v1 import AppTest
+
+
+def memory_run(mode: str, passes: int = 5, size: int = 128) -> AppTest:
+    at = app("pages/memory/memory_growth.py")
+    at.selectbox(key="memory_size").set_value(size).run()
+    at.slider(key="memory_iterations").set_value(passes).run()
+    at.radio(key="memory_mode").set_value(mode).run()
+    button(at, "Start").click().run()
+    for _ in range(passes + 2):
+        at.run()  # each run is one tick of the live fragment
+    assert not at.exception
+    return at
+
+
+def test_memory_rises_with_autodiff_and_backward_frees_it():
+    at = memory_run("autodiff")
+    lab = at.session_state["memory_lab"]
+    assert lab.finished and at.session_state["memory_running"] is False
+    in_use = [p.usage.bytes_in_use for p in lab.history]
+    tensor = 128 * 128 * 4
+    assert in_use == [tensor * (1 + 2 * i) for i in range(6)]
+    assert at.metric[1].value == f"{in_use[-1] / 2**20:.1f} MiB"
+    assert len(at.get("vega_lite_chart")) == 2
+    assert "#ffd8a8" in dot(at)  # abandoned steps are drawn
+    button(at, "Run one backward now").click().run()
+    assert lab.history[-1].usage.bytes_in_use == tensor  # only x: the gradients were dropped at once
+    assert lab.history[-1].label == "one backward"
+
+
+def test_memory_stays_flat_without_autodiff():
+    lab = memory_run("without_autodiff()").session_state["memory_lab"]
+    assert {p.usage.bytes_in_use for p in lab.history} == {128 * 128 * 4}
+
+
+def test_abandoned_graphs_experiment_table():
+    at = app("pages/memory/memory_growth.py")
+    at.selectbox(key="memory_size").set_value(128).run()
+    button(at, "Run the abandoned-graphs experiment").click().run()
+    frame = table(at, "Moment")
+    mib = 128 * 128 * 4 * 15 / 2**20
+    assert frame["In use (MiB)"].tolist() == [f"{mib:.1f}", f"{mib:.1f}", f"{mib:.1f}", "0.0"]
+
+
+def test_large_memory_graph_is_collapsed_with_a_way_to_expand():
+    at = memory_run("autodiff", passes=40)
+    spec = dot(at)
+    assert "order1 [label=" in spec and spec.count("[label=") == 5  # one box per order bucket
+    at.multiselect(key="memory_graph_expand").set_value([1]).run()
+    spec = dot(at)
+    assert "order1 [label=" not in spec and spec.count("exp [128, 128]") == 40
+
+
+def test_memory_page_shows_mlx_counter_beside_the_engine():
+    at = app()
+    if at.selectbox(key="backend").disabled:
+        pytest.skip("MLX is not available here")
+    at.selectbox(key="backend").set_value("mlx").run()
+    at.query_params.clear()
+    at.switch_page("pages/memory/memory_growth.py").run()
+    at.selectbox(key="memory_size").set_value(128).run()
+    at.slider(key="memory_iterations").set_value(5).run()
+    button(at, "Start").click().run()
+    for _ in range(7):
+        at.run()
+    labels = [m.label for m in at.metric]
+    assert "MLX active memory" in labels
+    lab = at.session_state["memory_lab"]
+    assert lab.backend == "mlx" and all(p.backend_bytes is not None for p in lab.history)
+    grew = lab.history[-1].backend_bytes - lab.history[0].backend_bytes
+    assert abs(grew - 10 * 128 * 128 * 4) < 4096
+
+
+def test_memory_policies_page():
+    at = app("pages/memory/memory_policies.py")
+    frame = table(at, "Moment")
+    mib = lambda values: [f"{v:.1f} MiB" for v in values]  # noqa: E731
+    assert frame["Burn (lazy sweep)"].tolist() == mib([1, 11, 21, 31, 41, 2, 1, 1, 1])
+    assert frame["PyTorch (eager)"].tolist() == mib([1, 1, 1, 1, 1, 2, 1, 1, 1])
+    comparison = table(at, "Program")
+    assert comparison["Burn (lazy sweep)"].str.startswith("second backward refused").all()
+    assert comparison["PyTorch"].str.startswith("second backward refused").all()
+    assert comparison["PyTorch, retain_graph=True"].tolist() == [
+        "runs; x.grad accumulates to Some([10.0, 14.0])",
+        "runs; x.grad accumulates to Some([13.591409, 36.945282])",
+    ]
+    at.select_slider(key="policies_size").set_value(64).run()
+    assert table(at, "Moment")["PyTorch (eager)"].tolist()[0] == "0.0 MiB"  # 16 KiB
+
+
+def test_checkpointing_page_compares_the_two_strategies():
+    at = app("pages/memory/checkpointing.py")
+    assert "identical" in at.success[0].value
+    frame = table(at, "Strategy")
+    assert frame["Ops recomputed"].tolist()[0] == 0 and frame["Ops recomputed"].tolist()[1] > 0
+    runs = at.session_state["checkpointing_chain_numpy"].runs
+    held = {m: sum(n.held_bytes for n in r.before.nodes) for m, r in runs.items()}
+    assert held["balanced"] < held["none"]
+    assert not any("recomputed now" in m.value for m in at.markdown)  # the replay starts at event 1
+    recomputed = next(i for i, e in enumerate(runs["balanced"].recorder.events) if type(e).__name__ == "Recomputed")
+    at.slider[0].set_value(recomputed + 1).run()
+    assert any("recomputed now" in m.value for m in at.markdown)
+    at.selectbox(key="checkpointing_program").set_value("mlp").run()
+    assert "identical" in at.success[0].value

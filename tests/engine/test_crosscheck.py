@@ -1,0 +1,79 @@
+"""The cross-check against MLX: agrees on every shipped program, and pinpoints a planted bug."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autodiff import BackwardRecorder, Device, Tensor
+from autodiff.device import mlx_unavailable_reason
+from autodiff.graph import Rule
+from autodiff.tensor import _result
+from course.programs import PROGRAMS
+
+if mlx_unavailable_reason():
+    pytest.skip(mlx_unavailable_reason(), allow_module_level=True)
+
+from autodiff.crosscheck import cross_check  # noqa: E402
+
+
+def check(key: str, backend: str = "numpy"):
+    ad = Device.named(backend).autodiff()
+    tensors = PROGRAMS[key].build(ad)
+    graph = ad.server.graph_of(tensors["loss"].node_id)
+    recorder = BackwardRecorder()
+    tensors["loss"].backward(recorder=recorder)
+    return tensors, cross_check(graph, recorder)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "mlx"])
+@pytest.mark.parametrize("key", sorted(PROGRAMS))
+def test_every_shipped_program_agrees_with_mlx_and_finite_differences(key, backend):
+    tensors, result = check(key, backend)
+    assert result.ok and result.wrong_rules == []
+    tracked = [t for name, t in tensors.items() if t.is_tracked and name != "unused"]  # unused: off the graph
+    checked = {n.node_id for n in result.nodes}
+    assert {t.node_id for t in tracked} <= checked  # every named tracked tensor, intermediates included
+    for node in result.nodes:
+        if node.numeric is not None:
+            np.testing.assert_allclose(node.engine, node.numeric, rtol=1e-3, atol=1e-4)
+
+
+def test_a_planted_wrong_rule_is_flagged_at_exactly_its_node(monkeypatch):
+    def wrong_tanh(self: Tensor) -> Tensor:  # forgets the square: grad * (1 - y)
+        return _result("tanh", lambda x: x.tanh(), (self,), (Rule("bug", lambda g, s: g * (1.0 - s["y"]), ("y",)),))
+
+    monkeypatch.setattr(Tensor, "tanh", wrong_tanh)
+    tensors, result = check("neuron")
+    assert not result.ok
+    assert result.wrong_rules == [tensors["out"].node_id]
+    bad_end_to_end = {n.node_id for n in result.nodes if not n.ok}
+    # end to end, the error reaches everything upstream of tanh, but not tanh itself or the loss
+    assert tensors["w"].node_id in bad_end_to_end and tensors["b"].node_id in bad_end_to_end
+    assert tensors["out"].node_id not in bad_end_to_end and tensors["loss"].node_id not in bad_end_to_end
+
+
+def test_a_planted_wrong_mul_rule_is_flagged(monkeypatch):
+    original = Tensor.__mul__
+
+    def wrong_mul(self: Tensor, other):
+        if not isinstance(other, Tensor):
+            return original(self, other)
+        return _result(
+            "mul", lambda a, b: a * b, (self, other),
+            (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
+             Rule("grad * b (bug: should be a)", lambda g, s: g * s["b"], ("b",))),
+            names=("a", "b"),
+        )  # fmt: skip
+
+    monkeypatch.setattr(Tensor, "__mul__", wrong_mul)
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    y = Tensor.from_floats([3.0, -1.0], ad).require_grad()
+    product = x * y
+    loss = product.exp().sum()
+    graph = ad.server.graph_of(loss.node_id)
+    recorder = BackwardRecorder()
+    loss.backward(recorder=recorder)
+    result = cross_check(graph, recorder)
+    assert result.wrong_rules == [product.node_id]

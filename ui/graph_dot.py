@@ -1,0 +1,188 @@
+"""Snapshots as Graphviz DOT (laid out in the browser), and the legend that explains the colours.
+
+Colours are set in the DOT because Graphviz charts do not follow the app theme; every fill is
+light with dark text and every edge a mid-tone, so the picture reads on light and dark themes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
+
+from .format import format_bytes, format_shape, format_values
+from .replay_state import Flow, ReplayState
+
+COLLAPSE_LIMIT = 150
+TALL_DEPTH = 8  # deeper graphs are drawn bottom to top instead of left to right
+
+FILL = {
+    Requirement.Grad: "#b2f2bb",
+    Requirement.GradInBackward: "#a5d8ff",
+    Requirement.Untracked: "#e9ecef",
+}
+ABANDONED_FILL = "#ffd8a8"
+CONSUMED_FILL = "#f8f9fa"
+MUTED_TEXT = "#868e96"
+TEXT = "#212529"
+BORDER = "#495057"
+CURRENT = "#e8590c"
+REFUSED = "#e03131"
+EDGE = "#868e96"
+AGREES = "#2f9e44"
+
+LEGEND = [
+    (f"background:{FILL[Requirement.Grad]}", "Grad: a leaf marked require_grad(); its gradient is kept"),
+    (f"background:{FILL[Requirement.GradInBackward]}", "GradInBackward: an op output; its gradient is consumed"),
+    (f"background:{FILL[Requirement.Untracked]}", "Untracked: a constant or input; no gradient"),
+    (f"background:{ABANDONED_FILL}", "Abandoned: no live tensor needs it, yet it holds memory until a backward"),
+    (f"background:{CONSUMED_FILL};border:2px dashed {MUTED_TEXT}", "Consumed: its step ran; saved state freed"),
+    (f"background:#fff;border:2px dotted {MUTED_TEXT}", "Freed by a sweep (or dropped) without running"),
+    (f"background:#fff;border:3px solid {CURRENT}", "The step running now; orange arrows carry its gradients"),
+    (f"background:#fff;border-top:2px dashed {EDGE}", "Dashed edge: untracked input (no gradient flows)"),
+]
+REFUSAL_LEGEND = [
+    (f"background:#fff;border:3px solid {REFUSED}", "Where a backward was refused: tape already consumed")
+]
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """What to draw on top of a snapshot: replay progress, a refusal, live gradients."""
+
+    status: dict[int, NodeStatus] = field(default_factory=dict)
+    current: int | None = None
+    flows: tuple[Flow, ...] = ()
+    refused: int | None = None
+    verdicts: dict[int, bool] = field(default_factory=dict)  # cross-check: True agrees, False differs
+
+
+def replay_overlay(state: ReplayState) -> Overlay:
+    """The replay's progress drawn on the forward graph: consumed and swept steps, the current one."""
+    status = {i: NodeStatus.CONSUMED for i in state.consumed} | {i: NodeStatus.FREED for i in state.swept}
+    current = None if state.current is None else int(state.current.node_id)
+    return Overlay(status, current, state.flows)
+
+
+CHECK_LEGEND = [
+    (f"background:#fff;border:3px solid {AGREES}", "Cross-check: the engine agrees with MLX and finite differences"),
+    (f"background:#fff;border:3px solid {REFUSED}", "Cross-check: the engine disagrees (see the table)"),
+]
+
+
+def legend_html(cross_check: bool = False) -> str:
+    entries = LEGEND + (CHECK_LEGEND if cross_check else REFUSAL_LEGEND)
+    items = "".join(
+        f'<div style="display:flex;align-items:center;gap:.5em;margin:.15em 0">'
+        f'<span style="display:inline-block;width:1.6em;height:1em;border-radius:3px;{style}"></span>'
+        f"<span>{text}</span></div>"
+        for style, text in entries
+    )
+    return f'<div style="font-size:.85em;line-height:1.3">{items}</div>'
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _node_label(node: NodeSnapshot, names: dict[int, str]) -> str:
+    name = names.get(int(node.id))
+    title = f"{name} · {node.id!r}" if name else repr(node.id)
+    lines = [title, f"{node.op} {format_shape(node.shape)}", f"{node.requirement.name} · order {node.order}"]
+    if node.saved_bytes:
+        holds = f", holds {format_bytes(node.held_bytes)}" if node.held_bytes else ""
+        lines.append(f"saves {format_bytes(node.saved_bytes)}{holds}")
+    return "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in lines)
+
+
+def _node_attrs(node: NodeSnapshot, status: NodeStatus, overlay: Overlay) -> dict[str, str]:
+    attrs = {"fillcolor": FILL[node.requirement], "color": BORDER, "fontcolor": TEXT, "style": "filled,rounded"}
+    if status is NodeStatus.ABANDONED:
+        attrs["fillcolor"] = ABANDONED_FILL
+    elif status is NodeStatus.CONSUMED:
+        attrs.update(fillcolor=CONSUMED_FILL, fontcolor=MUTED_TEXT, color=MUTED_TEXT, style="filled,rounded,dashed")
+    elif status is NodeStatus.FREED:
+        attrs.update(fillcolor="#ffffff", fontcolor=MUTED_TEXT, color=MUTED_TEXT, style="filled,rounded,dotted")
+    if node.id == overlay.current:
+        attrs.update(color=CURRENT, penwidth="4")
+    if node.id == overlay.refused:
+        attrs.update(color=REFUSED, penwidth="4")
+    verdict = overlay.verdicts.get(int(node.id))
+    if verdict is not None:
+        attrs.update(color=AGREES if verdict else REFUSED, penwidth="4")
+    return attrs
+
+
+def graph_dot(
+    snapshot: GraphSnapshot,
+    names: dict[int, str] | None = None,
+    overlay: Overlay | None = None,
+    presenter: bool = False,
+    expanded_orders: frozenset[int] = frozenset(),
+    collapse_limit: int = COLLAPSE_LIMIT,
+) -> str:
+    """DOT text for a snapshot. Above `collapse_limit` nodes, each order bucket not in
+    `expanded_orders` is drawn as one box, so the browser's layout never freezes."""
+    names = names or {}
+    overlay = overlay or Overlay()
+    collapse = len(snapshot.nodes) > collapse_limit
+    depth = max((n.order for n in snapshot.nodes), default=0)
+    fontsize = "20" if presenter else "13"
+    lines = [
+        "digraph G {",
+        # A projector, or a long chain, is better served by a tall graph: scaled to the page width, its
+        # text stays large.
+        f'  graph [rankdir={"BT" if presenter or depth > TALL_DEPTH else "LR"}, bgcolor="transparent", '
+        "nodesep=0.25, ranksep=0.45];",
+        f'  node [shape=box, fontname="Helvetica", fontsize={fontsize}, margin="0.12,0.06"];',
+        f'  edge [color="{EDGE}", fontname="Helvetica", fontsize={fontsize}, fontcolor="{CURRENT}"];',
+    ]
+    visible: dict[int, str] = {}  # node id -> id of the box that shows it
+    buckets: dict[int, list[NodeSnapshot]] = {}
+    for node in snapshot.nodes:
+        if collapse and node.order not in expanded_orders:
+            buckets.setdefault(node.order, []).append(node)
+            visible[int(node.id)] = f"order{node.order}"
+            continue
+        visible[int(node.id)] = f"n{int(node.id)}"
+        status = overlay.status.get(int(node.id), node.status)
+        attrs = _node_attrs(node, status, overlay)
+        attr_text = ", ".join(f"{k}={_quote(v)}" for k, v in attrs.items())
+        lines.append(f'  n{int(node.id)} [label="{_node_label(node, names)}", {attr_text}];')
+    for order, members in sorted(buckets.items()):
+        ops = Counter(m.op.split("(")[0] for m in members)
+        op_text = ", ".join(f"{op}×{count}" for op, count in ops.most_common(4))
+        held = sum(m.held_bytes for m in members)
+        label = f"order {order}: {len(members)} nodes\\n{op_text}\\nholds {format_bytes(held)}"
+        lines.append(f'  order{order} [label="{label}", shape=box3d, style="filled", fillcolor="#fff3bf", '
+                     f'color="{BORDER}", fontcolor="{TEXT}"];')  # fmt: skip
+    flows = list(overlay.flows)
+    seen_edges: set[tuple[str, str]] = set()
+    for node in snapshot.nodes:
+        head = visible[int(node.id)]
+        tracked = list(node.parents)
+        for input_id in node.inputs:
+            tail = visible.get(int(input_id))
+            if tail is None:
+                continue
+            is_tracked = input_id in tracked
+            if is_tracked:
+                tracked.remove(input_id)
+            if head.startswith("order") or tail.startswith("order"):
+                if (tail, head) in seen_edges or tail == head:
+                    continue
+                seen_edges.add((tail, head))
+                lines.append(f"  {tail} -> {head};")
+                continue
+            flow = next((f for f in flows if f.source == node.id and f.target == input_id), None)
+            if flow is not None:
+                flows.remove(flow)
+                label = format_values(flow.value)
+                lines.append(f'  {tail} -> {head} [color="{CURRENT}", penwidth=3, dir=back, label={_quote(label)}];')
+            elif is_tracked:
+                lines.append(f"  {tail} -> {head};")
+            else:
+                lines.append(f"  {tail} -> {head} [style=dashed, arrowhead=empty];")
+    lines.append("}")
+    return "\n".join(lines)

@@ -1,0 +1,62 @@
+"""The app's pages, listed once: `app.py` hands them to `st.navigation` by section, and Home lists them.
+
+Why the layout of `pages/` looks as it does: until some session has run `st.navigation`, Streamlit serves a
+`pages/` folder beside `app.py` as legacy pages, by file stem, without `app.py`. So every lesson lives in a
+section folder (`pages/<section>/<lesson>.py`: no legacy address at all), its `url_path` differs from its
+file stem, and for each address a stand-in `pages/<url_path>.py` runs `app.py`: a deep link that is a fresh
+server's very first request gets the frame, and no "page not found" on the way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+
+@dataclass(frozen=True)
+class Lesson:
+    path: str  # the page script, relative to app.py
+    title: str
+    url_path: str  # "" for the default page
+    summary: str  # one line, for Home's list
+    section: str  # "" for pages shown above every section
+
+
+LESSONS: tuple[Lesson, ...] = (
+    Lesson("pages/start/home.py", "Home", "", "Autodiff in five sentences and the seed's first program.", ""),
+    Lesson("pages/backward/backward_traversal.py", "Backward traversal", "traversal",
+           "Watch backward walk the tape, one step at a time, with the gradients it sends.", "Backward"),
+    Lesson("pages/backward/gradient_consumption.py", "Gradient consumption", "gradients",
+           "Which gradients exist after backward, and why the loss and `h` have none.", "Backward"),
+    Lesson("pages/backward/tape_consumption.py", "Tape consumption", "tape",
+           "Why a second backward through the same steps is refused, and what to do instead.", "Backward"),
+    Lesson("pages/memory/memory_growth.py", "Memory growth", "memory",
+           "How graphs you never backward keep their memory, and how one backward frees it.", "Memory"),
+    Lesson("pages/memory/memory_policies.py", "Memory policies", "policies",
+           "Burn's lazy sweep beside PyTorch's eager freeing and retain_graph.", "Memory"),
+    Lesson("pages/memory/checkpointing.py", "Checkpointing", "checkpoints",
+           "Keep less, recompute in backward: the same gradients for less memory.", "Memory"),
+    Lesson("pages/check_and_play/check_mlx.py", "Check against MLX", "mlx",
+           "Every gradient checked against MLX's own autodiff and finite differences.", "Check and play"),
+    Lesson("pages/check_and_play/playground.py", "Playground", "play",
+           "Write your own program, run it safely, replay its backward and share it by link.", "Check and play"),
+)  # fmt: skip
+
+
+def navigation_pages() -> dict[str, list[st.Page]]:
+    """The pages by section, for `st.navigation`."""
+    sections: dict[str, list[st.Page]] = {}
+    for lesson in LESSONS:
+        if lesson.url_path:
+            page = st.Page(lesson.path, title=lesson.title, url_path=lesson.url_path)
+        else:
+            page = st.Page(lesson.path, title=lesson.title, default=True)
+        sections.setdefault(lesson.section, []).append(page)
+    return sections
+
+
+def lesson_intro(title: str, text: str) -> None:
+    """A page's title and its opening paragraph."""
+    st.title(title)
+    st.markdown(text)

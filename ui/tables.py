@@ -1,0 +1,69 @@
+"""Tables: plain rows with column labels, the `Gradients` container, the tape, what a button did."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from autodiff import GraphSnapshot
+from course.labs import Outcome
+from course.naming import node_name
+
+from .format import format_values
+
+
+def data_table(rows: list[dict[str, object]]) -> None:
+    """A small table with column labels: static HTML, light to redraw and readable on a projector."""
+    st.table(pd.DataFrame(rows), hide_index=True, border="horizontal")
+
+
+def gradients_table(container: dict[int, np.ndarray], names: dict[int, str], kept: set[int]) -> None:
+    """The `Gradients` container: one row per entry."""
+    if not container:
+        st.info("The Gradients container is empty.")
+        return
+    rows = [
+        {
+            "Node": node_name(node_id, names),
+            "Shape": str(list(np.shape(value))),
+            "Gradient": format_values(value),
+            "Kind": "kept (Grad leaf)" if node_id in kept else "registered, awaiting its step",
+        }
+        for node_id, value in sorted(container.items())
+    ]
+    data_table(rows)
+
+
+def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, names: dict[int, str]) -> None:
+    """The tape: one row per order bucket, highest order first (the order they run in)."""
+    rows = []
+    for order in range(len(buckets) - 1, -1, -1):
+        if not buckets[order]:
+            continue
+        rows.append(
+            {
+                "Order": order,
+                "Steps (in tape order)": ", ".join(node_name(i, names) for i in buckets[order]),
+                "Ops": ", ".join(snapshot.node(i).op for i in buckets[order]),
+            }
+        )
+    data_table(rows)
+
+
+def outcome_message(outcome: Outcome) -> None:
+    """A button's result: success with the value, or an explained error (never a traceback)."""
+    if outcome.ok:
+        st.success(f"`{outcome.action}` → `{outcome.result}`\n\n{outcome.explanation}")
+    else:
+        st.error(f"`{outcome.action}` was refused.\n\n> {outcome.result}\n\n**Why:** {outcome.explanation}")
+
+
+def outcome_log(log: list[Outcome]) -> None:
+    if not log:
+        return
+    rows = [
+        {"#": i + 1, "Action": o.action, "Result": o.result if o.ok else "refused", "Why": o.explanation}
+        for i, o in enumerate(log)
+    ]
+    data_table(rows)
