@@ -60,12 +60,14 @@ class Tensor:
             )
         if array.size == 0:
             raise ShapeMismatchError("from_floats got no values: a tensor needs at least one number.")
+        with np.errstate(over="ignore"):
+            array = array.reshape(array.shape or (1,)).astype(dtype)  # checked after the cast: 1e39 is inf in f32
         if not np.all(np.isfinite(array)):
             raise NonFiniteError(
-                "The data contains NaN or infinity. Gradients of such values are meaningless; "
-                "replace them with finite numbers."
+                f"The data contains NaN or infinity, or a number too large for {dtype} (beyond about "
+                f"{float(np.finfo(dtype).max):.3g}). Gradients of such values are meaningless; use finite numbers."
             )
-        buffer = device.backend.from_numpy(array.reshape(array.shape or (1,)).astype(dtype))
+        buffer = device.backend.from_numpy(array)
         return cls._leaf(buffer, device, "from_floats")
 
     @classmethod

@@ -16,6 +16,19 @@ from .graph import NodeId
 from .memory import MemoryUsage
 
 
+@dataclass(frozen=True)
+class TensorPreview:
+    """A large recorded value kept as its shape and first values only (for example, a trace that crossed a
+    process boundary). Readers show it like an array: the values they have, and how many there were."""
+
+    shape: tuple[int, ...]
+    first: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+
 @dataclass(frozen=True, eq=False)
 class TapeBuilt:
     root: NodeId
@@ -35,8 +48,8 @@ class StepStarted:
 class GradientRegistered:
     node_id: NodeId
     source: NodeId | None  # the step that sent it; None for the ones that seed the root
-    value: np.ndarray  # what was sent
-    total: np.ndarray  # the entry after registration (value plus what was there)
+    value: np.ndarray | TensorPreview  # what was sent
+    total: np.ndarray | TensorPreview  # the entry after registration (value plus what was there)
     accumulated: bool  # True when it was added to an existing entry
 
 
@@ -90,9 +103,12 @@ class BackwardRecorder:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self.bytes_recorded = 0  # bytes of the value copies the events hold (not counted by the device)
 
     def record(self, event: Event) -> None:
         self.events.append(event)
+        if isinstance(event, GradientRegistered):
+            self.bytes_recorded += sum(v.nbytes for v in (event.value, event.total) if isinstance(v, np.ndarray))
 
     def container_after(self, index: int) -> dict[NodeId, np.ndarray]:
         """The `Gradients` entries after events[0..index] (inclusive) have happened."""
@@ -109,6 +125,12 @@ class BackwardRecorder:
         first `max_values` values (so exporting a big program's trace stays small)."""
         return json.dumps([_event_to_dict(e, max_values) for e in self.events], indent=1)
 
+    def export_json(self, total_values: int = 2_000_000) -> str:
+        """The events as JSON for a download, at most about `total_values` numbers in all: each tensor
+        gets an equal share (at least 8 values), so even a long trace downloads small."""
+        tensors = 2 * sum(isinstance(e, GradientRegistered) for e in self.events) + 1
+        return self.to_json(max_values=max(8, min(4096, total_values // tensors)))
+
 
 def _event_to_dict(event: Event, max_values: int | None) -> dict[str, object]:
     out: dict[str, object] = {"event": type(event).__name__}
@@ -122,6 +144,8 @@ def _plain(value: object, max_values: int | None = None) -> object:
         if max_values is not None and value.size > max_values:
             return {"shape": list(value.shape), "first_values": value.ravel()[:max_values].tolist()}
         return value.tolist()
+    if isinstance(value, TensorPreview):
+        return {"shape": list(value.shape), "first_values": value.first[:max_values].tolist()}
     if isinstance(value, MemoryUsage):
         return {"bytes_in_use": value.bytes_in_use, "allocations": value.allocations}
     if isinstance(value, tuple):

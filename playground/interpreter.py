@@ -22,6 +22,7 @@ import numpy as np
 
 from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.memory import MemoryUsage
+from course.naming import node_names
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Limits:
     seconds: float = 5.0
     string_chars: int = 500
     print_lines: int = 500
+    list_values: int = 1_048_576  # numbers held in Python lists (literals and tolist()), all together
+    process_bytes: int = 512 * 2**20  # the whole run's memory: enforced by its worker process (RLIMIT_AS)
 
 
 class PlaygroundError(Exception):
@@ -101,6 +104,8 @@ def run_program(source: str, limits: Limits = Limits(), backend: str = "numpy") 
         tree = _parse(source, limits)
         _Interpreter(limits, backend, result).run(tree)
     except PlaygroundError as error:
+        # kept as text only: a traceback would keep the interpreter and every variable alive
+        error.__traceback__ = error.__context__ = error.__cause__ = None
         result.error = error
     return result
 
@@ -141,6 +146,7 @@ class _Interpreter:
         }  # fmt: skip
         self.node: ast.AST | None = None  # where we are, for error positions
         self.depth = 0  # how deeply the evaluation nests (expressions and loops)
+        self.list_values = 0  # numbers the program holds in Python lists (counted as they are made)
 
     # -- statements ------------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
@@ -157,7 +163,8 @@ class _Interpreter:
         except (TypeError, ValueError, IndexError, KeyError, AttributeError) as error:
             raise self._error(f"That call does not work here: {error}.", "Check the arguments.") from None
         except MemoryError:
-            raise self._error("The program asked for more memory than this machine has.") from None
+            message = f"Your program used more than {self.limits.process_bytes // 2**20} MiB of memory and was stopped."
+            raise self._error(message, "Use smaller tensors, fewer of them at once, or shorter lists.") from None
         except Exception as error:  # a bug of ours, not the student's: still no traceback on the page
             refusal = self._error(f"The Playground hit an internal problem ({type(error).__name__}).")
             refusal.internal = True
@@ -247,6 +254,7 @@ class _Interpreter:
             self._check_operand(value)
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.List | ast.Tuple):
+            self._count_list_values(len(node.elts))
             return [self._eval(element) for element in node.elts]
         if isinstance(node, ast.Call):
             return self._call(node)
@@ -349,6 +357,8 @@ class _Interpreter:
         if isinstance(owner, Tensor) and name in TENSOR_METHODS:
             if name == "backward":
                 return self._backward(owner)
+            if name == "tolist":
+                self._count_list_values(math.prod(owner.shape))
             return getattr(owner, name)
         raise self._error(f"`{_kind(owner)}` has no method `{name}` here.", "See the examples for what you can call.")
 
@@ -366,7 +376,10 @@ class _Interpreter:
         def make(*args: Any) -> Tensor:
             if name == "from_floats":
                 data, device = args
-                self._check_elements(np.shape(data))
+                count = _count_values(data, self.limits.elements_per_tensor)  # before numpy converts anything
+                if count > self.limits.elements_per_tensor:
+                    raise self._error(f"from_floats got more than {self.limits.elements_per_tensor:,} values.",
+                                      "Use smaller data.")  # fmt: skip
                 return Tensor.from_floats(data, device)
             if name == "from_inner":
                 return Tensor.from_inner(*args)
@@ -383,6 +396,12 @@ class _Interpreter:
     def _backward(self, tensor: Tensor) -> Callable[[], Gradients]:
         def backward() -> Gradients:
             before = self.ad.snapshot()
+            # every tracked node may get a gradient of its own size: refuse before anything is allocated
+            estimate = sum(math.prod(n.shape) * 4 for n in before.nodes if n.requirement.is_tracked)
+            if before.memory.bytes_in_use + estimate > self.limits.bytes_held:
+                raise self._error(f"This backward would need about {estimate / 2**20:.0f} MiB for its gradients; "
+                                  f"the limit is {self.limits.bytes_held / 2**20:.0f} MiB in all.",
+                                  "Use smaller tensors, or fewer operations before the backward.")  # fmt: skip
             names = self._names()
             recorder = BackwardRecorder()
             grads = tensor.backward(recorder=recorder)
@@ -408,11 +427,19 @@ class _Interpreter:
         return values
 
     # -- limits and errors -----------------------------------------------------------------------
+    def _count_list_values(self, count: int) -> None:
+        self.list_values += count
+        if self.list_values > self.limits.list_values:
+            raise self._error(f"The program's lists hold more than {self.limits.list_values:,} numbers.",
+                              "Keep data in tensors; call tolist() only on small ones.")  # fmt: skip
+
     def _check_budget(self) -> None:
-        usage = self.ad.memory_usage()
-        if usage.bytes_in_use > self.limits.bytes_held:
-            raise self._error(f"The program holds {usage.mib:.1f} MiB; the limit is "
-                              f"{self.limits.bytes_held / 2**20:.0f} MiB.",
+        trace = self.result.backward.recorder.bytes_recorded if self.result.backward else 0  # the replay's copies
+        held = self.ad.memory_usage().bytes_in_use + trace
+        if held > self.limits.bytes_held:
+            raise self._error(f"The program holds {held / 2**20:.1f} MiB; the limit is "
+                              f"{self.limits.bytes_held / 2**20:.0f} MiB (its tensors, and the replay of its last "
+                              "backward).",
                               "Drop tensors you no longer need (`del loss`), run a backward to free abandoned "
                               "graphs, or use smaller shapes.")  # fmt: skip
         if self.ad.server.nodes_created > self.limits.nodes:
@@ -422,7 +449,7 @@ class _Interpreter:
             )
 
     def _names(self) -> dict[int, str]:
-        return {int(v.node_id): k for k, v in self.variables.items() if isinstance(v, Tensor) and v.node_id is not None}
+        return node_names(self.variables)
 
     def _error(self, message: str, hint: str = "") -> PlaygroundError:
         node = self.node
@@ -452,7 +479,20 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
+def _count_values(data: Any, limit: int) -> int:
+    """How many numbers nested lists hold, counting no further than just past `limit`."""
+    count, stack = 0, [data]
+    while stack and count <= limit:
+        item = stack.pop()
+        if isinstance(item, list | tuple):
+            stack.extend(item)
+        else:
+            count += 1
+    return count
+
+
 def _show(value: Any) -> str:
+    """How `print` writes a value: plain names for the engine's classes, never a module path or address."""
     if isinstance(value, Tensor):
         values = value.numpy()
         if values.size > 64:
@@ -462,6 +502,12 @@ def _show(value: Any) -> str:
         return f"Gradients({len(value)} entries)"
     if isinstance(value, Device):
         return repr(value)
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
+    if isinstance(value, _TensorClass | _DistributionClass):
+        return _kind(value)
+    if isinstance(value, Distribution):
+        return "Distribution"
+    if isinstance(value, list):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, bool | int | float | str | range) or value is None:
+        return repr(value) if isinstance(value, float) else str(value)
+    return type(value).__name__

@@ -33,8 +33,12 @@ def decode(packed: str) -> str:
             raise ShareError("The program in this link is too long.")
         if not inflater.eof:
             raise ShareError("This link does not hold a Playground program (it may have been cut short).")
-        return data.decode("utf-8")
+        source = data.decode("utf-8")
     except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError) as error:
         if isinstance(error, ShareError):
             raise
         raise ShareError("This link does not hold a Playground program (it may have been cut short).") from None
+    if len(source) > MAX_PROGRAM_CHARS:
+        raise ShareError(f"The program in this link is {len(source):,} characters long; the Playground takes at most "
+                         f"{MAX_PROGRAM_CHARS:,}, so it was not loaded.")  # fmt: skip
+    return source

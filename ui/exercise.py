@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted
+from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview
 from course.naming import node_name
 
 from .format import format_values
@@ -69,6 +69,8 @@ def predict_step(recorder: BackwardRecorder, index: int, upstream: np.ndarray | 
     if not isinstance(step, StepStarted) or not step.parents:
         return
     expected = sent_values(recorder, index)
+    if any(isinstance(value, TensorPreview) for value in expected):  # too large to predict by hand
+        return
     question = f"{key}_{index}"
     with st.form(f"{question}_form"):
         st.markdown(f"**Predict** what {node_name(step.node_id, names)} sends to each input, then check.")

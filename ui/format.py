@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
+from autodiff.trace import TensorPreview
 
 MAX_VALUES = 8
 
@@ -15,6 +19,9 @@ def format_values(values: np.ndarray | None) -> str:
     """A short, readable rendering of a tensor's values (nested brackets kept for small ones)."""
     if values is None:
         return "—"
+    if isinstance(values, TensorPreview):  # a large value that came back from a worker: its first values
+        flat = ", ".join(format_number(v) for v in values.first[:MAX_VALUES])
+        return f"[{flat}, …] ({values.size:,} values)"
     array = np.asarray(values)
     if array.size > MAX_VALUES:
         flat = ", ".join(format_number(v) for v in array.ravel()[:MAX_VALUES])
@@ -32,3 +39,12 @@ def format_bytes(nbytes: int) -> str:
 
 def format_shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+MARKDOWN_ACTIVE = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|:~$&@=\"'])")
+
+
+def escape_markdown(text: str) -> str:
+    """`text` shown literally by Streamlit's Markdown (alerts, captions, table cells): every character that
+    Markdown, HTML, links, emoji shortcodes or colour directives could act on is backslash-escaped."""
+    return MARKDOWN_ACTIVE.sub(r"\\\1", text)

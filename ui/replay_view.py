@@ -20,8 +20,6 @@ from .replay_state import ReplayState, describe, replay_state
 from .state import presenter_mode
 from .tables import data_table, gradients_table, tape_table
 
-EXPORT_VALUES = 4096  # per tensor in the exported trace: the shape and the first values beyond that
-
 
 def tape_view(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int, str]) -> None:
     tape = next(e for e in recorder.events if isinstance(e, TapeBuilt))
@@ -78,7 +76,7 @@ def replay_view(
             )
             right.download_button(
                 "Download the event trace (JSON)",
-                recorder.to_json(max_values=EXPORT_VALUES),
+                recorder.export_json,  # built only when the button is pressed, and capped in size
                 file_name=f"{file_stem}-trace.json",
                 mime="application/json",
             )

@@ -1,13 +1,15 @@
 import streamlit as st
 
 from course.labs import MemoryPoint
-from playground import Limits, run_program
+from playground import Limits
 from playground.examples import EXAMPLES
 from playground.share import ShareError, decode, encode
+from playground.workers import shared_pool
 from ui.charts import memory_charts
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
+from ui.run_view import run_error, session_owner, wait_for_run
 from ui.state import current_backend, publish
 
 LIMITS = Limits()
@@ -63,16 +65,25 @@ with st.expander("Limits of one run"):
     st.table(
         {
             "Limit": ["Program length", "Nesting", "Statements executed", "Loop iterations", "Values per tensor",
-                      "Memory held", "Graph nodes", "Time"],
+                      "Numbers in lists", "Tensors held (and the replay)", "Graph nodes", "Time",
+                      "Memory of the whole run (its own process)"],
             "Value": [f"{LIMITS.program_chars:,} characters", f"{LIMITS.nesting} levels", f"{LIMITS.statements:,}",
                       f"{LIMITS.loop_iterations:,} per loop", f"{LIMITS.elements_per_tensor:,}",
-                      f"{LIMITS.bytes_held // 2**20} MiB", f"{LIMITS.nodes:,}", f"{LIMITS.seconds:g} s"],
+                      f"{LIMITS.list_values:,}", f"{LIMITS.bytes_held // 2**20} MiB", f"{LIMITS.nodes:,}",
+                      f"{LIMITS.seconds:g} s", f"{LIMITS.process_bytes // 2**20} MiB"],
         }
     )  # fmt: skip
 
-if run_clicked:
-    st.session_state.playground_result = run_program(st.session_state[CODE], LIMITS, current_backend())
-    st.session_state.pop("playground_replay_index", None)
+if run_clicked:  # the program runs in a worker process, never in this server
+    job = shared_pool().submit(session_owner(), st.session_state[CODE], LIMITS, current_backend())
+    st.session_state.playground_job = job
+job = st.session_state.get("playground_job")
+if job is not None:
+    wait_for_run(job)
+    if job.state == "done":
+        st.session_state.playground_result = job.result
+        st.session_state.pop("playground_replay_index", None)
+    del st.session_state["playground_job"]
 result = st.session_state.get("playground_result")
 if result is None:
     st.info("Press **Run** to run the program.")
@@ -82,14 +93,7 @@ if result.output:
     st.markdown("**Output**")
     st.code("\n".join(result.output), language=None)
 if result.error is not None:
-    error = result.error
-    where = f"Line {error.line}, column {error.column}: " if error.line else ""
-    lines = st.session_state[CODE].splitlines()
-    shown = ""
-    if error.line and 0 < error.line <= len(lines):
-        caret = " " * max((error.column or 1) - 1, 0) + "^"
-        shown = f"\n\n```\n{lines[error.line - 1]}\n{caret}\n```"
-    st.error(f"{where}{error.message}{shown}" + (f"\n\n**Hint:** {error.hint}" if error.hint else ""))
+    run_error(result.error, st.session_state[CODE])
 if result.memory:
     memory_charts([MemoryPoint(i, "after loop iteration", u) for i, u in result.memory], len(result.memory))
 if result.snapshot is not None and result.snapshot.nodes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -33,6 +34,11 @@ def open_link(page: str, **params: str) -> AppTest:
     at.switch_page(page).run()
     assert not at.exception, at.exception
     return at
+
+
+def shown(markdown: str) -> str:
+    """What a person reads from Markdown that escapes user text: the text without its backslashes."""
+    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def button(at: AppTest, label: str):

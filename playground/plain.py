@@ -1,0 +1,167 @@
+"""Results of a Playground run as plain data: what crosses back from a worker process.
+
+A worker runs code a visitor typed, so the server never unpickles what it sends. A result is encoded
+to JSON here (numbers, strings, lists, dicts), and decoded in the server into a fixed set of the
+engine's plain record types (snapshots, trace events, memory figures): nothing else can be built from
+it. A tensor larger than `PREVIEW_VALUES` values travels as its shape and its first values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from typing import Any
+
+import numpy as np
+
+from autodiff import BackwardRecorder, GraphSnapshot, MemoryUsage, NodeId, NodeSnapshot, NodeStatus, Requirement, trace
+from autodiff.trace import TensorPreview
+
+from .interpreter import BackwardRun, PlaygroundError, RunResult
+
+PREVIEW_VALUES = 4096  # values of a tensor sent whole; larger ones as a preview
+
+
+RECORDS: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        GraphSnapshot, NodeSnapshot, MemoryUsage, trace.TapeBuilt, trace.StepStarted, trace.GradientRegistered,
+        trace.GradientConsumed, trace.Recomputed, trace.SavedStateFreed, trace.SweepFreed, trace.BackwardFinished,
+    )
+}  # fmt: skip
+ENUMS: dict[str, type[enum.Enum]] = {"Requirement": Requirement, "NodeStatus": NodeStatus}
+
+
+class PlainDataError(ValueError):
+    """Data from a worker that is not a result this module writes."""
+
+
+def encode(value: Any) -> Any:
+    """`value` as JSON-ready data, typed records tagged with their class name."""
+    if isinstance(value, NodeId):
+        return {"$": "NodeId", "v": int(value)}
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    if isinstance(value, enum.Enum):
+        return {"$": type(value).__name__, "v": value.name}
+    if isinstance(value, TensorPreview):
+        return {"$": "preview", "shape": list(value.shape), "v": value.first.tolist()}
+    if isinstance(value, np.ndarray):
+        flat = value.astype(np.float64, copy=False).ravel()
+        if value.size > PREVIEW_VALUES:
+            return {"$": "preview", "shape": list(value.shape), "v": flat[:PREVIEW_VALUES].tolist()}
+        return {"$": "array", "shape": list(value.shape), "v": flat.tolist()}
+    if isinstance(value, tuple | list):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        return {"$": "dict", "items": [[encode(k), encode(v)] for k, v in value.items()]}
+    if dataclasses.is_dataclass(value) and type(value).__name__ in RECORDS:
+        fields = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"$": type(value).__name__, **fields}
+    raise TypeError(f"cannot send a {type(value).__name__} across the process boundary")
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(encode(value), allow_nan=True, separators=(",", ":")).encode("utf-8")
+
+
+def loads(data: bytes) -> Any:
+    try:
+        return decode(json.loads(data.decode("utf-8")))
+    except (ValueError, TypeError, KeyError, RecursionError) as error:
+        raise PlainDataError(f"a worker sent data that is not a run result ({type(error).__name__})") from None
+
+
+def decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(decode(v) for v in value)
+    if not isinstance(value, dict):
+        if isinstance(value, bool | int | float | str) or value is None:
+            return value
+        raise PlainDataError("unexpected value")
+    tag = value["$"]
+    if tag == "NodeId":
+        return NodeId(_int(value["v"]))
+    if tag in ENUMS:
+        return ENUMS[tag][value["v"]]
+    if tag in ("array", "preview"):
+        shape = tuple(_int(d) for d in value["shape"])
+        values = np.array([float(v) for v in value["v"]], dtype=np.float64)
+        if tag == "preview":
+            return TensorPreview(shape, values)
+        return values.reshape(shape)
+    if tag == "dict":
+        return {decode(k): decode(v) for k, v in value["items"]}
+    cls = RECORDS[tag]
+    names = [f.name for f in dataclasses.fields(cls)]
+    return cls(**{name: decode(value[name]) for name in names})
+
+
+def _int(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise PlainDataError("expected a whole number")
+    return value
+
+
+def result_to_plain(result: RunResult) -> dict[str, Any]:
+    """What a worker sends back: a run's output, error, graph, last backward and memory series."""
+    error = result.error
+    backward = result.backward
+    return {
+        "output": [clean_text(line) for line in result.output],
+        "error": None if error is None else
+        {"message": clean_text(error.message), "line": error.line, "column": error.column, "hint": error.hint},
+        "snapshot": result.snapshot,
+        "names": result.names,
+        "backward": None if backward is None else
+        {"before": backward.before, "events": backward.recorder.events, "names": backward.names},
+        "memory": [[count, usage] for count, usage in result.memory],
+        "statements": result.statements,
+    }  # fmt: skip
+
+
+def result_from_plain(data: Any) -> RunResult:
+    """The server's copy of a worker's result, built from decoded plain data only."""
+    if not isinstance(data, dict):
+        raise PlainDataError("a run result must be a mapping")
+    error = data["error"]
+    backward = data["backward"]
+    recorder = None
+    if backward is not None:
+        recorder = BackwardRecorder()
+        recorder.events = list(backward["events"])
+    return RunResult(
+        output=[_text(line) for line in data["output"]],
+        error=None if error is None else
+        PlaygroundError(_text(error["message"]), _position(error["line"]), _position(error["column"]),
+                        _text(error["hint"])),
+        snapshot=data["snapshot"],
+        names={_int(k): _identifier(v) for k, v in data["names"].items()},
+        backward=None if backward is None else
+        BackwardRun(backward["before"], recorder, {_int(k): _identifier(v) for k, v in backward["names"].items()}),
+        memory=[(int(count), usage) for count, usage in data["memory"]],
+        statements=int(data["statements"]),
+    )  # fmt: skip
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates (which no page can encode) replaced by U+FFFD."""
+    return text.encode("utf-16", errors="surrogatepass").decode("utf-16", errors="replace")
+
+
+def _position(value: Any) -> int | None:
+    return None if value is None else _int(value)
+
+
+def _identifier(value: Any) -> str:
+    """A variable name: drawn in graphs and tables, so nothing but a Python identifier is accepted."""
+    if not isinstance(value, str) or not value.isidentifier():
+        raise PlainDataError("expected a variable name")
+    return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise PlainDataError("expected text")
+    return value
