@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from autodiff.trace import TensorPreview
@@ -39,12 +37,3 @@ def format_bytes(nbytes: int) -> str:
 
 def format_shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
-MARKDOWN_ACTIVE = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|:~$&@=\"'])")
-
-
-def escape_markdown(text: str) -> str:
-    """`text` shown literally by Streamlit's Markdown (alerts, captions, table cells): every character that
-    Markdown, HTML, links, emoji shortcodes or colour directives could act on is backslash-escaped."""
-    return MARKDOWN_ACTIVE.sub(r"\\\1", text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import uuid
 
 import streamlit as st
@@ -9,7 +10,12 @@ import streamlit as st
 from playground import PlaygroundError
 from playground.workers import Job
 
-from .format import escape_markdown
+ERROR_CLASS = "playground-error"
+ERROR_STYLE = (
+    "background:#fdecec;color:#7d1a1a;border-radius:0.5rem;padding:0.9rem 1rem;white-space:pre-wrap;"
+    "font-family:inherit;line-height:1.5"
+)
+CODE_STYLE = "white-space:pre-wrap;word-break:break-all;margin:0.6rem 0 0;font-size:0.9em;background:none"
 
 
 def session_owner() -> str:
@@ -31,11 +37,16 @@ def wait_for_run(job: Job) -> None:
 
 
 def run_error(error: PlaygroundError, source: str) -> None:
-    """The error as text (it may quote what the student typed), with the line it points at."""
+    """The error, styled as an alert but written as HTML-escaped text: it may quote what the student typed,
+    and Markdown would turn a typed link or image into a real one. The line it points at sits below it."""
     where = f"Line {error.line}, column {error.column}: " if error.line else ""
-    hint = f"\n\nHint: {error.hint}" if error.hint else ""
-    st.error(escape_markdown(f"{where}{error.message}{hint}"))
+    hint = f"\nHint: {error.hint}" if error.hint else ""
     lines = source.splitlines()
+    shown = ""
     if error.line and 0 < error.line <= len(lines):
         caret = " " * max((error.column or 1) - 1, 0) + "^"
-        st.code(f"{lines[error.line - 1]}\n{caret}", language=None)
+        shown = f"<pre style=\"{CODE_STYLE}\">{html.escape(lines[error.line - 1])}\n{caret}</pre>"
+    st.html(
+        f'<div class="{ERROR_CLASS}" role="alert" style="{ERROR_STYLE}">'
+        f"<div>{html.escape(where + error.message + hint)}</div>{shown}</div>"
+    )

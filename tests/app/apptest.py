@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -36,9 +37,12 @@ def open_link(page: str, **params: str) -> AppTest:
     return at
 
 
-def shown(markdown: str) -> str:
-    """What a person reads from Markdown that escapes user text: the text without its backslashes."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+def playground_error(at: AppTest) -> str:
+    """The Playground's error alert (HTML-escaped text) as a person reads it; "" when there is none."""
+    for element in at.get("html"):
+        if 'class="playground-error"' in element.proto.body:
+            return html.unescape(re.sub(r"<[^>]+>", "", element.proto.body))
+    return ""
 
 
 def button(at: AppTest, label: str):

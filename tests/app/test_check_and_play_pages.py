@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest import app, button, dot, open_link, shown, table
+from apptest import app, button, dot, open_link, playground_error, table
 from streamlit.testing.v1 import AppTest
 
 from autodiff.device import mlx_unavailable_reason
@@ -70,7 +70,7 @@ def test_playground_error_points_at_the_line_and_keeps_the_text():
     at = app("pages/check_and_play/playground.py")
     code = "x = Tensor.ones([2], ad)\nimport os\n"
     run_code(at, code)
-    assert "Line 2, column 1" in at.error[0].value and "Imports are not available" in at.error[0].value
+    assert "Line 2, column 1" in playground_error(at) and "Imports are not available" in playground_error(at)
     assert at.text_area(key="playground_editor").value == code
     from playground.share import decode
 
@@ -108,7 +108,7 @@ def test_playground_sessions_are_isolated():
     a, b = app("pages/check_and_play/playground.py"), app("pages/check_and_play/playground.py")
     run_code(a, "secret = Tensor.from_floats([42.0], ad)\nprint(secret)\n")
     run_code(b, "print(secret)\n")
-    assert "`secret` is not defined" in shown(b.error[0].value)
+    assert "`secret` is not defined" in playground_error(b)
     assert a.code[0].value == "Tensor([42.0])"
 
 
@@ -123,3 +123,22 @@ def test_playground_exercise_link_opens_in_exercise_mode():
     index = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op == "mul")
     at.slider[0].set_value(index + 1).run()
     assert any("Predict" in m.value for m in at.markdown)
+
+
+def test_playground_shows_typed_text_as_text():
+    at = app("pages/check_and_play/playground.py")
+    hostile = "[Session expired: log in again](https://evil.example/login) ![](https://evil.example/p.png)"
+    run_code(at, f'print("<b>bold</b> \\ud800")\nn = int("{hostile}")\n')
+    assert not at.exception
+    assert at.code[0].value == "<b>bold</b> \ufffd"  # output: a code block, a lone surrogate replaced
+    alert = next(e.proto.body for e in at.get("html") if "playground-error" in e.proto.body)
+    assert "<a" not in alert and "<img" not in alert and "&lt;b&gt;" not in alert  # escaped text, nothing more
+    assert hostile in playground_error(at)
+
+
+def test_playground_link_longer_than_the_program_limit_is_refused_not_cut():
+    from playground.share import encode
+
+    at = open_link("pages/check_and_play/playground.py", code=encode("x = 1\n" * 700))  # 4,200 characters
+    assert "4,200 characters long" in at.error[0].value and "not loaded" in at.error[0].value
+    assert at.text_area(key="playground_editor").value != "x = 1\n" * 700

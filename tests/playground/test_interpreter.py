@@ -117,6 +117,26 @@ HOSTILE = {
         "graph nodes",
     ),  # fmt: skip
     "keyword_args": ("t = Tensor.ones(shape=[1], device=ad)", "Keyword arguments"),
+    # what one statement can do: each category the worker process backstops, refused here first, precisely
+    "uncounted_lists": (
+        "a = Tensor.ones([1024, 1024], ad)\nl = [a.tolist(), a.tolist()]", "lists hold more than 1,048,576 numbers"
+    ),
+    "conversion_before_check": (
+        "r = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]\nfor i in range(18):\n    r = [r, r]\n"
+        "t = Tensor.from_floats(r, ad)",
+        "from_floats got more than 1,048,576 values",
+    ),
+    "backward_size": (
+        "x = Tensor.random([1024, 1024], Distribution.Default, ad).require_grad()\ny = x * 1.0\n"
+        "for i in range(12):\n    y = y * 1.0\nl = y.sum()\ng = l.backward()",
+        "This backward would need about",
+    ),
+    "trace_copies": (
+        "x = Tensor.random([512, 512], Distribution.Default, ad).require_grad()\ny = x * 1.0\n"
+        "for i in range(40):\n    y = y * 1.0\nl = y.sum()\ng = l.backward()\nz = x * 1.0",
+        "the replay of its last",
+    ),
+    "float32_overflow": ('t = Tensor.from_floats([float("1e39")], ad)', "too large for float32"),
     "reserved": ("Tensor = 1", "reserved name"),
     "syntax": ("x = (1 +", "not valid Python"),
     "print_flood": ("for i in range(1000):\n    print(i)", "printed more than"),
@@ -228,3 +248,23 @@ def test_twenty_concurrent_runs_do_not_cross_talk():
     for t in threads:
         t.join()
     assert {k: out for k, out in outputs.items()} == {k: [f"{k} Tensor([{2.0 * k}, 2.0])"] for k in range(20)}
+
+
+def test_a_failed_run_keeps_its_error_as_text_only():
+    result = run_program("x = Tensor.ones([256, 256], ad)\ny = undefined_name")
+    assert result.error is not None
+    assert result.error.__traceback__ is None and result.error.__context__ is None  # no frames, no variables
+
+
+def test_print_shows_plain_names_never_module_paths_or_addresses():
+    result = run_program('print(Tensor, Distribution, ad, inner, [Tensor, 1.5], Distribution.Default)')
+    assert result.error is None
+    line = result.output[0]
+    assert "0x" not in line and "playground" not in line and "object at" not in line
+    assert line.startswith("Tensor (the class) Distribution Device(")
+
+
+def test_program_text_is_kept_as_typed_in_errors():
+    hostile = "[Session expired: log in again](https://evil.example/login) ![](https://evil.example/p.png)"
+    result = run_program(f'n = int("{hostile}")')
+    assert hostile in result.error.message  # the page escapes it (tests/app, tests/browser)

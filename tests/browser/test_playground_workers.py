@@ -1,0 +1,96 @@
+"""A student's program can never freeze or exhaust the server: it runs in a worker process."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from .conftest import screenshot
+from .harness import rss_mib, streamlit_server
+from .test_playground_load import run_in
+
+pytestmark = pytest.mark.browser
+
+EXPONENTIAL_COMPARE = "p = [0.5]\nq = [0.5]\nfor i in range(40):\n    p = [p, p]\n    q = [q, q]\nm = min(p, q)\n"
+MEMORY_BOMB = "a = Tensor.ones([1024, 1024], ad)\nl = [" + ", ".join(["a * a"] * 200) + "]\n"
+ERROR = ".playground-error"
+
+
+def health_latencies(url: str, stop: threading.Event, seen: list[float]) -> None:
+    while not stop.is_set():
+        start = time.monotonic()
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=5).read()
+            seen.append(time.monotonic() - start)
+        except OSError:
+            seen.append(99.0)
+        time.sleep(0.1)
+
+
+def test_a_frozen_program_freezes_nobody_else(browser, tmp_path):
+    with streamlit_server(tmp_path / "server.log") as url:
+        student, other = browser.new_context(), browser.new_context()
+        a, b = student.new_page(), other.new_page()
+        for p in (a, b):
+            p.set_default_timeout(60_000)
+        run_in(a, url, "print('warm')")
+        a.get_by_text("warm").first.wait_for()
+        stop, seen = threading.Event(), []
+        watcher = threading.Thread(target=health_latencies, args=(url, stop, seen))
+        watcher.start()
+        try:
+            run_in(a, url, EXPONENTIAL_COMPARE)
+            time.sleep(1.0)  # the program is now comparing 2**40 leaves in its worker
+            start = time.monotonic()
+            b.goto(f"{url}/tape")
+            b.get_by_role("heading", name="Tape consumption").wait_for()
+            opened = time.monotonic() - start
+            a.locator(ERROR).filter(has_text="ran longer than 5 seconds and was stopped").wait_for()
+        finally:
+            stop.set()
+            watcher.join()
+        print(f"lesson opened in {opened:.2f} s; health max {max(seen) * 1000:.0f} ms over {len(seen)} probes")
+        assert opened < 2.0
+        assert max(seen) < 0.2, max(seen)
+        screenshot(a, "playground_time_limit")
+        run_in(a, url, "print('after', 1 + 1)")  # the killed worker was replaced
+        a.get_by_text("after 2").wait_for()
+        student.close()
+        other.close()
+
+
+def test_a_memory_bomb_leaves_the_server_as_it_was(browser, tmp_path):
+    with streamlit_server(tmp_path / "server.log", with_pid=True) as (url, pid):
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        run_in(page, url, "print('warm')")
+        page.get_by_text("warm").first.wait_for()
+        baseline, peak = rss_mib(pid), 0.0
+        run_in(page, url, MEMORY_BOMB)
+        box = page.locator(ERROR).filter(has_text="used more than 512 MiB of memory")
+        while box.count() == 0:
+            peak = max(peak, rss_mib(pid))
+            time.sleep(0.1)
+        print(f"server RSS: baseline {baseline:.0f} MiB, peak during the bomb {peak:.0f} MiB")
+        assert peak < baseline + 100
+        screenshot(page, "playground_memory_limit")
+        run_in(page, url, "print('after', 2 + 2)")
+        page.get_by_text("after 4").wait_for()
+        context.close()
+
+
+def test_typed_text_never_becomes_a_link_or_an_image(page, app_url):
+    hostile = "[Session expired: log in again](https://evil.example/login) ![](https://evil.example/p.png)"
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    run_in(page, app_url, f'n = int("{hostile}")\n')
+    box = page.locator(ERROR).first
+    box.wait_for()
+    assert "Session expired" in box.inner_text()
+    assert box.locator("a").count() == 0 and box.locator("img").count() == 0
+    assert not any("evil.example" in url for url in requests)
+    screenshot(page, "playground_text_is_text")
