@@ -1,5 +1,6 @@
 """Playground speed: parse+run of the seed programs through the interpreter vs the same code
-written against the Python API, side by side in one run (target: at most 2x).
+written against the Python API, side by side in one run (target: at most 2x); a run through a worker
+process vs in the server's process (isolation overhead, target <= 50 ms); twenty concurrent runs.
 
 Run: python bench/playground.py
 """
@@ -7,6 +8,7 @@ Run: python bench/playground.py
 from __future__ import annotations
 
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -17,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from timing import best_of  # noqa: E402
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, Tensor  # noqa: E402
-from playground import run_program  # noqa: E402
+from playground import Limits, run_program  # noqa: E402
 from playground.examples import EXAMPLES  # noqa: E402
+from playground.workers import WorkerPool  # noqa: E402
 
 
 def recorded_backward(ad: Device, loss: Tensor, record: bool) -> Gradients:
@@ -96,6 +99,39 @@ def main() -> None:
         print(f"  {label:<24} interpreter {interpreted * 1e3:6.2f} ms | API {direct * 1e3:6.2f} ms: "
               f"{interpreted / direct:.2f}x | API recording the same pictures {recorded * 1e3:6.2f} ms: "
               f"{interpreted / recorded:.2f}x")  # fmt: skip
+
+    isolation()
+
+
+def isolation() -> None:
+    pool = WorkerPool(size=2)
+    try:
+        run_through = lambda source: pool.submit("bench", source, Limits()).wait(60)  # noqa: E731
+        for name in EXAMPLES:  # warm both workers
+            run_through(EXAMPLES[name])
+        print("one run through a worker process vs in process (median of 15; target: overhead <= 50 ms)")
+        for label, (example, _) in PAIRS.items():
+            source = EXAMPLES[example]
+            # the worker first: numpy's BLAS threads spin for a while after in-process work, and on a 2-core
+            # machine they would slow the (lower-priority) worker that runs next
+            worker = statistics.median(timed(lambda s=source: run_through(s)) for _ in range(15))
+            inside = statistics.median(timed(lambda s=source: run_program(s)) for _ in range(15))
+            print(f"  {label:<24} in process {inside * 1e3:7.2f} ms | worker {worker * 1e3:7.2f} ms: "
+                  f"overhead {(worker - inside) * 1e3:6.2f} ms")  # fmt: skip
+        source = EXAMPLES["Seed: gradients after backward"]
+        start = time.perf_counter()
+        jobs = [pool.submit(f"student-{k}", source, Limits()) for k in range(20)]
+        assert all(job.wait(120) and job.result.error is None for job in jobs)
+        print(f"twenty concurrent runs (twenty sessions, {pool.size} workers): all done in "
+              f"{(time.perf_counter() - start) * 1e3:.0f} ms")
+    finally:
+        pool.shutdown()
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 if __name__ == "__main__":

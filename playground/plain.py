@@ -3,11 +3,13 @@
 A worker runs code a visitor typed, so the server never unpickles what it sends. A result is encoded
 to JSON here (numbers, strings, lists, dicts), and decoded in the server into a fixed set of the
 engine's plain record types (snapshots, trace events, memory figures): nothing else can be built from
-it. A tensor larger than `PREVIEW_VALUES` values travels as its shape and its first values.
+it. A tensor larger than `WHOLE_VALUES` values travels as its shape and its first values.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import enum
 import json
@@ -20,7 +22,9 @@ from autodiff.trace import TensorPreview
 
 from .interpreter import BackwardRun, PlaygroundError, RunResult
 
-PREVIEW_VALUES = 4096  # values of a tensor sent whole; larger ones as a preview
+WHOLE_VALUES = 4096  # a tensor up to this many values is sent whole (exercises check them)
+PREVIEW_VALUES = 64  # a larger one as its shape and this many first values (the page shows 8)
+DTYPES = ("float32", "float64")
 
 
 RECORDS: dict[str, type] = {
@@ -46,12 +50,11 @@ def encode(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return {"$": type(value).__name__, "v": value.name}
     if isinstance(value, TensorPreview):
-        return {"$": "preview", "shape": list(value.shape), "v": value.first.tolist()}
+        return {"$": "preview", "shape": list(value.shape), **_packed(value.first)}
     if isinstance(value, np.ndarray):
-        flat = value.astype(np.float64, copy=False).ravel()
-        if value.size > PREVIEW_VALUES:
-            return {"$": "preview", "shape": list(value.shape), "v": flat[:PREVIEW_VALUES].tolist()}
-        return {"$": "array", "shape": list(value.shape), "v": flat.tolist()}
+        if value.size > WHOLE_VALUES:
+            return {"$": "preview", "shape": list(value.shape), **_packed(value.ravel()[:PREVIEW_VALUES])}
+        return {"$": "array", "shape": list(value.shape), **_packed(value)}
     if isinstance(value, tuple | list):
         return [encode(v) for v in value]
     if isinstance(value, dict):
@@ -69,7 +72,7 @@ def dumps(value: Any) -> bytes:
 def loads(data: bytes) -> Any:
     try:
         return decode(json.loads(data.decode("utf-8")))
-    except (ValueError, TypeError, KeyError, RecursionError) as error:
+    except (ValueError, TypeError, KeyError, RecursionError, binascii.Error) as error:
         raise PlainDataError(f"a worker sent data that is not a run result ({type(error).__name__})") from None
 
 
@@ -87,15 +90,26 @@ def decode(value: Any) -> Any:
         return ENUMS[tag][value["v"]]
     if tag in ("array", "preview"):
         shape = tuple(_int(d) for d in value["shape"])
-        values = np.array([float(v) for v in value["v"]], dtype=np.float64)
+        if value["dtype"] not in DTYPES:
+            raise PlainDataError("unexpected dtype")
+        values = np.frombuffer(
+            base64.b64decode(value["b64"], validate=True), dtype=np.dtype(value["dtype"]).newbyteorder("<")
+        )
         if tag == "preview":
-            return TensorPreview(shape, values)
-        return values.reshape(shape)
+            return TensorPreview(shape, values.astype(values.dtype.newbyteorder("=")))
+        return values.astype(values.dtype.newbyteorder("=")).reshape(shape)
     if tag == "dict":
         return {decode(k): decode(v) for k, v in value["items"]}
     cls = RECORDS[tag]
     names = [f.name for f in dataclasses.fields(cls)]
     return cls(**{name: decode(value[name]) for name in names})
+
+
+def _packed(array: np.ndarray) -> dict[str, str]:
+    """Values as base64 of little-endian floats: compact, and quick to write and read."""
+    dtype = "float64" if array.dtype == np.float64 else "float32"
+    data = np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
+    return {"dtype": dtype, "b64": base64.b64encode(data).decode("ascii")}
 
 
 def _int(value: Any) -> int:

@@ -62,7 +62,9 @@ class _Worker:
     """One worker process, and a thread that reads its replies (so the server can wait with a deadline)."""
 
     def __init__(self, memory_limit: int) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               # one core per worker: BLAS helper threads of one worker would spin on the core another is using
+               **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")}  # fmt: skip
         self.process = subprocess.Popen(
             [sys.executable, "-m", "playground.worker_process", str(memory_limit)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env,
