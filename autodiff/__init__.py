@@ -23,7 +23,9 @@ from .errors import (
 from .grads import Gradients
 from .graph import NodeId, Requirement
 from .memory import MemoryUsage
-from .server import AutodiffServer, GraphSnapshot, NodeSnapshot, NodeStatus
+from .memory_management import NodeStatus
+from .server import AutodiffServer
+from .snapshot import GraphSnapshot, NodeSnapshot
 from .tensor import Tensor
 from .trace import BackwardRecorder
 

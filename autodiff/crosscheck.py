@@ -21,7 +21,7 @@ import numpy as np
 from .backends.base import Array, Buffer
 from .graph import NodeId, Requirement
 from .memory import MemoryPool
-from .server import GraphNode
+from .snapshot import GraphNode
 from .trace import BackwardRecorder, GradientRegistered, StepStarted
 
 RTOL = 1e-4

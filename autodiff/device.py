@@ -8,7 +8,8 @@ from .backends.base import Backend
 from .backends.numpy_backend import NumpyBackend
 from .errors import BackendUnavailableError, UnsupportedOperationError
 from .memory import MemoryUsage
-from .server import AutodiffServer, GraphSnapshot
+from .server import AutodiffServer
+from .snapshot import GraphSnapshot
 
 
 @dataclass(frozen=True)

@@ -10,39 +10,31 @@ from .trace import GradientConsumed, GradientRegistered
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
-    from .device import Device
-    from .tensor import Tensor
     from .trace import BackwardRecorder
 
 
 class Gradients:
-    """A map from node id to gradient, on the inner (non-autodiff) device.
+    """A map from node id to gradient buffer (`Tensor.grad` wraps an entry as a tensor).
 
     Registering adds to an existing entry, so a tensor used twice gets both contributions.
     A step consumes its own node's gradient: a `GradInBackward` entry is removed, a `Grad`
     (leaf) entry is kept. That is why only leaves have gradients after backward.
     """
 
-    def __init__(self, device: Device) -> None:
-        self.device = device  # the inner device: gradients are plain tensors
+    def __init__(self) -> None:
         self._container: dict[NodeId, Buffer] = {}
+        self.recorder: BackwardRecorder | None = None  # set by the server for the length of one backward
 
-    def register(
-        self,
-        node_id: NodeId,
-        grad: Buffer,
-        source: NodeId | None = None,
-        recorder: BackwardRecorder | None = None,
-    ) -> None:
+    def register(self, node_id: NodeId, grad: Buffer, source: NodeId | None = None) -> None:
         previous = self._container.get(node_id)
         total = grad if previous is None else previous + grad
         self._container[node_id] = total
-        if recorder is not None:
-            recorder.record(
+        if self.recorder is not None:
+            self.recorder.record(
                 GradientRegistered(node_id, source, grad.to_numpy(), total.to_numpy(), previous is not None)
             )
 
-    def consume(self, node: Node, recorder: BackwardRecorder | None = None) -> Buffer:
+    def consume(self, node: Node) -> Buffer:
         if node.requirement is Requirement.Grad:
             grad = self._container.get(node.id)
         elif node.requirement is Requirement.GradInBackward:
@@ -51,26 +43,19 @@ class Gradients:
             raise RuntimeError("Trying to consume the gradients for an untracked tensor")
         if grad is None:
             raise RuntimeError(f"Can't consume the gradients of {node.id} before they are registered at least once.")
-        if recorder is not None:
-            recorder.record(GradientConsumed(node.id, kept=node.requirement is Requirement.Grad))
+        if self.recorder is not None:
+            self.recorder.record(GradientConsumed(node.id, kept=node.requirement is Requirement.Grad))
         return grad
 
-    # -- public access, through Tensor.grad / grad_remove / grad_replace ---------------
-    def get(self, node_id: NodeId) -> Tensor | None:
-        grad = self._container.get(node_id)
-        return None if grad is None else self._wrap(grad)
+    # -- public access, through Tensor.grad / grad_remove / grad_replace -----------------------------
+    def get(self, node_id: NodeId) -> Buffer | None:
+        return self._container.get(node_id)
 
-    def remove(self, node_id: NodeId) -> Tensor | None:
-        grad = self._container.pop(node_id, None)
-        return None if grad is None else self._wrap(grad)
+    def remove(self, node_id: NodeId) -> Buffer | None:
+        return self._container.pop(node_id, None)
 
     def replace(self, node_id: NodeId, grad: Buffer) -> None:
         self._container[node_id] = grad  # replaces, does not add
-
-    def _wrap(self, grad: Buffer) -> Tensor:
-        from .tensor import Tensor
-
-        return Tensor(grad, self.device)
 
     def node_ids(self) -> list[NodeId]:
         return sorted(self._container)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from .backends.base import Buffer
     from .grads import Gradients
-    from .trace import BackwardRecorder
 
 
 class NodeId(int):
@@ -92,13 +91,14 @@ class Step:
         owners = {id(b.allocation): b.allocation.owned_bytes for b in self.saved.values()}
         return sum(owners.values())
 
-    def run(self, grads: Gradients, recorder: BackwardRecorder | None) -> None:
-        grad = grads.consume(self.node, recorder)
+    def run(self, grads: Gradients) -> None:
+        """Consume this node's gradient and send one to each tracked parent, by its rule."""
+        grad = grads.consume(self.node)
         for parent, rule, shape in zip(self.node.parents, self.rules, self.input_shapes, strict=True):
             parent_grad = rule.fn(grad, self.saved)
             if parent_grad.shape != shape:
                 parent_grad = parent_grad.sum_to(shape)
-            grads.register(parent.id, parent_grad, self.node.id, recorder)
+            grads.register(parent.id, parent_grad, self.node.id)
 
     def free_saved(self) -> None:
         self.saved = {}
@@ -113,8 +113,8 @@ class RootStep(Step):
     def __init__(self, node: Node) -> None:
         super().__init__(node, "leaf", (), (), {})
 
-    def run(self, grads: Gradients, recorder: BackwardRecorder | None) -> None:
-        grads.consume(self.node, recorder)
+    def run(self, grads: Gradients) -> None:
+        grads.consume(self.node)
 
 
 class UntrackedOpsStep(Step):

@@ -1,112 +1,30 @@
-"""The autodiff server of one device (Burn's `runtime/server.rs` + memory management).
+"""The autodiff server of one device (Burn's `runtime/server.rs`).
 
-It owns every pending `Step` and a record of every node, for snapshots. Nothing is global:
-each autodiff device has its own server, so two users in one process never meet.
+It owns every pending `Step`. `backward` reads as Burn's: build the tape from the root, execute the
+steps bucket by bucket from the highest order down, then clean up. What the server remembers about
+nodes and when memory is given back is `memory_management.py`; balanced checkpointing is
+`checkpointing.py`; snapshots are `snapshot.py`. Nothing is global: each autodiff device has its own
+server, so two users in one process never meet.
 """
 
 from __future__ import annotations
 
-import enum
-import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .errors import TapeConsumedError, UnsupportedOperationError
+from . import snapshot as snapshots
+from .checkpointing import BalancedCheckpointing, Checkpointer
+from .errors import TapeConsumedError
 from .grads import Gradients
-from .graph import Node, NodeId, Requirement, RootStep, Step
-from .memory import MemoryPool, MemoryUsage
-from .trace import (
-    BackwardFinished,
-    BackwardRecorder,
-    Recomputed,
-    SavedStateFreed,
-    StepStarted,
-    SweepFreed,
-    TapeBuilt,
-)
+from .graph import Node, NodeId, RootStep, Step
+from .memory import MemoryPool
+from .memory_management import GraphMemoryManagement, NodeStatus
+from .trace import BackwardFinished, BackwardRecorder, SavedStateFreed, StepStarted, SweepFreed, TapeBuilt
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
-    from .device import Device
+    from .snapshot import GraphNode, GraphSnapshot
     from .tensor import Tensor
-
-
-class NodeStatus(enum.Enum):
-    LIVE = "live"  # step pending, and a live tensor handle depends on it
-    ABANDONED = "abandoned"  # step pending, but no live tensor depends on it: held until a backward
-    CONSUMED = "consumed"  # step ran in a backward; its saved state is gone
-    FREED = "freed"  # freed by a sweep without running (or a dropped leaf with no step)
-    CONSTANT = "constant"  # an untracked leaf (from data, random, detach) with a live handle
-
-
-@dataclass(frozen=True)
-class NodeSnapshot:
-    id: NodeId
-    op: str
-    shape: tuple[int, ...]
-    requirement: Requirement
-    order: int
-    parents: tuple[NodeId, ...]  # tracked inputs, as Burn records them
-    inputs: tuple[NodeId, ...]  # every autodiff input, tracked or not (for drawing)
-    status: NodeStatus
-    saved_bytes: int  # bytes of the buffers its step saved, shared ones included
-    held_bytes: int  # of those, bytes that only the graph keeps alive (each buffer counted once)
-    handle_alive: bool
-
-
-@dataclass(frozen=True)
-class GraphSnapshot:
-    nodes: tuple[NodeSnapshot, ...]
-    pending_steps: tuple[NodeId, ...]
-    memory: MemoryUsage
-    backward_count: int
-
-    def node(self, node_id: int) -> NodeSnapshot:
-        for node in self.nodes:
-            if node.id == node_id:
-                return node
-        raise KeyError(f"NodeId({node_id}) is not in this snapshot")
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    """One node of a graph as `AutodiffServer.graph_of` returns it, enough to recompute it elsewhere."""
-
-    id: NodeId
-    op: str
-    requirement: Requirement
-    inputs: tuple[NodeId, ...]
-    forward: Callable[..., Buffer] | None  # None for a leaf
-    leaf_value: np.ndarray | None  # a leaf's values; None for an op output
-
-
-class _Record:
-    """What the server remembers about a node, for snapshots and the sweep."""
-
-    __slots__ = ("node", "op", "shape", "inputs", "forward", "handle", "finished", "finished_in")
-
-    def __init__(
-        self,
-        node: Node,
-        op: str,
-        shape: tuple[int, ...],
-        inputs: tuple[NodeId, ...],
-        tensor: Tensor,
-        forward: Callable[..., Buffer] | None = None,
-        on_drop: Callable[[NodeId], None] | None = None,
-    ) -> None:
-        self.node = node
-        self.op = op
-        self.shape = shape
-        self.inputs = inputs
-        self.forward = forward  # the op's forward on buffers, so a graph can be recomputed elsewhere
-        node_id = node.id
-        self.handle = weakref.ref(tensor, None if on_drop is None else lambda _: on_drop(node_id))
-        self.finished: NodeStatus | None = None  # CONSUMED or FREED once the step is gone
-        self.finished_in = -1  # the backward that finished it (records are pruned one later)
 
 
 class AutodiffServer:
@@ -114,155 +32,93 @@ class AutodiffServer:
         self.pool = pool
         self.memory_policy = memory_policy  # "lazy" (Burn) or "eager" (PyTorch)
         self.checkpointing = checkpointing  # "none" or "balanced" (Burn's BalancedCheckpointing)
-        # balanced only: outputs kept so that backward can recompute elementwise ops from them
-        self.checkpoints: dict[NodeId, Buffer] = {}
         self.steps: dict[NodeId, Step] = {}
-        self._records: dict[NodeId, _Record] = {}
+        self.memory = GraphMemoryManagement(memory_policy, self._release_step)
+        self.balanced = BalancedCheckpointing() if checkpointing == "balanced" else None
         self._next_id = 0
         self.backward_count = 0
-        # eager policy only: how many pending steps list each node as a parent (a graph refcount)
-        self._dependents: dict[NodeId, int] = {}
 
     @property
     def nodes_created(self) -> int:
         return self._next_id
 
-    # -- registration ------------------------------------------------------------------
+    @property
+    def checkpoints(self) -> dict[NodeId, Buffer]:
+        return {} if self.balanced is None else self.balanced.checkpoints
+
+    # -- registration ------------------------------------------------------------------------------
     def new_node_id(self) -> NodeId:
         node_id = NodeId(self._next_id)
         self._next_id += 1
         return node_id
 
-    @property
-    def _on_drop(self) -> Callable[[NodeId], None] | None:
-        return self._release if self.memory_policy == "eager" else None
-
     def register_leaf(self, tensor: Tensor, op: str) -> None:
-        node = tensor.node
-        self._records[node.id] = _Record(node, op, tensor.data.shape, (), tensor, on_drop=self._on_drop)
+        self.memory.track(tensor, op)
 
     def register(
         self, tensor: Tensor, step: Step, inputs: tuple[NodeId, ...], forward: Callable[..., Buffer] | None = None
     ) -> None:
-        node = tensor.node
-        record = self._records.get(node.id)
-        if record is None:
-            self._records[node.id] = _Record(node, step.op, tensor.data.shape, inputs, tensor, forward, self._on_drop)
-        else:  # require_grad() on a leaf (or an untracked result): same id, now a Grad leaf
-            record.node, record.inputs, record.forward = node, (), None
-        self.steps[node.id] = step
-        if self.memory_policy == "eager":
-            for parent in step.node.parents:
-                self._dependents[parent.id] = self._dependents.get(parent.id, 0) + 1
-
-    def checkpoint(self, step: Step, producers: dict[str, Node], inputs: tuple[Tensor, ...]) -> None:
-        """Balanced checkpointing at registration: a saved tensor made by a tracked elementwise node
-        becomes a recipe (that node's id); the inputs an elementwise op would be recomputed from
-        (leaves, constants, compute-bound outputs) are kept as checkpoints."""
-        for name in list(step.saved):
-            producer = producers[name]
-            if producer.memory_bound and producer.requirement.is_tracked:
-                del step.saved[name]
-                step.recipes[name] = producer.id
-        if step.node.memory_bound:
-            for tensor in inputs:
-                node = tensor.node
-                if not (node.memory_bound and node.requirement.is_tracked):
-                    self.checkpoints[node.id] = tensor.data
-
-    def _recompute(
-        self, node_id: NodeId, cache: dict[NodeId, Buffer], uses: dict[NodeId, int], recorder: BackwardRecorder | None
-    ) -> Buffer:
-        """A node's output, recomputed once from the nearest checkpoints (cached while still needed)."""
-        if node_id in cache:
-            return cache[node_id]
-        if node_id in self.checkpoints:
-            return self.checkpoints[node_id]
-        record = self._records[node_id]
-        value = record.forward(*(self._recompute(i, cache, uses, recorder) for i in record.inputs))
-        if recorder is not None:
-            recorder.record(Recomputed(node_id, record.op))
-        if uses.get(node_id, 0) > 0:
-            cache[node_id] = value
-        return value
-
-    def _prune_checkpoints(self) -> None:
-        """Keep only the checkpoints a pending elementwise step could still be recomputed from."""
-        if not self.checkpoints:
-            return
-        needed: set[NodeId] = set()
-        for step in self.steps.values():
-            if step.node.memory_bound and step.node.requirement.is_tracked:
-                needed.update(self._records[step.node.id].inputs)
-        self.checkpoints = {k: v for k, v in self.checkpoints.items() if k in needed}
+        """An op's output and its one step (tracked or untracked)."""
+        self.memory.track(tensor, step.op, inputs, forward)
+        self._add_step(step)
 
     def register_root(self, tensor: Tensor) -> None:
-        self.register(tensor, RootStep(tensor.node), ())
+        """require_grad() on a leaf: the same node id, now a `Grad` leaf with a `RootStep`."""
+        self.memory.retrack_as_leaf(tensor.node)
+        self._add_step(RootStep(tensor.node))
 
-    # -- backward --------------------------------------------------------------------------
+    def checkpoint(self, step: Step, producers: dict[str, Node], inputs: tuple[Tensor, ...]) -> None:
+        if self.balanced is not None:
+            self.balanced.prepare(step, producers, inputs)
+
+    def _add_step(self, step: Step) -> None:
+        self.steps[step.node.id] = step
+        self.memory.step_registered(step)
+
+    def _take_step(self, node_id: NodeId) -> Step:
+        """Remove a step from the server (it is consumed or freed)."""
+        step = self.steps.pop(node_id)
+        self.memory.step_taken(step)
+        return step
+
+    def _release_step(self, node_id: NodeId) -> Step | None:
+        step = self._take_step(node_id) if node_id in self.steps else None
+        if self.balanced is not None:
+            self.balanced.prune(self.steps, self.memory.records)
+        return step
+
+    # -- backward ----------------------------------------------------------------------------------
     def backward(
         self,
         root: Tensor,
-        inner: Device,
+        grads: Gradients,
         recorder: BackwardRecorder | None = None,
         retain_graph: bool = False,
-        into: Gradients | None = None,
     ) -> Gradients:
-        order = self._validate(root.node.id)  # raises before anything is consumed
-        root_step = self.steps[root.node.id]
-        tape: list[list[Step]] = [[] for _ in range(root_step.node.order + 1)]
-        for node_id in order:
-            step = self.steps[node_id] if retain_graph else self._take_step(node_id)
-            tape[step.node.order].append(step)
+        """Build the tape, execute its steps, clean up. Refused before anything is consumed."""
+        tape = self.build_tape(root.node.id, retain_graph)
         self.backward_count += 1
-        if recorder is not None:
-            recorder.record(TapeBuilt(root.node.id, tuple(tuple(s.node.id for s in b) for b in tape)))
-
         self.pool.reset_peak()
-        uses: dict[NodeId, int] = {}  # balanced checkpointing: steps still to read each recomputed node
-        for bucket in tape:
-            for step in bucket:
-                for node_id in step.recipes.values():
-                    uses[node_id] = uses.get(node_id, 0) + 1
-        cache: dict[NodeId, Buffer] = {}
-        grads = into if into is not None else Gradients(inner)
-        grads.register(root.node.id, root.data.ones_like(), None, recorder)
-        for bucket in reversed(tape):
-            for step in bucket:
-                if recorder is not None:
-                    recorder.record(
-                        StepStarted(
-                            step.node.id,
-                            step.op,
-                            step.node.order,
-                            tuple(p.id for p in step.node.parents),
-                            tuple(r.text for r in step.rules),
-                        )
-                    )
-                for name, node_id in step.recipes.items():
-                    step.saved[name] = self._recompute(node_id, cache, uses, recorder)
-                step.run(grads, recorder)
-                for node_id in step.recipes.values():  # freed after its last use, as Burn's checkpointer
-                    uses[node_id] -= 1
-                    if uses[node_id] == 0:
-                        cache.pop(node_id, None)
-                if retain_graph:  # PyTorch's retain_graph keeps the step; recomputed values are dropped
-                    for name in step.recipes:
-                        step.saved.pop(name, None)
-                else:
-                    self._finish(step, NodeStatus.CONSUMED, recorder)
-        self._sweep(recorder)
-        self._prune_checkpoints()
-        if recorder is not None:
-            recorder.record(BackwardFinished(self.pool.usage(), tuple(grads.node_ids()), self.pool.peak_bytes))
+        grads.recorder = recorder  # held for this backward only
+        try:
+            if recorder is not None:
+                recorder.record(TapeBuilt(root.node.id, tuple(tuple(s.node.id for s in b) for b in tape)))
+            grads.register(root.node.id, root.data.ones_like())
+            self.execute_steps(tape, grads, recorder, retain_graph)
+            self.cleanup(recorder)
+            if recorder is not None:
+                recorder.record(BackwardFinished(self.pool.usage(), tuple(grads.node_ids()), self.pool.peak_bytes))
+        finally:
+            grads.recorder = None
         return grads
 
-    def _validate(self, root_id: NodeId) -> list[NodeId]:
-        """Walk the ancestry as Burn does (a stack) and return the steps to consume."""
+    def build_tape(self, root_id: NodeId, retain_graph: bool = False) -> list[list[Step]]:
+        """The steps reachable from the root, walked as Burn does (a stack), bucketed by order. A path
+        through a consumed step is refused here, before any step is taken off the server."""
         if root_id not in self.steps:
             raise TapeConsumedError(root_id)
         visited = {root_id}
-        order = [root_id]
+        reachable = [root_id]
         stack = list(self.steps[root_id].node.parents)
         while stack:
             parent = stack.pop()
@@ -271,42 +127,38 @@ class AutodiffServer:
             visited.add(parent.id)
             step = self.steps.get(parent.id)
             if step is not None:
-                order.append(parent.id)
+                reachable.append(parent.id)
                 stack.extend(step.node.parents)
             elif not parent.is_leaf:
                 raise TapeConsumedError(parent.id)
-        return order
+        tape: list[list[Step]] = [[] for _ in range(self.steps[root_id].node.order + 1)]
+        for node_id in reachable:
+            step = self.steps[node_id] if retain_graph else self._take_step(node_id)
+            tape[step.node.order].append(step)
+        return tape
 
-    def _take_step(self, node_id: NodeId) -> Step:
-        """Remove a step from the server (it is consumed or freed)."""
-        step = self.steps.pop(node_id)
-        if self.memory_policy == "eager":
-            for parent in step.node.parents:
-                self._dependents[parent.id] -= 1
-        return step
+    def execute_steps(
+        self, tape: list[list[Step]], grads: Gradients, recorder: BackwardRecorder | None, retain_graph: bool
+    ) -> None:
+        """Run every bucket from the highest order down; each step runs once and is consumed."""
+        checkpointer = Checkpointer(tape, self.balanced, self.memory.records.__getitem__, recorder)
+        for bucket in reversed(tape):
+            for step in bucket:
+                if recorder is not None:
+                    parents = tuple(p.id for p in step.node.parents)
+                    rules = tuple(r.text for r in step.rules)
+                    recorder.record(StepStarted(step.node.id, step.op, step.node.order, parents, rules))
+                checkpointer.retrieve(step)
+                step.run(grads)
+                checkpointer.release(step)
+                if retain_graph:  # PyTorch's retain_graph keeps the step; recomputed values are dropped
+                    for name in step.recipes:
+                        step.saved.pop(name, None)
+                else:
+                    self._consume(step, recorder)
 
-    def _release(self, node_id: NodeId) -> None:
-        """Eager policy: a tensor handle died. Free its step, and then each ancestor's, as soon as no
-        live tensor and no pending step needs it (PyTorch frees a graph this way)."""
-        stack = [node_id]
-        while stack:
-            current = stack.pop()
-            record = self._records.get(current)
-            if record is None or record.handle() is not None or self._dependents.get(current, 0) > 0:
-                continue
-            step = self.steps.get(current)
-            if step is not None:
-                self._take_step(current).free_saved()
-                stack.extend(p.id for p in step.node.parents)
-            del self._records[current]  # nothing left to show: PyTorch forgets it at once
-            self._dependents.pop(current, None)
-        if self.checkpointing == "balanced":
-            self._prune_checkpoints()
-
-    def _finish(self, step: Step, status: NodeStatus, recorder: BackwardRecorder | None) -> None:
-        record = self._records.get(step.node.id)
-        if record is not None:
-            record.finished, record.finished_in = status, self.backward_count
+    def _consume(self, step: Step, recorder: BackwardRecorder | None) -> None:
+        self.memory.finish(step.node.id, NodeStatus.CONSUMED, self.backward_count)
         if recorder is None:
             step.free_saved()
             return
@@ -315,115 +167,25 @@ class AutodiffServer:
         released = before - self.pool.bytes_in_use
         recorder.record(SavedStateFreed(step.node.id, saved_bytes, released, self.pool.usage()))
 
-    def _sweep(self, recorder: BackwardRecorder | None) -> None:
-        """Free every pending step that no live tensor handle depends on (abandoned graphs),
-        and forget records finished before this backward whose tensors are gone."""
-        for node_id in [i for i, r in self._records.items() if self._prunable(r)]:
-            del self._records[node_id]
-        needed = self._needed_steps()
+    def cleanup(self, recorder: BackwardRecorder | None) -> None:
+        """Burn's memory management after a backward: free every pending step that can no longer be
+        useful (abandoned, or unavailable because a step it needs is gone)."""
+        memory = self.memory
+        memory.forget_finished(self.backward_count)
         before = self.pool.bytes_in_use
-        freed = []
-        for node_id in [i for i in self.steps if i not in needed]:
-            step = self._take_step(node_id)
-            step.free_saved()
-            record = self._records[node_id]
-            record.finished, record.finished_in = NodeStatus.FREED, self.backward_count
-            freed.append(node_id)
-        for record in self._records.values():  # dropped constants: nothing left to hold
-            if record.node.id not in self.steps and record.finished is None and record.handle() is None:
-                record.finished, record.finished_in = NodeStatus.FREED, self.backward_count
+        freed = memory.steps_to_free(self.steps)
+        for node_id in freed:
+            self._take_step(node_id).free_saved()
+            memory.finish(node_id, NodeStatus.FREED, self.backward_count)
+        memory.finish_dropped_leaves(self.steps, self.backward_count)
         if recorder is not None:
             recorder.record(SweepFreed(tuple(freed), before - self.pool.bytes_in_use))
+        if self.balanced is not None:
+            self.balanced.prune(self.steps, memory.records)
 
-    def _prunable(self, record: _Record) -> bool:
-        return record.finished is not None and record.finished_in < self.backward_count and record.handle() is None
-
-    def _needed_steps(self) -> set[NodeId]:
-        """Pending steps that are a live handle's own or one of its ancestors."""
-        stack = [i for i in self.steps if self._records[i].handle() is not None]
-        needed: set[NodeId] = set()
-        while stack:
-            node_id = stack.pop()
-            if node_id in needed:
-                continue
-            needed.add(node_id)
-            stack.extend(p.id for p in self.steps[node_id].node.parents if p.id in self.steps)
-        return needed
-
-    def _held_bytes(self) -> dict[NodeId, int]:
-        """Per pending step, the bytes it alone keeps alive: saved buffers that no live tensor
-        holds, each counted once (for the first step, by id, that saved it)."""
-        counted = set()
-        for record in self._records.values():
-            tensor = record.handle()
-            if tensor is not None:
-                counted.add(id(tensor.data.allocation))
-        held: dict[NodeId, int] = {}
-        for node_id in sorted(self.steps):
-            for buffer in self.steps[node_id].saved.values():
-                owner = buffer.allocation
-                if id(owner) not in counted:
-                    counted.add(id(owner))
-                    held[node_id] = held.get(node_id, 0) + owner.owned_bytes
-        return held
+    # -- pictures ----------------------------------------------------------------------------------
+    def snapshot(self) -> GraphSnapshot:
+        return snapshots.snapshot(self)
 
     def graph_of(self, root_id: NodeId) -> list[GraphNode]:
-        """The nodes `root_id` was computed from, inputs before the nodes that use them. Call it
-        before backward (records are pruned one backward later); every leaf must still be alive."""
-        order: list[NodeId] = []  # depth-first post-order: a topological order
-        seen: set[NodeId] = set()
-        stack: list[tuple[NodeId, bool]] = [(root_id, False)]
-        while stack:
-            node_id, inputs_done = stack.pop()
-            if inputs_done:
-                order.append(node_id)
-            elif node_id not in seen:
-                seen.add(node_id)
-                stack.append((node_id, True))
-                stack.extend((i, False) for i in reversed(self._records[node_id].inputs) if i not in seen)
-        nodes = []
-        for node_id in order:
-            record = self._records[node_id]
-            value = None
-            if record.forward is None:
-                tensor = record.handle()
-                if tensor is None:
-                    raise UnsupportedOperationError(
-                        f"{node_id!r} ({record.op}) is an input whose tensor was dropped: keep every input "
-                        "in a variable to recompute the graph."
-                    )
-                value = tensor.numpy()
-            nodes.append(GraphNode(node_id, record.op, record.node.requirement, record.inputs, record.forward, value))
-        return nodes
-
-    # -- snapshot ------------------------------------------------------------------------
-    def snapshot(self) -> GraphSnapshot:
-        needed = self._needed_steps()
-        held = self._held_bytes()
-        nodes = []
-        for node_id in sorted(self._records):
-            record = self._records[node_id]
-            step = self.steps.get(node_id)
-            alive = record.handle() is not None
-            if step is not None:
-                status = NodeStatus.LIVE if node_id in needed else NodeStatus.ABANDONED
-            elif record.finished is not None:
-                status = record.finished
-            else:
-                status = NodeStatus.CONSTANT if alive else NodeStatus.FREED
-            nodes.append(
-                NodeSnapshot(
-                    id=node_id,
-                    op=record.op,
-                    shape=tuple(record.shape),
-                    requirement=record.node.requirement,
-                    order=record.node.order,
-                    parents=tuple(p.id for p in record.node.parents),
-                    inputs=record.inputs,
-                    status=status,
-                    saved_bytes=0 if step is None else step.saved_bytes,
-                    held_bytes=held.get(node_id, 0),
-                    handle_alive=alive,
-                )
-            )
-        return GraphSnapshot(tuple(nodes), tuple(sorted(self.steps)), self.pool.usage(), self.backward_count)
+        return snapshots.graph_of(self, root_id)

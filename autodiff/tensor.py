@@ -1,6 +1,6 @@
 """`Tensor`: every op's forward and its backward rules, side by side.
 
-Each op computes its output on the device's buffers, then `_result` registers exactly one step
+Each op computes its output on the device's buffers, then `_run_op` registers exactly one step
 on the autodiff server: an `OpsStep` (here `Step`) with the rules of the tracked inputs and
 only the saved tensors those rules need, or an `UntrackedOpsStep` when no input is tracked.
 In a rule, `g` is the gradient flowing into the op's output and `s` the saved tensors.
@@ -25,11 +25,11 @@ from .errors import (
     UnsupportedOperationError,
     UntrackedBackwardError,
 )
+from .grads import Gradients
 from .graph import Node, NodeId, Parent, Requirement, Rule, Step, UntrackedOpsStep
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
-    from .grads import Gradients
     from .trace import BackwardRecorder
 
 FLOAT_DTYPES = ("float32", "float64")
@@ -171,8 +171,10 @@ class Tensor:
         return self
 
     def detach(self) -> Tensor:
-        """The same data as a new untracked leaf: gradients do not flow through it."""
-        return Tensor._leaf(self.data, self.device, "detach")
+        """The same data as a new leaf: gradients do not flow through it. As Burn's `float_detach`, a leaf
+        marked with require_grad() stays one (a new `Grad` leaf); anything else becomes untracked."""
+        detached = Tensor._leaf(self.data, self.device, "detach")
+        return detached.require_grad() if self.is_require_grad else detached
 
     def without_autodiff(self) -> Tensor:
         """The same data on the inner device: no graph, no server, no memory held by steps."""
@@ -204,13 +206,17 @@ class Tensor:
                 "recompute the forward pass. (retain_graph and into are for comparing with PyTorch, on "
                 "autodiff(memory_policy='eager').)"
             )
-        return server.backward(self, self.device.inner, recorder, retain_graph, into)
+        return server.backward(self, into if into is not None else Gradients(), recorder, retain_graph)
 
     def grad(self, grads: Gradients) -> Tensor | None:
-        return None if self.node is None else grads.get(self.node.id)
+        """This tensor's gradient in `grads`, as a tensor on the inner device (None when it has none)."""
+        grad = None if self.node is None else grads.get(self.node.id)
+        return None if grad is None else Tensor(grad, self.device.inner)
 
     def grad_remove(self, grads: Gradients) -> Tensor | None:
-        return None if self.node is None else grads.remove(self.node.id)
+        """Take this tensor's gradient out of `grads` and return it."""
+        grad = None if self.node is None else grads.remove(self.node.id)
+        return None if grad is None else Tensor(grad, self.device.inner)
 
     def grad_replace(self, grads: Gradients, grad: Tensor) -> None:
         if self.node is None:
@@ -224,31 +230,31 @@ class Tensor:
     def __add__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
             c = _scalar(other)
-            return _result(f"add_scalar({c:g})", lambda x: x + c, (self,), (Rule("grad", lambda g, s: g),))
+            return _run_op(f"add_scalar({c:g})", lambda x: x + c, (self,), (Rule("grad", lambda g, s: g),))
         a, b = self._operands(other)
-        return _result("add", lambda a, b: a + b, (a, b), (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)))
+        return _run_op("add", lambda a, b: a + b, (a, b), (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)))
 
     __radd__ = __add__
 
     def __sub__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
             c = _scalar(other)
-            return _result(f"sub_scalar({c:g})", lambda x: x - c, (self,), (Rule("grad", lambda g, s: g),))
+            return _run_op(f"sub_scalar({c:g})", lambda x: x - c, (self,), (Rule("grad", lambda g, s: g),))
         a, b = self._operands(other)
-        return _result(
+        return _run_op(
             "sub", lambda a, b: a - b, (a, b), (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g))
         )
 
     def __rsub__(self, other: Scalar) -> Tensor:
         c = _scalar(other)
-        return _result(f"rsub_scalar({c:g})", lambda x: c - x, (self,), (Rule("-grad", lambda g, s: -g),))
+        return _run_op(f"rsub_scalar({c:g})", lambda x: c - x, (self,), (Rule("-grad", lambda g, s: -g),))
 
     def __mul__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
             c = _scalar(other)
-            return _result(f"mul_scalar({c:g})", lambda x: x * c, (self,), (Rule(f"grad * {c:g}", lambda g, s: g * c),))
+            return _run_op(f"mul_scalar({c:g})", lambda x: x * c, (self,), (Rule(f"grad * {c:g}", lambda g, s: g * c),))
         a, b = self._operands(other)
-        return _result(
+        return _run_op(
             "mul", lambda a, b: a * b, (a, b),
             (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
              Rule("grad * a", lambda g, s: g * s["a"], ("a",))),
@@ -262,9 +268,9 @@ class Tensor:
             c = _scalar(other)
             if c == 0:
                 raise NonFiniteError("Division by the number 0 gives infinity; divide by a non-zero number.")
-            return _result(f"div_scalar({c:g})", lambda x: x / c, (self,), (Rule(f"grad / {c:g}", lambda g, s: g / c),))
+            return _run_op(f"div_scalar({c:g})", lambda x: x / c, (self,), (Rule(f"grad / {c:g}", lambda g, s: g / c),))
         a, b = self._operands(other)
-        return _result(
+        return _run_op(
             "div", lambda a, b: a / b, (a, b),
             (Rule("grad / b", lambda g, s: g / s["b"], ("b",)),
              Rule("-grad * a / b²", lambda g, s: -g * s["a"] / (s["b"] * s["b"]), ("a", "b"))),
@@ -273,7 +279,7 @@ class Tensor:
 
     def __rtruediv__(self, other: Scalar) -> Tensor:
         c = _scalar(other)
-        return _result(
+        return _run_op(
             f"rdiv_scalar({c:g})", lambda x: c / x, (self,),
             (Rule(f"-grad * {c:g} / x²", lambda g, s: -g * c / (s["x"] * s["x"]), ("x",)),),
         )  # fmt: skip
@@ -282,7 +288,7 @@ class Tensor:
         if not _is_scalar(exponent):
             raise UnsupportedOperationError("The exponent of ** must be a number, e.g. x ** 2.")
         p = _scalar(exponent)
-        return _result(
+        return _run_op(
             f"powf_scalar({p:g})", lambda x: x**p, (self,),
             (Rule(f"grad * {p:g} * x^{p - 1:g}", lambda g, s: g * (s["x"] ** (p - 1) * p), ("x",)),),
         )  # fmt: skip
@@ -300,7 +306,7 @@ class Tensor:
                 f"({a.shape[-1]}) must equal the second-to-last of the second ({b.shape[-2]})."
             )
         _broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul (batch dimensions)")
-        return _result(
+        return _run_op(
             "matmul", lambda a, b: a @ b, (a, b),
             (Rule("grad @ bᵀ", lambda g, s: g @ s["b"].swap_dims(-1, -2), ("b",)),
              Rule("aᵀ @ grad", lambda g, s: s["a"].swap_dims(-1, -2) @ g, ("a",))),
@@ -311,64 +317,58 @@ class Tensor:
 
     # -- unary ops (saved names: "x" the input, "y" the output) -----------------------------------
     def __neg__(self) -> Tensor:
-        return _result("neg", lambda x: -x, (self,), (Rule("-grad", lambda g, s: -g),))
+        return _run_op("neg", lambda x: -x, (self,), (Rule("-grad", lambda g, s: -g),))
 
     def exp(self) -> Tensor:
         # Burn saves the input and recomputes exp(x) in backward.
-        return _result(
+        return _run_op(
             "exp", lambda x: x.exp(), (self,), (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),)
         )
 
     def log(self) -> Tensor:
-        return _result("log", lambda x: x.log(), (self,), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),))
+        return _run_op("log", lambda x: x.log(), (self,), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),))
 
     def sqrt(self) -> Tensor:
-        return _result(
-            "sqrt", lambda x: x.sqrt(), (self,), (Rule("grad / (2 * y)", lambda g, s: g / (s["y"] * 2.0), ("y",)),)
-        )
+        # As Burn: the input is saved and sqrt(x) recomputed in backward (so are tanh, sigmoid, relu).
+        return _run_op(
+            "sqrt", lambda x: x.sqrt(), (self,),
+            (Rule("grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0), ("x",)),),
+        )  # fmt: skip
 
     def sin(self) -> Tensor:
-        return _result(
+        return _run_op(
             "sin", lambda x: x.sin(), (self,), (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),)
         )
 
     def cos(self) -> Tensor:
-        return _result(
+        return _run_op(
             "cos", lambda x: x.cos(), (self,), (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),)
         )
 
     def tanh(self) -> Tensor:
-        return _result(
-            "tanh",
-            lambda x: x.tanh(),
-            (self,),
-            (Rule("grad * (1 - y²)", lambda g, s: g * (1.0 - s["y"] * s["y"]), ("y",)),),
-        )
+        return _run_op("tanh", lambda x: x.tanh(), (self,), (Rule("grad * (1 - tanh(x)²)", _tanh_rule, ("x",)),))
 
     def sigmoid(self) -> Tensor:
-        return _result(
-            "sigmoid",
-            lambda x: x.sigmoid(),
-            (self,),
-            (Rule("grad * y * (1 - y)", lambda g, s: g * s["y"] * (1.0 - s["y"]), ("y",)),),
+        return _run_op(
+            "sigmoid", lambda x: x.sigmoid(), (self,), (Rule("grad * σ(x) * (1 - σ(x))", _sigmoid_rule, ("x",)),)
         )
 
     def relu(self) -> Tensor:
-        return _result(
-            "relu", lambda x: x.relu(), (self,), (Rule("grad * (y > 0)", lambda g, s: g * (s["y"] > 0.0), ("y",)),)
+        return _run_op(
+            "relu", lambda x: x.relu(), (self,), (Rule("grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0), ("x",)),)
         )
 
     # -- reductions (as in Burn: sum/mean give shape [1], *_dim keep the dim with size 1) ----------
     def sum(self) -> Tensor:
         shape = self.shape
-        return _result(
+        return _run_op(
             "sum", lambda x: x.sum(), (self,), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),),
             compute_bound=True,
         )  # fmt: skip
 
     def mean(self) -> Tensor:
         shape, n = self.shape, math.prod(self.shape)
-        return _result(
+        return _run_op(
             "mean",
             lambda x: x.sum() / n,
             (self,),
@@ -378,7 +378,7 @@ class Tensor:
 
     def sum_dim(self, dim: int) -> Tensor:
         shape, dim = self.shape, self._dim(dim)
-        return _result(
+        return _run_op(
             f"sum_dim({dim})",
             lambda x: x.sum_dim(dim),
             (self,),
@@ -389,7 +389,7 @@ class Tensor:
     def mean_dim(self, dim: int) -> Tensor:
         shape, dim = self.shape, self._dim(dim)
         n = shape[dim]
-        return _result(
+        return _run_op(
             f"mean_dim({dim})",
             lambda x: x.sum_dim(dim) / n,
             (self,),
@@ -403,7 +403,7 @@ class Tensor:
             raise ShapeMismatchError("reshape takes a list of sizes, e.g. x.reshape([3, 1]).")
         original = self.shape
         target = _reshaped(original, [int(d) for d in shape])
-        return _result(
+        return _run_op(
             f"reshape({list(target)})",
             lambda x: x.reshape(target),
             (self,),
@@ -412,7 +412,7 @@ class Tensor:
 
     def swap_dims(self, dim1: int, dim2: int) -> Tensor:
         d1, d2 = self._dim(dim1), self._dim(dim2)
-        return _result(
+        return _run_op(
             f"swap_dims({d1}, {d2})",
             lambda x: x.swap_dims(d1, d2),
             (self,),
@@ -452,7 +452,7 @@ class Tensor:
         return int(dim) % rank
 
 
-def _result(
+def _run_op(
     op: str,
     forward: Callable[..., Buffer],
     inputs: tuple[Tensor, ...],
@@ -464,8 +464,9 @@ def _result(
 
     `names` names the inputs for the rules' saved tensors ("y" is the output). Only what the
     tracked inputs' rules need is saved: an operand is kept only when the other one is tracked.
-    `compute_bound` ops (matmul, reductions) keep their outputs under balanced checkpointing;
-    the others (elementwise) are recomputed in backward instead."""
+    Under balanced checkpointing, `compute_bound` ops (matmul, reductions) keep their outputs; an
+    elementwise op is recomputed in backward instead, unless an input is untracked (Burn then treats
+    it as compute-bound: an untracked parent cannot be checkpointed)."""
     out = forward(*(t.data for t in inputs))
     device = inputs[0].device
     server = device.server
@@ -481,7 +482,8 @@ def _result(
     step: Step
     if tracked:
         parents = tuple(Parent(inputs[i].node.id, inputs[i].node.order == 0) for i in tracked)
-        node = Node(node_id, parents, order + 1, Requirement.GradInBackward, not compute_bound)
+        memory_bound = not compute_bound and len(tracked) == len(inputs)
+        node = Node(node_id, parents, order + 1, Requirement.GradInBackward, memory_bound)
         kept = tuple(rules[i] for i in tracked)
         saved = {}
         for rule in kept:
@@ -497,6 +499,16 @@ def _result(
     tensor = Tensor(out, device, node)
     server.register(tensor, step, tuple(t.node.id for t in inputs), forward)
     return tensor
+
+
+def _tanh_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
+    y = s["x"].tanh()
+    return g * (1.0 - y * y)
+
+
+def _sigmoid_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
+    y = s["x"].sigmoid()
+    return g * y * (1.0 - y)
 
 
 def _is_scalar(value: object) -> bool:

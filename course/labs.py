@@ -60,7 +60,7 @@ class ConsumptionLab:
 
     def container(self) -> dict[int, np.ndarray]:
         """The `Gradients` container's entries now, as arrays by node id."""
-        return {int(i): self.grads.get(i).numpy() for i in self.grads.node_ids()}
+        return {int(i): self.grads.get(i).to_numpy() for i in self.grads.node_ids()}
 
     def kept_leaves(self) -> set[int]:
         """Node ids of the `Grad` leaves: their entries are kept through backward."""

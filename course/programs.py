@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
-from autodiff.server import GraphNode
+from autodiff.snapshot import GraphNode
 
 from .naming import node_names
 

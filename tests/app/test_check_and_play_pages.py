@@ -31,10 +31,10 @@ def test_check_page_flags_a_planted_bug(monkeypatch):
         pytest.skip("MLX is not available here")
     from autodiff import Tensor
     from autodiff.graph import Rule
-    from autodiff.tensor import _result
+    from autodiff.tensor import _run_op
 
     def wrong_tanh(self: Tensor) -> Tensor:
-        return _result("tanh", lambda x: x.tanh(), (self,), (Rule("bug", lambda g, s: g * (1.0 - s["y"]), ("y",)),))
+        return _run_op("tanh", lambda x: x.tanh(), (self,), (Rule("bug", lambda g, s: g * (1.0 - s["y"]), ("y",)),))
 
     monkeypatch.setattr(Tensor, "tanh", wrong_tanh)
     at = app("pages/check_and_play/check_mlx.py")

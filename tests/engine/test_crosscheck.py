@@ -8,7 +8,7 @@ import pytest
 from autodiff import BackwardRecorder, Device, Tensor
 from autodiff.device import mlx_unavailable_reason
 from autodiff.graph import Rule
-from autodiff.tensor import _result
+from autodiff.tensor import _run_op
 from course.programs import PROGRAMS
 
 if mlx_unavailable_reason():
@@ -41,7 +41,7 @@ def test_every_shipped_program_agrees_with_mlx_and_finite_differences(key, backe
 
 def test_a_planted_wrong_rule_is_flagged_at_exactly_its_node(monkeypatch):
     def wrong_tanh(self: Tensor) -> Tensor:  # forgets the square: grad * (1 - y)
-        return _result("tanh", lambda x: x.tanh(), (self,), (Rule("bug", lambda g, s: g * (1.0 - s["y"]), ("y",)),))
+        return _run_op("tanh", lambda x: x.tanh(), (self,), (Rule("bug", lambda g, s: g * (1.0 - s["y"]), ("y",)),))
 
     monkeypatch.setattr(Tensor, "tanh", wrong_tanh)
     tensors, result = check("neuron")
@@ -59,7 +59,7 @@ def test_a_planted_wrong_mul_rule_is_flagged(monkeypatch):
     def wrong_mul(self: Tensor, other):
         if not isinstance(other, Tensor):
             return original(self, other)
-        return _result(
+        return _run_op(
             "mul", lambda a, b: a * b, (self, other),
             (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
              Rule("grad * b (bug: should be a)", lambda g, s: g * s["b"], ("b",))),

@@ -57,7 +57,9 @@ class EngineMachine(RuleBasedStateMachine):
     def detach(self, i):
         a = self.pick(i)
         out = a.detach()
-        assert not out.is_tracked and out.data is a.data
+        # Burn's float_detach: a new leaf; a require_grad() leaf stays one, anything else is untracked
+        assert out.is_require_grad == a.is_require_grad and out.is_tracked == a.is_require_grad
+        assert out.data is a.data and out.node_id != a.node_id
         self.live.append(out)
 
     @precondition(lambda self: self.live)

@@ -1,0 +1,124 @@
+"""Pictures of a server's graph: a snapshot of every node (for drawing), and a graph export that can
+be recomputed elsewhere (for the MLX cross-check). Read-only: nothing here changes the server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import UnsupportedOperationError
+from .graph import NodeId, Requirement
+from .memory import MemoryUsage
+from .memory_management import NodeStatus
+
+if TYPE_CHECKING:
+    from .backends.base import Buffer
+    from .server import AutodiffServer
+
+
+@dataclass(frozen=True)
+class NodeSnapshot:
+    id: NodeId
+    op: str
+    shape: tuple[int, ...]
+    requirement: Requirement
+    order: int
+    parents: tuple[NodeId, ...]  # tracked inputs, as Burn records them
+    inputs: tuple[NodeId, ...]  # every autodiff input, tracked or not (for drawing)
+    status: NodeStatus
+    saved_bytes: int  # bytes of the buffers its step saved, shared ones included
+    held_bytes: int  # of those, bytes that only the graph keeps alive (each buffer counted once)
+    handle_alive: bool
+
+
+@dataclass(frozen=True)
+class GraphSnapshot:
+    nodes: tuple[NodeSnapshot, ...]
+    pending_steps: tuple[NodeId, ...]
+    memory: MemoryUsage
+    backward_count: int
+
+    def node(self, node_id: int) -> NodeSnapshot:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(f"NodeId({node_id}) is not in this snapshot")
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One node of a graph as `graph_of` returns it, enough to recompute it elsewhere."""
+
+    id: NodeId
+    op: str
+    requirement: Requirement
+    inputs: tuple[NodeId, ...]
+    forward: Callable[..., Buffer] | None  # None for a leaf
+    leaf_value: np.ndarray | None  # a leaf's values; None for an op output
+
+
+def snapshot(server: AutodiffServer) -> GraphSnapshot:
+    memory = server.memory
+    needed = memory.needed_steps(server.steps)
+    held = memory.held_bytes(server.steps)
+    nodes = []
+    for node_id in sorted(memory.records):
+        record = memory.records[node_id]
+        step = server.steps.get(node_id)
+        alive = record.handle() is not None
+        if step is not None:
+            status = NodeStatus.LIVE if node_id in needed else NodeStatus.ABANDONED
+        elif record.finished is not None:
+            status = record.finished
+        else:
+            status = NodeStatus.CONSTANT if alive else NodeStatus.FREED
+        nodes.append(
+            NodeSnapshot(
+                id=node_id,
+                op=record.op,
+                shape=tuple(record.shape),
+                requirement=record.node.requirement,
+                order=record.node.order,
+                parents=tuple(p.id for p in record.node.parents),
+                inputs=record.inputs,
+                status=status,
+                saved_bytes=0 if step is None else step.saved_bytes,
+                held_bytes=held.get(node_id, 0),
+                handle_alive=alive,
+            )
+        )
+    return GraphSnapshot(tuple(nodes), tuple(sorted(server.steps)), server.pool.usage(), server.backward_count)
+
+
+def graph_of(server: AutodiffServer, root_id: NodeId) -> list[GraphNode]:
+    """The nodes `root_id` was computed from, inputs before the nodes that use them. Call it before
+    backward (records are forgotten one backward later); every leaf must still be alive."""
+    records = server.memory.records
+    order: list[NodeId] = []  # depth-first post-order: a topological order
+    seen: set[NodeId] = set()
+    stack: list[tuple[NodeId, bool]] = [(root_id, False)]
+    while stack:
+        node_id, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(node_id)
+        elif node_id not in seen:
+            seen.add(node_id)
+            stack.append((node_id, True))
+            stack.extend((i, False) for i in reversed(records[node_id].inputs) if i not in seen)
+    nodes = []
+    for node_id in order:
+        record = records[node_id]
+        value = None
+        if record.forward is None:
+            tensor = record.handle()
+            if tensor is None:
+                raise UnsupportedOperationError(
+                    f"{node_id!r} ({record.op}) is an input whose tensor was dropped: keep every input "
+                    "in a variable to recompute the graph."
+                )
+            value = tensor.numpy()
+        nodes.append(GraphNode(node_id, record.op, record.node.requirement, record.inputs, record.forward, value))
+    return nodes
