@@ -5,15 +5,19 @@
 (b) the 512x512 memory-experiment forward+backward vs the same math hand-written in numpy;
     target: at most 1.15x.
 (c, d) the same two on the MLX backend vs `mx.grad` of the same function (when MLX imports).
+(e) Python heap growth over 10,000 forward+backward iterations of the seed graph, per memory policy
+    (tracemalloc); target: flat.
 
 Run: python bench/engine.py
 """
 
 from __future__ import annotations
 
+import gc
 import platform
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -131,6 +135,31 @@ def mlx_section() -> None:
     )
 
 
+def heap_growth(policy: str, iterations: int = 10_000) -> tuple[int, int]:
+    """Bytes the Python heap grew over the first and over all `iterations` of the seed graph's
+    forward+backward (a dropped constant each time too), after a warm-up."""
+    ad = Device.numpy().autodiff(memory_policy=policy)
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+
+    def iterate(n: int) -> None:
+        for _ in range(n):
+            x.grad(((x * x) + x * 3.0).sum().backward())
+            Tensor.from_floats([1.0], ad)
+
+    iterate(100)
+    gc.collect()
+    tracemalloc.start()
+    start = tracemalloc.take_snapshot()
+    iterate(1000)
+    gc.collect()
+    early = sum(d.size_diff for d in tracemalloc.take_snapshot().compare_to(start, "filename"))
+    iterate(iterations - 1000)
+    gc.collect()
+    total = sum(d.size_diff for d in tracemalloc.take_snapshot().compare_to(start, "filename"))
+    tracemalloc.stop()
+    return early, total
+
+
 def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, numpy {np.__version__}")  # fmt: skip
@@ -158,6 +187,10 @@ def main() -> None:
         f"Burn does: {same_math * 1e3:.2f} ms, ratio {engine / same_math:.2f}x (the engine's own overhead)"
     )
     mlx_section()
+    for policy in ("lazy", "eager"):
+        early, total = heap_growth(policy)
+        print(f"(e) Python heap growth, {policy} policy: {early / 1024:+.1f} KiB after 1,000 iterations, "
+              f"{total / 1024:+.1f} KiB after 10,000 (target: flat)")  # fmt: skip
 
 
 if __name__ == "__main__":
