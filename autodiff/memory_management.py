@@ -76,7 +76,9 @@ class GraphMemoryManagement:
     ) -> None:
         """Remember a new node: a leaf, or an op's output with its inputs."""
         node = tensor.node
-        handle = weakref.ref(tensor, self._on_drop(node.id))
+        # told of the drop: every node under PyTorch's policy; under Burn's only a constant (see _on_drop)
+        watch = self.policy == "eager" or (not inputs and node.requirement is Requirement.Untracked)
+        handle = weakref.ref(tensor, self._on_drop(node.id) if watch else None)
         self.records[node.id] = NodeRecord(node, op, tensor.data.shape, inputs, handle, forward)
         for input_id in inputs:
             record = self.records.get(input_id)

@@ -467,37 +467,34 @@ def _run_op(
     Under balanced checkpointing, `compute_bound` ops (matmul, reductions) keep their outputs; an
     elementwise op is recomputed in backward instead, unless an input is untracked (Burn then treats
     it as compute-bound: an untracked parent cannot be checkpointed)."""
-    out = forward(*(t.data for t in inputs))
+    out = forward(*[t.data for t in inputs])
     device = inputs[0].device
     server = device.server
     if server is None:
         return Tensor(out, device)
-    order = 0
-    tracked = []
-    for i, t in enumerate(inputs):
-        order = max(order, t.node.order)
-        if t.node.requirement is not Requirement.Untracked:
-            tracked.append(i)
+    nodes = [t.node for t in inputs]
+    order = max([n.order for n in nodes]) + 1
+    tracked = [i for i, n in enumerate(nodes) if n.requirement is not Requirement.Untracked]
     node_id = server.new_node_id()
     step: Step
     if tracked:
-        parents = tuple(Parent(inputs[i].node.id, inputs[i].node.order == 0) for i in tracked)
+        parents = tuple([Parent(nodes[i].id, nodes[i].order == 0) for i in tracked])
         memory_bound = not compute_bound and len(tracked) == len(inputs)
-        node = Node(node_id, parents, order + 1, Requirement.GradInBackward, memory_bound)
-        kept = tuple(rules[i] for i in tracked)
+        node = Node(node_id, parents, order, Requirement.GradInBackward, memory_bound)
+        kept = tuple([rules[i] for i in tracked])
         saved = {}
         for rule in kept:
             for name in rule.needs:
                 saved[name] = out if name == "y" else inputs[names.index(name)].data
-        step = Step(node, op, kept, tuple(inputs[i].data.shape for i in tracked), saved)
+        step = Step(node, op, kept, tuple([inputs[i].data.shape for i in tracked]), saved)
         if server.checkpointing == "balanced":
-            producers = {"y": node} | {name: inputs[k].node for k, name in enumerate(names[: len(inputs)])}
+            producers = {"y": node} | {name: nodes[k] for k, name in enumerate(names[: len(inputs)])}
             server.checkpoint(step, producers, inputs)
     else:
-        node = Node(node_id, (), order + 1, Requirement.Untracked, not compute_bound)
+        node = Node(node_id, (), order, Requirement.Untracked, not compute_bound)
         step = UntrackedOpsStep(node, op)
     tensor = Tensor(out, device, node)
-    server.register(tensor, step, tuple(t.node.id for t in inputs), forward)
+    server.register(tensor, step, tuple([n.id for n in nodes]), forward)
     return tensor
 
 
