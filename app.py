@@ -8,6 +8,7 @@ import streamlit as st
 from autodiff import AutodiffError
 from autodiff.device import mlx_unavailable_reason
 from ui.navigation import navigation_pages
+from ui.state import moved_from_another_replica
 
 st.set_page_config(page_title="Seeing autodiff", page_icon="🔁", layout="wide")
 
@@ -35,6 +36,12 @@ if st.session_state.get("presenter"):
     st.html(
         "<style>html, body, [data-testid='stMarkdownContainer'] p, li, td {font-size: 1.25rem !important;}"
         " h1 {font-size: 2.6rem !important;} [data-testid='stSidebar'] {min-width: 15rem;}</style>"
+    )
+
+if moved_from_another_replica():
+    st.info(
+        "The server that held your session stopped, and you are now on another one. This page started "
+        "afresh: what you did before is not here, so run it again."
     )
 
 try:

@@ -63,3 +63,16 @@ def parse_event_number(raw: str) -> int | None:
 
 def presenter_mode() -> bool:
     return bool(st.session_state.get("presenter", False))
+
+
+def moved_from_another_replica() -> bool:
+    """True once, on the first run of a session that continues a browser tab another replica served
+    (deploy/: nginx names the replica that answered in the `st_replica` cookie). Its state stayed there."""
+    if st.session_state.get("_replica_checked"):
+        return False
+    st.session_state._replica_checked = True
+    last = st.context.cookies.get("st_replica")
+    if not last:
+        return False
+    here = f"{st.get_option('server.address') or '127.0.0.1'}:{st.get_option('server.port')}"
+    return last.split(",")[-1].strip() != here

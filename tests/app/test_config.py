@@ -1,0 +1,43 @@
+"""The effective configuration of `streamlit run app.py` from the project's folder: production settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OPTIONS = (
+    "server.enableXsrfProtection",
+    "server.runOnSave",
+    "server.fileWatcherType",
+    "server.disconnectedSessionTTL",
+    "server.enableAgentApi",
+    "client.showErrorDetails",
+    "client.toolbarMode",
+    "browser.gatherUsageStats",
+)
+READ = f"""
+import json
+from streamlit import config
+config.get_config_options(force_reparse=True)
+print(json.dumps({{name: config.get_option(name) for name in {OPTIONS!r}}}))
+"""
+
+
+def effective_config() -> dict[str, object]:
+    # Streamlit reads .streamlit/config.toml from the working directory, as `streamlit run app.py` does
+    out = subprocess.run([sys.executable, "-c", READ], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_production_settings_are_in_effect():
+    options = effective_config()
+    assert options["server.enableXsrfProtection"] is True
+    assert options["server.runOnSave"] is False
+    assert options["server.fileWatcherType"] == "none"
+    assert options["server.enableAgentApi"] is False  # never in the shipped configuration
+    assert options["client.showErrorDetails"] == "none"  # no tracebacks for visitors
+    assert options["browser.gatherUsageStats"] is False
+    assert 0 < options["server.disconnectedSessionTTL"] <= 120
