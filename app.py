@@ -5,10 +5,10 @@ Run: streamlit run app.py
 
 import streamlit as st
 
-from autodiff import AutodiffError
+from autodiff import AutodiffError, memory_budget
 from autodiff.device import mlx_unavailable_reason
 from ui.navigation import navigation_pages
-from ui.state import moved_from_another_replica
+from ui.state import moved_from_another_replica, session_budget
 
 st.set_page_config(page_title="Seeing autodiff", page_icon="🔁", layout="wide")
 
@@ -45,7 +45,8 @@ if moved_from_another_replica():
     )
 
 try:
-    page.run()
+    with memory_budget(session_budget()):  # every device a lesson creates counts against this session's cap
+        page.run()
 except AutodiffError as error:
     st.error(f"The engine refused this: {error}\n\nChange the input above and try again; nothing else was lost.")
 except Exception as error:  # the last guard: explain, never show a traceback

@@ -13,6 +13,7 @@ from .errors import (
     BackendUnavailableError,
     DeviceMismatchError,
     DTypeError,
+    MemoryBudgetError,
     NonFiniteError,
     NonLeafRequireGradError,
     ShapeMismatchError,
@@ -22,7 +23,7 @@ from .errors import (
 )
 from .grads import Gradients
 from .graph import NodeId, Requirement
-from .memory import MemoryUsage
+from .memory import MemoryBudget, MemoryUsage, memory_budget
 from .memory_management import NodeStatus
 from .server import AutodiffServer
 from .snapshot import GraphSnapshot, NodeSnapshot
@@ -40,6 +41,8 @@ __all__ = [
     "Distribution",
     "Gradients",
     "GraphSnapshot",
+    "MemoryBudget",
+    "MemoryBudgetError",
     "MemoryUsage",
     "NodeId",
     "NodeSnapshot",
@@ -52,4 +55,5 @@ __all__ = [
     "Tensor",
     "UnsupportedOperationError",
     "UntrackedBackwardError",
+    "memory_budget",
 ]

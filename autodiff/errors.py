@@ -43,6 +43,10 @@ class BackendUnavailableError(AutodiffError):
     """A backend that cannot be used on this machine."""
 
 
+class MemoryBudgetError(AutodiffError, MemoryError):
+    """An allocation would take a memory budget past its limit (see `autodiff.memory.memory_budget`)."""
+
+
 class TapeConsumedError(AutodiffError, RuntimeError):
     """backward() would pass through a step that an earlier backward already consumed."""
 

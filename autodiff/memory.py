@@ -10,7 +10,12 @@ makes that moment exact), so `in_use` is always the sum of the bytes of the live
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+
+from .errors import MemoryBudgetError
 
 MIB = 1024 * 1024
 
@@ -31,23 +36,59 @@ class MemoryUsage:
         return f"in_use={self.mib:6.1f} MiB allocs={self.allocations}"
 
 
+class MemoryBudget:
+    """A cap on the bytes held by every pool created under it (an app gives each visitor one)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+
+_BUDGET: ContextVar[MemoryBudget | None] = ContextVar("autodiff_memory_budget", default=None)
+
+
+@contextmanager
+def memory_budget(budget: MemoryBudget) -> Iterator[MemoryBudget]:
+    """Devices created inside this block count their buffers against `budget`, for their whole life: an
+    allocation past its limit raises `MemoryBudgetError` before it is counted."""
+    token = _BUDGET.set(budget)
+    try:
+        yield budget
+    finally:
+        _BUDGET.reset(token)
+
+
 class MemoryPool:
     """The live-buffer counter of one device (shared by its autodiff device)."""
 
-    __slots__ = ("bytes_in_use", "allocations", "peak_bytes")
+    __slots__ = ("bytes_in_use", "allocations", "peak_bytes", "budget")
 
     def __init__(self) -> None:
         self.bytes_in_use = 0
         self.allocations = 0
         self.peak_bytes = 0
+        self.budget = _BUDGET.get()
 
     def allocate(self, nbytes: int) -> None:
+        budget = self.budget
+        if budget is not None:
+            if budget.used + nbytes > budget.limit:
+                raise MemoryBudgetError(
+                    f"This would take the memory of your session past {budget.limit / MIB:,.0f} MiB "
+                    f"({budget.used / MIB:,.1f} MiB is in use). Run a backward (it frees abandoned graphs), "
+                    "start an experiment over, or use smaller sizes."
+                )
+            budget.used += nbytes
         self.bytes_in_use += nbytes
         self.allocations += 1
         if self.bytes_in_use > self.peak_bytes:
             self.peak_bytes = self.bytes_in_use
 
     def release(self, nbytes: int) -> None:
+        if self.budget is not None:
+            self.budget.used -= nbytes
         self.bytes_in_use -= nbytes
         self.allocations -= 1
 

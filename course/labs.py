@@ -14,6 +14,7 @@ from autodiff import (
     Device,
     Distribution,
     Gradients,
+    MemoryBudgetError,
     MemoryUsage,
     Requirement,
     TapeConsumedError,
@@ -208,6 +209,7 @@ class MemoryLab:
     ad: Device = field(init=False)
     history: list[MemoryPoint] = field(init=False)
     done: int = 0
+    refusal: str | None = None  # why the experiment stopped early (a memory budget said no)
 
     def __post_init__(self) -> None:
         self.device = Device.named(self.backend)
@@ -218,15 +220,23 @@ class MemoryLab:
 
     @property
     def finished(self) -> bool:
-        return self.done >= self.iterations
+        return self.done >= self.iterations or self.refusal is not None
 
     def forward_once(self) -> None:
-        memory_forward(self.input)  # the loss is dropped at once
+        try:
+            memory_forward(self.input)  # the loss is dropped at once
+        except MemoryBudgetError as refusal:
+            self.refusal = str(refusal)
+            return
         self.done += 1
         self.history.append(self._point(self.done, "forward, loss dropped"))
 
     def backward_now(self) -> None:
-        memory_forward(self.x).backward()  # gradients dropped at once
+        try:
+            memory_forward(self.x).backward()  # gradients dropped at once
+        except MemoryBudgetError as refusal:
+            self.refusal = str(refusal)
+            return
         self.history.append(self._point(self.done, "one backward"))
 
     def _point(self, iteration: int, label: str) -> MemoryPoint:

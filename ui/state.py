@@ -12,7 +12,18 @@ from typing import TypeVar
 
 import streamlit as st
 
+from autodiff import MemoryBudget
+
 T = TypeVar("T")
+
+
+SESSION_MEMORY_LIMIT = 256 * 2**20  # engine memory one visitor's session may hold, all lessons together
+
+
+def session_budget() -> MemoryBudget:
+    """This session's engine-memory budget: every device its lessons create counts against it, from
+    allocation to release, so a session that ends gives all of it back with its state."""
+    return st.session_state.setdefault("_engine_budget", MemoryBudget(SESSION_MEMORY_LIMIT))
 
 
 def current_backend() -> str:

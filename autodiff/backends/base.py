@@ -28,14 +28,13 @@ class Buffer:
         self.array = array
         self.pool = pool
         self.base = base  # a view keeps its base alive and owns no bytes of its own
+        self.owned_bytes = 0
         if base is None:
+            pool.allocate(array.nbytes)  # may refuse (a memory budget): then nothing is counted
             self.owned_bytes = array.nbytes
-            pool.allocate(self.owned_bytes)
-        else:
-            self.owned_bytes = 0
 
     def __del__(self) -> None:
-        if self.base is None:
+        if self.owned_bytes:
             self.pool.release(self.owned_bytes)
 
     # -- what a backend provides ------------------------------------------------------------

@@ -30,7 +30,7 @@ controls = st.columns([1, 1, 1.3, 1])
 size = controls[0].selectbox("Tensor size (n × n)", SIZES, index=2, key="memory_size")
 iterations = controls[1].slider("Forward passes", 5, 40, 20, key="memory_iterations")
 mode = controls[2].radio("Mode", ["autodiff", "without_autodiff()"], horizontal=True, key="memory_mode")
-if controls[3].button("Start", type="primary", width="stretch"):
+if controls[3].button("Start", type="primary", width="stretch", key="memory_start"):
     st.session_state.memory_lab = MemoryLab(size, iterations, autodiff=mode == "autodiff", backend=current_backend())
     st.session_state[RUNNING] = True
     st.rerun()
@@ -47,6 +47,8 @@ def live_experiment() -> None:
             st.session_state[RUNNING] = False
             st.rerun()
         lab.forward_once()
+    if lab.refusal:
+        st.error(f"The experiment stopped after {lab.done} forward passes: {lab.refusal}")
     usage = lab.history[-1].usage
     snapshot = lab.ad.snapshot()
     abandoned = [n for n in snapshot.nodes if n.status is NodeStatus.ABANDONED]

@@ -108,3 +108,19 @@ def test_checkpointing_page_compares_the_two_strategies():
     assert any("recomputed now" in m.value for m in at.markdown)
     at.selectbox(key="checkpointing_program").set_value("mlp").run()
     assert "identical" in at.success[0].value
+
+
+def test_a_session_past_its_memory_budget_is_stopped_with_a_sentence(monkeypatch):
+    import ui.state
+
+    # x holds 1 MiB; a pass keeps 2 MiB and needs 1 MiB more while it runs: the third pass would pass 7 MiB
+    monkeypatch.setattr(ui.state, "SESSION_MEMORY_LIMIT", 7 * 2**20)
+    at = app("pages/memory/memory_growth.py")
+    at.selectbox(key="memory_size").set_value(512).run()
+    at.button(key="memory_start").click().run()
+    for _ in range(4):
+        at.run()  # each run draws the live fragment once: one forward pass
+    assert not at.exception
+    message = next(e.value for e in at.error if "stopped after" in e.value)
+    assert "stopped after 2 forward passes" in message and "past 7 MiB" in message
+    assert at.session_state["memory_lab"].done == 2

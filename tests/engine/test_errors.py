@@ -1,5 +1,7 @@
 """Bad input: a typed error with a plain sentence, and the server left consistent."""
 
+import gc
+
 import pytest
 
 from autodiff import (
@@ -78,3 +80,24 @@ def test_bad_input_raises_typed_error_and_leaves_server_consistent(ad, name):
     after = state(ad)
     assert after[1:] == before[1:]  # no step, no node id, no memory leaked by the failed op
     assert x.grad((x * x).sum().backward()).tolist() == [2.0, 4.0]  # still usable
+
+
+def test_a_memory_budget_refuses_an_allocation_past_its_limit_and_counts_exactly():
+    from autodiff import MemoryBudget, MemoryBudgetError, memory_budget
+
+    budget = MemoryBudget(limit=3 * 2**20)
+    with memory_budget(budget):
+        ad = Device.numpy().autodiff()  # created inside: counted against the budget for its whole life
+    outside = Device.numpy().autodiff()
+    x = Tensor.ones([512, 512], ad).require_grad()  # 1 MiB
+    y = x * 2.0  # 2 MiB
+    assert budget.used == 2 * 2**20
+    z = y * y  # the third MiB
+    with pytest.raises(MemoryBudgetError, match="past 3 MiB"):
+        z * y  # a fourth would pass the limit: refused before it is counted
+    assert budget.used == ad.memory_usage().bytes_in_use == 3 * 2**20
+    big = Tensor.ones([1024, 1024], outside)  # another device: not in this budget
+    assert budget.used == 3 * 2**20 and big.shape == (1024, 1024)
+    del x, y, z
+    gc.collect()
+    assert budget.used == ad.memory_usage().bytes_in_use
