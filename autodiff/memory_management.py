@@ -63,7 +63,9 @@ class GraphMemoryManagement:
     def __init__(self, policy: str, release: Callable[[NodeId], Step | None]) -> None:
         self.policy = policy  # "lazy" (Burn) or "eager" (PyTorch)
         self.records: dict[NodeId, NodeRecord] = {}
-        self._release_step = release  # takes a pending step off the server (eager policy)
+        # takes a pending step off the server (eager policy); weak, so the server and this need no cycle
+        # collection to go away with the session that held them
+        self._release_step = weakref.WeakMethod(release)
         self._dependents: dict[NodeId, int] = {}  # eager policy: pending steps that list each node as a parent
 
     # -- tracking ----------------------------------------------------------------------------------
@@ -138,7 +140,8 @@ class GraphMemoryManagement:
             record = self.records.get(current)
             if record is None or record.handle() is not None or current in self._dependents:
                 continue
-            step = self._release_step(current)
+            release = self._release_step()
+            step = None if release is None else release(current)
             if step is not None:
                 step.free_saved()
                 stack.extend(p.id for p in step.node.parents)

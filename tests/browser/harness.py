@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -74,3 +75,42 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS")
+
+
+class AgentSession:
+    """One session driven through Streamlit's agent API (`--server.enableAgentApi true`, test servers only):
+    the app's own rerun path, without a browser."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.session_id: str | None = None
+
+    def interact(self, **body: Any) -> dict[str, Any]:
+        if self.session_id is not None:
+            body["session_id"] = self.session_id
+        request = urllib.request.Request(
+            f"{self.url}/_stcore/agent/interact", data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(request, timeout=120) as response:
+            answer = json.loads(response.read())
+        self.session_id = answer.get("session_id", self.session_id)
+        return answer
+
+
+def texts(snapshot: dict[str, Any]) -> str:
+    """Every string in an agent snapshot's element tree, joined: enough to look for a sentence."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+        elif isinstance(node, str):
+            found.append(node)
+
+    walk(snapshot.get("tree"))
+    return "\n".join(found)

@@ -1,0 +1,47 @@
+"""A classroom on one server: sessions driven through Streamlit's agent API (the app's own rerun path)
+give all their engine memory back when they end."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from .harness import AgentSession, rss_mib, streamlit_server, texts
+
+pytestmark = pytest.mark.browser
+SESSIONS = 100
+PASSES = 8  # forward passes each session runs in the memory-growth lesson (256 x 256: 0.5 MiB each)
+TTL = ("--server.agentSessionTTL", "2", "--server.disconnectedSessionTTL", "2")
+# large buffers always mmapped, so memory the engine frees really goes back to the system
+MALLOC = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "131072"}
+
+
+def student(url: str) -> str:
+    session = AgentSession(url)
+    session.interact(page="memory")
+    session.interact(widget_state={"memory_size": 256}, trigger={"key": "memory_start"})
+    for _ in range(PASSES - 1):
+        snapshot = session.interact()  # each run draws the live chart once: one more forward pass
+    return texts(snapshot)
+
+
+def test_a_hundred_sessions_leave_and_the_server_returns_to_its_baseline(tmp_path):
+    args = ("--server.enableAgentApi", "true", *TTL)
+    with streamlit_server(tmp_path / "server.log", args, with_pid=True, env=MALLOC) as (url, pid):
+        student(url)  # warm: imports, caches
+        time.sleep(4)
+        AgentSession(url).interact()  # lets the server expire the warm-up session
+        time.sleep(1)
+        baseline = rss_mib(pid)
+        with ThreadPoolExecutor(max_workers=10) as pool:
+            pages = list(pool.map(lambda _: student(url), range(SESSIONS)))
+        peak = rss_mib(pid)
+        assert all(f"{PASSES} / 20" in page and "4.2 MiB" in page for page in pages)  # each its own lesson
+        time.sleep(5)  # past the session TTL
+        AgentSession(url).interact()  # a new visit lets the server expire the old sessions
+        time.sleep(2)
+        after = rss_mib(pid)
+        print(f"server RSS: baseline {baseline:.0f} MiB, {SESSIONS} sessions {peak:.0f} MiB, after {after:.0f} MiB")
+        assert after <= baseline + 50, (baseline, peak, after)
