@@ -1,11 +1,21 @@
-"""Ready-made programs for the Playground's examples menu: the seed's programs and a few more."""
+"""Ready-made programs for the Playground's examples menu: the seed's programs and a few more. Where a
+lesson has the same program, the example is made from the lesson's own code (`course/programs.py`)."""
+
+import inspect
+import textwrap
+from collections.abc import Callable
+
+from course.programs import neuron_program, seed_program, shared_losses
+
+
+def body(program: Callable[..., object]) -> str:
+    """A lesson program's statements, without its `def` line and its `return`: Playground code."""
+    lines = textwrap.dedent(inspect.getsource(program)).splitlines()[1:]
+    return textwrap.dedent("\n".join(line for line in lines if not line.lstrip().startswith("return "))) + "\n"
+
 
 EXAMPLES = {
-    "Seed: gradients after backward": """\
-x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
-unused = Tensor.from_floats([5.0, 5.0], ad).require_grad()
-h = x * x
-loss = (h + x * 3.0).sum()
+    "Seed: gradients after backward": body(seed_program) + """\
 grads = loss.backward()
 print("x.grad       =", x.grad(grads))
 print("h.grad       =", h.grad(grads))
@@ -14,18 +24,12 @@ print("unused.grad  =", unused.grad(grads))
 print("x.grad_remove=", x.grad_remove(grads))
 print("x.grad again =", x.grad(grads))
 """,
-    "Seed: backward twice": """\
-x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
-loss = (x * x + x * 3.0).sum()
+    "Seed: backward twice": body(seed_program) + """\
 grads = loss.backward()
 print("first backward: x.grad =", x.grad(grads))
 loss.backward()  # refused: the tape is consumed
 """,
-    "Seed: shared subgraph": """\
-x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
-shared = x.exp()
-l1 = (shared * 2.0).sum()
-l2 = (shared * 3.0).sum()
+    "Seed: shared subgraph": "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\n" + body(shared_losses) + """\
 print("l1 -> x.grad =", x.grad(l1.backward()))
 fresh = x.exp()
 total = (fresh * 2.0).sum() + (fresh * 3.0).sum()
@@ -41,12 +45,8 @@ for i in range(10):
 grads = ((x.exp() * x).matmul(x).sum()).backward()
 print("x.grad shape", x.grad(grads).dims())
 """,
-    "Neuron": """\
-w = Tensor.from_floats([[0.5, -0.3, 0.8]], ad).require_grad()
-x = Tensor.from_floats([[1.0], [2.0], [3.0]], ad)
-b = Tensor.from_floats([[0.1]], ad).require_grad()
-out = (w @ x + b).tanh()
-grads = out.sum().backward()
+    "Neuron": body(neuron_program) + """\
+grads = loss.backward()
 print("w.grad", w.grad(grads))
 print("b.grad", b.grad(grads))
 """,

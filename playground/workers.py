@@ -162,7 +162,7 @@ class WorkerPool:
         worker = self._workers[slot]
         if worker is None or not worker.alive():
             self._discard(slot)
-            worker = self._workers[slot] = _Worker(self.memory_limit)
+            worker = self._workers[slot]
         request = {"source": job.source, "backend": job.backend, "limits": job.limits.__dict__}
         try:
             worker.send(json.dumps(request).encode("utf-8"))
@@ -204,10 +204,12 @@ class WorkerPool:
                                                hint=MEMORY_HINT))  # fmt: skip
 
     def _discard(self, slot: int) -> None:
+        """Stop a slot's worker and start a fresh one at once, so the pool stays warm."""
         worker, self._workers[slot] = self._workers[slot], None
         if worker is not None:
             worker.stop()
             self.replaced += 1
+        self._workers[slot] = _Worker(self.memory_limit)
 
     def shutdown(self) -> None:
         for slot in range(self.size):
