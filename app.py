@@ -10,7 +10,12 @@ from autodiff.device import mlx_unavailable_reason
 from ui.navigation import navigation_pages
 from ui.state import moved_from_another_replica, session_budget
 
-st.set_page_config(page_title="Seeing autodiff", page_icon="🔁", layout="wide")
+st.set_page_config(
+    page_title="Seeing autodiff",
+    page_icon="🔁",
+    layout="wide",
+    initial_sidebar_state="collapsed" if st.session_state.get("presenter") else "auto",  # a projector: all stage
+)
 
 page = st.navigation(navigation_pages())
 
@@ -32,10 +37,13 @@ with st.sidebar:
         "Everything you do here runs on your own device object: other visitors never see it."
     )
 
+st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2.5rem;}</style>")  # the stage fits higher up
 if st.session_state.get("presenter"):
     st.html(
         "<style>html, body, [data-testid='stMarkdownContainer'] p, li, td {font-size: 1.25rem !important;}"
-        " h1 {font-size: 2.6rem !important;} [data-testid='stSidebar'] {min-width: 15rem;}</style>"
+        " h1 {font-size: 2.2rem !important; padding-top: 0 !important;}"
+        " [data-testid='stMainBlockContainer'] {padding: 1rem 1.5rem !important; max-width: none !important;}"
+        " [data-testid='stSidebar'] {min-width: 15rem;}</style>"
     )
 
 if moved_from_another_replica():

@@ -11,9 +11,11 @@ import numpy as np
 
 from autodiff import (
     AutodiffError,
+    BackwardRecorder,
     Device,
     Distribution,
     Gradients,
+    GraphSnapshot,
     MemoryBudgetError,
     MemoryUsage,
     Requirement,
@@ -133,6 +135,8 @@ class TapeLab:
         self.losses: dict[str, Tensor] = {**shared, "l3": (self.x * 4.0).sum()}
         self.log: list[Outcome] = []
         self.refused_at: int | None = None
+        # the last backward that ran: its name, the graph before it, and its recorded events (for a replay)
+        self.last_backward: tuple[str, GraphSnapshot, BackwardRecorder] | None = None
 
     @property
     def names(self) -> dict[int, str]:
@@ -145,8 +149,9 @@ class TapeLab:
             target = self.losses["l1"] + self.losses["l2"]
         else:
             target = self.losses[name]
+        before, recorder = self.ad.snapshot(), BackwardRecorder()
         try:
-            grads = target.backward()
+            grads = target.backward(recorder=recorder)
         except TapeConsumedError as refusal:
             self.refused_at = int(refusal.node_id)
             who = self.names.get(self.refused_at, f"NodeId({self.refused_at})")
@@ -162,6 +167,7 @@ class TapeLab:
                 )
             )
         self.refused_at = None
+        self.last_backward = (name, before, recorder)
         return self._log(
             Outcome(
                 f"{name}.backward()",

@@ -86,11 +86,14 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _node_label(node: NodeSnapshot, names: dict[int, str]) -> str:
+def _node_label(node: NodeSnapshot, names: dict[int, str], compact: bool = False) -> str:
     name = names.get(int(node.id))
     title = f"{name} · {node.id!r}" if name else repr(node.id)
-    lines = [title, f"{node.op} {format_shape(node.shape)}", f"{node.requirement.name} · order {node.order}"]
-    if node.saved_bytes:
+    if compact:  # two short lines (colour: the requirement; rank: the order): large text in a small box
+        lines = [title, f"{node.op} {format_shape(node.shape)}"]
+    else:
+        lines = [title, f"{node.op} {format_shape(node.shape)}", f"{node.requirement.name} · order {node.order}"]
+    if node.saved_bytes and not compact:
         holds = f", holds {format_bytes(node.held_bytes)}" if node.held_bytes else ""
         lines.append(f"saves {format_bytes(node.saved_bytes)}{holds}")
     return "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in lines)
@@ -121,20 +124,24 @@ def graph_dot(
     presenter: bool = False,
     expanded_orders: frozenset[int] = frozenset(),
     collapse_limit: int = COLLAPSE_LIMIT,
+    element_ids: bool = False,
 ) -> str:
     """DOT text for a snapshot. Above `collapse_limit` nodes, each order bucket not in
-    `expanded_orders` is drawn as one box, so the browser's layout never freezes."""
+    `expanded_orders` is drawn as one box, so the browser's layout never freezes. With `element_ids` (the
+    replay stage), nodes and edges carry ids in the SVG (`n3`, `order2`, `e{input}_{node}_{k}`) and node
+    labels are two lines of larger text."""
     names = names or {}
     overlay = overlay or Overlay()
     collapse = len(snapshot.nodes) > collapse_limit
     depth = max((n.order for n in snapshot.nodes), default=0)
-    fontsize = "20" if presenter else "13"
+    fontsize = "20" if presenter else ("16" if element_ids else "13")
+    spacing = "nodesep=0.2, ranksep=0.3" if element_ids else "nodesep=0.25, ranksep=0.45"
     lines = [
         "digraph G {",
         # A projector, or a long chain, is better served by a tall graph: scaled to the page width, its
         # text stays large.
         f'  graph [rankdir={"BT" if presenter or depth > TALL_DEPTH else "LR"}, bgcolor="transparent", '
-        "nodesep=0.25, ranksep=0.45];",
+        f"{spacing}];",
         f'  node [shape=box, fontname="Helvetica", fontsize={fontsize}, margin="0.12,0.06"];',
         f'  edge [color="{EDGE}", fontname="Helvetica", fontsize={fontsize}, fontcolor="{CURRENT}"];',
     ]
@@ -148,17 +155,20 @@ def graph_dot(
         visible[int(node.id)] = f"n{int(node.id)}"
         status = overlay.status.get(int(node.id), node.status)
         attrs = _node_attrs(node, status, overlay)
+        if element_ids:
+            attrs["id"] = f"n{int(node.id)}"
         attr_text = ", ".join(f"{k}={_quote(v)}" for k, v in attrs.items())
-        lines.append(f'  n{int(node.id)} [label="{_node_label(node, names)}", {attr_text}];')
+        lines.append(f'  n{int(node.id)} [label="{_node_label(node, names, element_ids)}", {attr_text}];')
     for order, members in sorted(buckets.items()):
         ops = Counter(m.op.split("(")[0] for m in members)
         op_text = ", ".join(f"{op}×{count}" for op, count in ops.most_common(4))
         held = sum(m.held_bytes for m in members)
         label = f"order {order}: {len(members)} nodes\\n{op_text}\\nholds {format_bytes(held)}"
         lines.append(f'  order{order} [label="{label}", shape=box3d, style="filled", fillcolor="#fff3bf", '
-                     f'color="{BORDER}", fontcolor="{TEXT}"];')  # fmt: skip
+                     f'color="{BORDER}", fontcolor="{TEXT}", id="order{order}"];')  # fmt: skip
     flows = list(overlay.flows)
     seen_edges: set[tuple[str, str]] = set()
+    edge_counts: dict[tuple[int, int], int] = {}
     for node in snapshot.nodes:
         head = visible[int(node.id)]
         tracked = list(node.parents)
@@ -175,14 +185,20 @@ def graph_dot(
                 seen_edges.add((tail, head))
                 lines.append(f"  {tail} -> {head};")
                 continue
+            ident = ""
+            if element_ids:  # the k-th edge from this input to this node (x * x has two)
+                pair = (int(input_id), int(node.id))
+                edge_counts[pair] = edge_counts.get(pair, -1) + 1
+                ident = f'id="e{pair[0]}_{pair[1]}_{edge_counts[pair]}", '
             flow = next((f for f in flows if f.source == node.id and f.target == input_id), None)
             if flow is not None:
                 flows.remove(flow)
                 label = format_values(flow.value)
-                lines.append(f'  {tail} -> {head} [color="{CURRENT}", penwidth=3, dir=back, label={_quote(label)}];')
+                attrs = f'{ident}color="{CURRENT}", penwidth=3, dir=back, label={_quote(label)}'
+                lines.append(f"  {tail} -> {head} [{attrs}];")
             elif is_tracked:
-                lines.append(f"  {tail} -> {head};")
+                lines.append(f"  {tail} -> {head} [{ident.rstrip(', ')}];" if ident else f"  {tail} -> {head};")
             else:
-                lines.append(f"  {tail} -> {head} [style=dashed, arrowhead=empty];")
+                lines.append(f"  {tail} -> {head} [{ident}style=dashed, arrowhead=empty];")
     lines.append("}")
     return "\n".join(lines)

@@ -57,6 +57,10 @@ def navigation_pages() -> dict[str, list[st.Page]]:
 
 
 def lesson_intro(title: str, text: str) -> None:
-    """A page's title and its opening paragraph."""
+    """A page's title and its opening paragraph (folded away in presenter mode: the stage comes first)."""
     st.title(title)
-    st.markdown(text)
+    if st.session_state.get("presenter"):
+        with st.expander("What this lesson shows"):
+            st.markdown(text)
+    else:
+        st.markdown(text)

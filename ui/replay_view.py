@@ -1,5 +1,5 @@
-"""The replay of a recorded backward: player, graph, current step and `Gradients` container.
-Shared by the Backward traversal and Playground pages."""
+"""The replay of a recorded backward on a page: the stage (stepped in the browser), the downloads, and in
+exercise mode the prediction for the step the stage stopped at. Shared by every page that replays one."""
 
 from __future__ import annotations
 
@@ -7,18 +7,15 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from autodiff import BackwardRecorder, GraphSnapshot, Requirement
-from autodiff.trace import StepStarted, TapeBuilt
-from course.naming import node_name
+from autodiff import BackwardRecorder, GraphSnapshot
+from autodiff.trace import TapeBuilt
 
 from .exercise import predict_step, score_caption
-from .format import format_values
-from .graph_dot import replay_overlay
-from .graph_view import snapshot_graph
-from .player import advance_player, event_player, play_interval
-from .replay_state import ReplayState, describe, replay_state
+from .graph_dot import COLLAPSE_LIMIT, graph_dot
+from .replay_state import replay_state
+from .stage import export_html, replay_stage, stage_payload
 from .state import presenter_mode
-from .tables import data_table, gradients_table, tape_table
+from .tables import tape_table
 
 
 def tape_view(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int, str]) -> None:
@@ -39,76 +36,66 @@ def replay_view(
     on_index: Callable[[int], None] | None = None,
     exercise: bool = False,
 ) -> None:
-    """The player over `recorder`'s events, redrawn on its own (a fragment) while it plays. In
-    `exercise` mode, each step's start asks the student to predict what it sends before the reveal."""
+    """The stage over `recorder`'s events. Keys: → / Page Down next, ← / Page Up previous, Home, End, Space
+    play. The event it stops at comes back here (`{key}_index`): links and exercises follow it."""
+    index_key = f"{key}_index"
     total = len(recorder.events)
-    leaves = {int(n.id) for n in before.nodes if n.requirement is Requirement.Grad}
-
-    @st.fragment(run_every=play_interval(key))
-    def replay() -> None:
-        advance_player(key, total)
-        index = event_player(total, key)
-        if on_index is not None:
-            on_index(index)
-        state = replay_state(recorder, index)
-        st.markdown(f"**Event {index + 1} of {total}.** {describe(state.event, names)}")
-        dot = snapshot_graph(
-            before,
-            names,
-            "Forward graph: from the leaves (inputs) to the loss. Gradients flow back from the loss to the leaves.",
-            replay_overlay(state),
-            key=f"{key}_graph",
+    index = max(0, min(st.session_state.get(index_key, 0), total - 1))
+    expanded = _bucket_picker(before, key)
+    payload = stage_payload(before, recorder, names, index, presenter_mode(), expanded)
+    # one component per picture (a new program starts a fresh one); only a *new* report from the browser
+    # moves the index, so the index a link or a test sets holds until the student steps
+    reported = replay_stage(payload, key=f"{key}_stage_{payload['signature']}")
+    last_key = f"{key}_reported"
+    if reported is not None and reported != st.session_state.get(last_key):
+        st.session_state[last_key] = reported
+        if 0 <= reported < total:
+            index = reported
+    st.session_state[index_key] = index
+    if on_index is not None:
+        on_index(index)
+    if exercise:
+        predict_step(recorder, index, replay_state(recorder, index).upstream, names, key)
+        score_caption()
+    if not presenter_mode():
+        left, middle, right = st.columns(3)
+        left.download_button(
+            "Download this replay (HTML)",
+            lambda: export_html(payload, f"Replay: {file_stem}"),
+            file_name=f"{file_stem}-replay.html",
+            mime="text/html",
+            help="One file that plays offline in any browser: for slides and course pages.",
         )
-        if exercise:
-            predict_step(recorder, index, state.upstream, names, key)
-            score_caption()
-        step_column, container_column = st.columns([1, 1])
-        with step_column:
-            st.markdown("**The current step**")
-            _current_step(state, names)
-        with container_column:
-            st.markdown("**The `Gradients` container** after this event")
-            gradients_table(state.container, names, leaves)
-        if not presenter_mode():
-            left, right = st.columns(2)
-            left.download_button(
-                "Download the graph (DOT)", dot, file_name=f"{file_stem}-event{index + 1}.dot", mime="text/vnd.graphviz"
-            )
-            right.download_button(
-                "Download the event trace (JSON)",
-                recorder.export_json,  # built only when the button is pressed, and capped in size
-                file_name=f"{file_stem}-trace.json",
-                mime="application/json",
-            )
-
-    replay()
+        middle.download_button(
+            "Download the graph (DOT)",
+            lambda: graph_dot(before, names, expanded_orders=expanded),
+            file_name=f"{file_stem}.dot",
+            mime="text/vnd.graphviz",
+        )
+        right.download_button(
+            "Download the event trace (JSON)",
+            recorder.export_json,  # built only when the button is pressed, and capped in size
+            file_name=f"{file_stem}-trace.json",
+            mime="application/json",
+        )
 
 
-def _current_step(state: ReplayState, names: dict[int, str]) -> None:
-    step: StepStarted | None = state.current
-    if step is None:
-        st.info("No step is running at this event.")
-        return
-    st.markdown(
-        f"{node_name(step.node_id, names)} — `{step.op}`, order {step.order}. "
-        f"Upstream gradient (what its node received): `{format_values(state.upstream)}`"
+def _bucket_picker(before: GraphSnapshot, key: str) -> frozenset[int]:
+    """Above the collapse limit, the graph is one box per order bucket; a picker expands some."""
+    if len(before.nodes) <= COLLAPSE_LIMIT:
+        return frozenset()
+    sizes: dict[int, int] = {}
+    for node in before.nodes:
+        sizes[node.order] = sizes.get(node.order, 0) + 1
+    chosen = st.multiselect(
+        "Expand order buckets",
+        sorted(sizes),
+        key=f"{key}_expand",
+        format_func=lambda order: f"order {order} ({sizes[order]} nodes)",
+        help=f"This graph has {len(before.nodes):,} nodes: it is drawn one box per order bucket so your browser "
+        "stays responsive.",
     )
-    sent: dict[int, list] = {}
-    for flow in state.flows:
-        sent.setdefault(flow.target, []).append(flow)
-    rows = []
-    for position, (parent, rule) in enumerate(zip(step.parents, step.rules, strict=True)):
-        flows = sent.get(parent, [])
-        flow = flows.pop(0) if flows else None
-        rows.append(
-            {
-                "Input": f"{position + 1}. {node_name(parent, names)}",
-                "Local rule": rule,
-                "Value sent": "not yet" if flow is None else format_values(flow.value),
-                "Accumulated": "" if flow is None else ("yes: added to an entry" if flow.accumulated else "no"),
-            }
-        )
-    if rows:
-        data_table(rows)
-    else:
-        st.caption("A leaf's step only consumes its gradient: for a Grad leaf, the entry is kept.")
+    if sum(sizes[o] for o in chosen) > COLLAPSE_LIMIT:
+        st.warning(f"Those buckets hold more than {COLLAPSE_LIMIT} nodes together: pick fewer to expand them.")
+        return frozenset()
+    return frozenset(chosen)

@@ -22,36 +22,27 @@ restore_from_url(f"{PLAYER}_index", "event", parse_event_number, 0)
 def choose_program() -> None:
     st.session_state.traversal_program = st.session_state.traversal_program_widget
     st.session_state[f"{PLAYER}_index"] = 0
-    st.session_state[f"{PLAYER}_playing"] = False
 
 
 st.session_state.traversal_program_widget = key
-st.selectbox(
+left, right = st.columns([2, 3], vertical_alignment="bottom")
+left.selectbox(
     "Program",
     list(PROGRAMS),
     format_func=lambda k: PROGRAMS[k].title,
     key="traversal_program_widget",
     on_change=choose_program,
 )
+exercise = right.toggle(
+    "Exercise: predict each step's gradients before they are revealed",
+    key="traversal_exercise",
+    help="Stop at a step's start (it shows in orange) and enter what it will send to each input.",
+)
 program = PROGRAMS[key]
 run = st.session_state.get("traversal_run")
 if run is None or run.program.key != key or run.backend != current_backend():
     run = st.session_state.traversal_run = record_program(key, current_backend())
 
-code_column, tape_column = st.columns([1, 1])
-with code_column:
-    st.markdown(f"**The program** — {program.summary}")
-    st.code(program.source, language="python", wrap_lines=True)
-with tape_column:
-    st.markdown("**The tape**, bucketed by order (runs top to bottom)")
-    tape_view(run.before, run.recorder, run.names)
-
-st.subheader("Replay")
-exercise = st.toggle(
-    "Exercise: predict each step's gradients before they are revealed",
-    key="traversal_exercise",
-    help="At the start of each step, enter what it will send to each input; the app checks and explains.",
-)
 replay_view(
     run.before,
     run.recorder,
@@ -61,3 +52,11 @@ replay_view(
     on_index=lambda index: publish(program=key, event=index + 1),
     exercise=exercise,
 )
+
+code_column, tape_column = st.columns([1, 1])
+with code_column:
+    st.markdown(f"**The program** — {program.summary}")
+    st.code(program.source, language="python", wrap_lines=True)
+with tape_column:
+    st.markdown("**The tape**, bucketed by order (runs top to bottom)")
+    tape_view(run.before, run.recorder, run.names)

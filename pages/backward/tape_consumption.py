@@ -7,6 +7,7 @@ from course.programs import PROGRAMS, shared_losses
 from ui.graph_dot import Overlay
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
+from ui.replay_view import replay_view
 from ui.state import session_lab
 from ui.tables import outcome_log, outcome_message
 
@@ -54,6 +55,10 @@ snapshot_graph(
     "The device's whole graph now. Consumed steps are dashed; a refused backward marks the consumed step it hit.",
     Overlay(refused=lab.refused_at),
 )
+if lab.last_backward is not None:
+    name, before, recorder = lab.last_backward
+    st.subheader(f"Replay of the last backward: {name}")
+    replay_view(before, recorder, lab.names, "tape_replay", file_stem="tape-consumption")
 if lab.log:
     st.markdown("**What you did**")
     outcome_log(lab.log)

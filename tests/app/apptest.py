@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -43,6 +44,12 @@ def playground_error(at: AppTest) -> str:
         if 'class="playground-error"' in element.proto.body:
             return html.unescape(re.sub(r"<[^>]+>", "", element.proto.body))
     return ""
+
+
+def stage_data(at: AppTest) -> dict:
+    """The data the replay stage was mounted with (what the browser lays out and steps through)."""
+    element = next(e for e in at.main if e.type == "bidi_component" and e.proto.component_name == "replay_stage")
+    return json.loads(element.proto.json)
 
 
 def button(at: AppTest, label: str):

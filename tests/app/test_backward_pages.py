@@ -6,90 +6,46 @@ import re
 
 import numpy as np
 import pytest
-from apptest import app, button, dot, open_link, table
+from apptest import app, button, dot, open_link, stage_data, table
 
 from autodiff.trace import StepStarted
 from course.programs import PROGRAMS, record_program
-from ui.graph_dot import CURRENT, REFUSED
-
-
-def test_player_buttons_and_current_step_highlight():
-    at = app("pages/backward/backward_traversal.py")
-    events = at.session_state["traversal_run"].recorder.events
-    button(at, "Last »").click().run()
-    assert at.session_state["replay_index"] == len(events) - 1
-    button(at, "◀ Prev").click().run()
-    assert at.session_state["replay_index"] == len(events) - 2
-    button(at, "« First").click().run()
-    assert at.session_state["replay_index"] == 0
-    first_step = next(i for i, e in enumerate(events) if isinstance(e, StepStarted))
-    at.slider[0].set_value(first_step + 1).run()
-    node_id = int(events[first_step].node_id)
-    spec = dot(at)
-    current_line = next(line for line in spec.splitlines() if line.strip().startswith(f"n{node_id} "))
-    assert f'color="{CURRENT}"' in current_line and 'penwidth="4"' in current_line
-    assert spec.count('penwidth="4"') == 1  # only the current step is highlighted
-    button(at, "Next ▶").click().run()
-    assert at.session_state["replay_index"] == first_step + 1
+from ui.graph_dot import REFUSED
 
 
 @pytest.mark.parametrize("key", sorted(PROGRAMS))
-def test_container_table_after_every_event_matches_the_engine(key):
+def test_the_stage_gets_the_laid_out_graph_and_every_event(key):
     at = app("pages/backward/backward_traversal.py")
     at.selectbox(key="traversal_program_widget").set_value(key).run()
     run = at.session_state["traversal_run"]
-    assert run.program.key == key
-    total = len(run.recorder.events)
-    for index in range(total):
-        at.slider[0].set_value(index + 1).run()
-        expected = run.recorder.container_after(index)
-        if not expected:
-            assert any("container is empty" in i.value for i in at.info)
-            continue
-        frame = table(at, "Node")
-        assert len(frame) == len(expected)
-        for (node_id, value), (_, row) in zip(sorted(expected.items()), frame.iterrows(), strict=True):
-            assert f"NodeId({int(node_id)})" in row["Node"]
-            shown = [float(v) for v in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", row["Gradient"].split("(")[0])]
-            np.testing.assert_allclose(shown, np.ravel(value)[: len(shown)], rtol=1e-3, atol=1e-4)
-    # at the end the table holds exactly what an independent run of the engine returns
+    data = stage_data(at)
+    events = run.recorder.events
+    assert [e["kind"] for e in data["events"]] == [type(e).__name__ for e in events]
+    for node in run.before.nodes:  # every node is in the picture, under the id the player looks for
+        assert f'id="n{int(node.id)}"' in data["dot"]
+    # each registration carries the entry's total as the container table shows it, from an independent run
     fresh = record_program(key)
-    leaves = [t for t in fresh.tensors.values() if t.grad(fresh.grads) is not None]
-    final = table(at, "Node")
-    assert len(final) == len(leaves)
-    spec = dot(at)
-    assert "dashed" in spec and CURRENT not in spec.split("edge [")[1].split("];", 1)[1]
-
-
-def test_play_advances_one_event_per_tick_and_stops_at_the_end():
-    at = app("pages/backward/backward_traversal.py")
-    total = len(at.session_state["traversal_run"].recorder.events)
-    button(at, "Play ▶").click().run()  # AppTest runs the fragment once per run; a browser on a timer
-    assert at.session_state["replay_playing"] is True
-    start = at.session_state["replay_index"]
-    at.run()
-    assert at.session_state["replay_index"] == start + 1
-    for _ in range(total + 2):
-        at.run()
-    assert at.session_state["replay_index"] == total - 1
-    assert at.session_state["replay_playing"] is False
-    assert button(at, "Play ▶")
+    for record, event in zip(data["events"], fresh.recorder.events, strict=True):
+        if record["kind"] == "GradientRegistered":
+            shown = [float(v) for v in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", record["total"].split("(")[0])]
+            np.testing.assert_allclose(shown, np.ravel(event.total)[: len(shown)], rtol=1e-3, atol=1e-4)
+    leaves = {int(t.node_id) for t in fresh.tensors.values() if t.is_require_grad}
+    assert set(data["kept"]) == leaves
+    assert data["index"] == 0 and data["graphviz_url"].startswith("app/static/")
 
 
 def test_query_params_round_trip():
     at = open_link("pages/backward/backward_traversal.py", program="neuron", event="8")
     assert at.selectbox(key="traversal_program_widget").value == "neuron"
-    assert at.slider[0].value == 8  # events are counted from 1 in the link, as on the page
-    assert at.session_state["replay_index"] == 7
-    button(at, "Next ▶").click().run()
-    assert at.query_params["event"] in (["9"], "9")
-    assert at.query_params["program"] in ("neuron", ["neuron"])
+    assert at.session_state["replay_index"] == 7  # events are counted from 1 in the link, as on the page
+    assert stage_data(at)["index"] == 7  # the stage opens there
+    assert at.query_params["event"] in (["8"], "8") and at.query_params["program"] in ("neuron", ["neuron"])
 
 
-def test_downloads_offer_dot_and_json():
+def test_downloads_offer_the_replay_the_graph_and_the_trace():
     at = app("pages/backward/backward_traversal.py")
     labels = [d.proto.label for d in at.get("download_button")]
-    assert labels == ["Download the graph (DOT)", "Download the event trace (JSON)"]
+    assert labels == ["Download this replay (HTML)", "Download the graph (DOT)", "Download the event trace (JSON)"]
 
 
 def test_gradient_consumption_controls():
@@ -146,7 +102,8 @@ def test_traversal_exercise_checks_predictions_and_keeps_a_score():
     run = at.session_state["traversal_run"]
     events = run.recorder.events
     index = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op == "mul")  # h = x * x
-    at.slider[0].set_value(index + 1).run()
+    at.session_state["replay_index"] = index  # as when the stage reports it stopped there
+    at.run()
     expected = sent_values(run.recorder, index)
     assert [v.tolist() for v in expected] == [[1.0, 2.0], [1.0, 2.0]]  # grad * b, grad * a with b = a = x
     question = f"replay_{index}"
@@ -156,7 +113,8 @@ def test_traversal_exercise_checks_predictions_and_keeps_a_score():
     assert "Not quite" in at.error[0].value and "grad * b" in at.error[0].value
     assert at.session_state["exercise_score"] == (0, 1)
     index2 = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op.startswith("mul_scalar"))
-    at.slider[0].set_value(index2 + 1).run()
+    at.session_state["replay_index"] = index2
+    at.run()
     q2 = f"replay_{index2}"
     at.text_input(key=f"{q2}_0").set_value("[3.0, 3.0]")
     at.button(key=f"FormSubmitter:{q2}_form-Check my prediction").click().run()

@@ -28,6 +28,7 @@ SIDEBAR = '[data-testid="stSidebar"]'
 
 ERROR = '[data-testid="stAlertContentError"]'
 GRAPH_NODES = '[data-testid="stGraphVizChart"] svg g.node'
+STAGE_NODES = ".stage svg g.node"
 
 
 def open_page(page, app_url: str, path: str) -> None:
@@ -47,14 +48,16 @@ def test_the_registry_and_the_headings_name_the_same_pages():
 @pytest.mark.parametrize("path", list(HEADINGS))
 def test_every_page_opens_without_exception(page, app_url, path):
     open_page(page, app_url, path)
-    if path in ("traversal", "gradients", "tape", "mlx"):
+    if path in ("gradients", "tape", "mlx"):
         page.locator(GRAPH_NODES).first.wait_for()
+    if path == "traversal":
+        page.locator(STAGE_NODES).first.wait_for()
     if path == "":
         page.get_by_text("Some([5.0, 7.0])").first.wait_for()
         page.locator('[data-testid="stPageLink"]').last.wait_for()
     if path == "checkpoints":
         page.get_by_text("identical, bit for bit").wait_for()
-        page.locator(GRAPH_NODES).first.wait_for()
+        page.locator(STAGE_NODES).first.wait_for()
     if path == "policies":
         page.get_by_text("runs; x.grad accumulates to").first.wait_for()
         page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
@@ -64,28 +67,24 @@ def test_every_page_opens_without_exception(page, app_url, path):
 
 def test_replay_graph_and_stepping_to_the_end(page, app_url):
     open_page(page, app_url, "traversal?program=seed&event=1")
-    nodes = page.locator(GRAPH_NODES)
+    nodes = page.locator(STAGE_NODES)
     nodes.first.wait_for()
     assert nodes.count() == 6  # x, unused, h, x*3, add, loss
-    page.get_by_role("button", name="Next ▶").click()
-    page.get_by_text("Event 2 of 25").wait_for()
-    page.get_by_role("button", name="Last »").click()
-    page.get_by_text("Event 25 of 25").wait_for()
-    page.wait_for_function(
-        "document.querySelectorAll('[data-testid=stGraphVizChart] svg g.node path[stroke-dasharray]').length == 5"
-    )
-    assert re.search(r"event=25", page.url)
+    page.locator(".stage-controls button", has_text="Next").click()
+    page.locator(".stage-caption", has_text="Event 2 of 25").wait_for()
+    page.locator(".stage-controls button", has_text="Last").click()
+    page.locator(".stage-caption", has_text="Event 25 of 25").wait_for()
+    assert page.locator(f"{STAGE_NODES}.consumed").count() == 5  # every step on the tape ran
+    page.wait_for_url(re.compile(r"event=25"))
     no_exception(page)
     screenshot(page, "backward_traversal_end")
 
 
 def test_shared_link_restores_program_and_event(page, app_url):
     open_page(page, app_url, "traversal?program=mlp&event=11")
-    page.get_by_text("Event 11 of").wait_for()
-    page.locator(GRAPH_NODES).first.wait_for()
-    assert page.locator(GRAPH_NODES).count() == len(record_program("mlp").before.nodes)
-    page.locator('[data-testid="stGraphVizChart"] svg g.node polygon[stroke="#e8590c"], '
-                 '[data-testid="stGraphVizChart"] svg g.node path[stroke="#e8590c"]').first.wait_for()  # fmt: skip
+    page.locator(".stage-caption", has_text="Event 11 of").wait_for()
+    assert page.locator(STAGE_NODES).count() == len(record_program("mlp").before.nodes)
+    assert page.locator(f"{STAGE_NODES}.current").count() == 1
     screenshot(page, "backward_traversal_mlp")
 
 

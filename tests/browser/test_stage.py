@@ -1,0 +1,169 @@
+"""The replay stage in Chromium: laid out once, stepped in the browser, keys and clickers, one screen on a
+projector, and a replay saved as one HTML file that plays offline."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from course.programs import PROGRAMS, record_program
+
+from .conftest import screenshot
+
+pytestmark = pytest.mark.browser
+NODES = ".stage svg g.node"
+CAPTION = ".stage-caption"
+
+
+def open_stage(page, url: str, program: str = "seed") -> int:
+    page.goto(f"{url}/traversal?program={program}&event=1")
+    page.locator(NODES).first.wait_for()
+    page.locator(CAPTION).filter(has_text="Event 1 of").wait_for()
+    return len(record_program(program).recorder.events)
+
+
+def event_shown(page) -> int:
+    return int(re.match(r"Event (\d+) of", page.locator(CAPTION).inner_text()).group(1))
+
+
+def positions(page) -> list[list[object]]:
+    """Each node's box in the picture's own coordinates (what Graphviz laid out)."""
+    return page.locator(NODES).evaluate_all(
+        "gs => gs.map(g => { const b = g.getBBox(); return [g.id, b.x, b.y, b.width, b.height]; })"
+    )
+
+
+def test_every_control_and_key_steps_the_replay(page, app_url):
+    total = open_stage(page, app_url)
+    assert page.locator(NODES).count() == len(record_program("seed").before.nodes)
+    for key, expected in [("ArrowRight", 2), ("PageDown", 3), ("ArrowLeft", 2), ("PageUp", 1), ("End", total),
+                          ("Home", 1)]:  # fmt: skip
+        page.keyboard.press(key)
+        assert event_shown(page) == expected, key
+    for label, expected in [("Next ▶", 2), ("Last »", total), ("◀ Prev", total - 1), ("« First", 1)]:
+        page.locator(".stage-controls button", has_text=label).click()
+        assert event_shown(page) == expected, label
+    page.locator(".stage-scrub").evaluate("(el) => { el.value = '10'; el.dispatchEvent(new Event('input')); }")
+    assert event_shown(page) == 10
+    page.keyboard.press(" ")  # Space: play
+    page.locator(".stage-play", has_text="Pause").wait_for()
+    page.wait_for_timeout(1800)
+    page.keyboard.press(" ")  # and pause
+    page.locator(".stage-play", has_text="Play").wait_for()
+    assert event_shown(page) > 10
+    screenshot(page, "stage_seed")
+
+
+def test_positions_never_move_and_steps_cost_the_server_nothing(page, app_url):
+    sent: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append("frame")))
+    total = open_stage(page, app_url, "mlp")
+    page.wait_for_timeout(1500)  # the page settles (its first report included)
+    before = positions(page)
+    sent.clear()
+    for _ in range(total - 1):
+        page.keyboard.press("ArrowRight")
+    assert event_shown(page) == total
+    assert sent == []  # no server round trip while stepping
+    assert positions(page) == before  # laid out once: every node where it was
+    page.wait_for_timeout(1500)
+    assert len(sent) >= 1  # once stepping stops, the event goes back to Python (links, exercises)
+    assert re.search(rf"event={total}\b", page.url)
+
+
+@pytest.mark.parametrize("program", list(PROGRAMS))
+@pytest.mark.parametrize(("width", "height", "presenter"), [(1440, 900, False), (1280, 720, True)])
+def test_one_stage_per_screen(browser, app_url, program, width, height, presenter):
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        open_stage(page, app_url, program)
+        if presenter:
+            page.get_by_text("Presenter mode").click()
+            page.get_by_text("What this lesson shows").wait_for()
+            page.locator(NODES).first.wait_for()
+            page.wait_for_timeout(800)
+        page.keyboard.press("End")
+        for part in (".stage-svg svg", ".stage-controls", CAPTION, ".stage-container"):
+            box = page.locator(part).bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height + 1, (part, box)
+        heights = page.locator(f"{NODES} text").evaluate_all("ts => ts.map(t => t.getBoundingClientRect().height)")
+        assert min(heights) >= 12, min(heights)
+        screenshot(page, f"stage_{program}_{width}x{height}")
+    finally:
+        context.close()
+
+
+def test_the_saved_replay_plays_offline_from_one_file(browser, page, app_url, tmp_path):
+    total = open_stage(page, app_url, "neuron")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download this replay (HTML)").click()
+    saved = tmp_path / "replay.html"
+    download.value.save_as(saved)
+    context = browser.new_context()
+    blocked: list[str] = []
+
+    def only_the_file(route):
+        if route.request.url.startswith("file:"):
+            return route.continue_()
+        blocked.append(route.request.url)
+        return route.abort()
+
+    context.route("**/*", only_the_file)
+    offline = context.new_page()
+    try:
+        offline.goto(Path(saved).as_uri())
+        offline.locator("svg g.node").first.wait_for(timeout=30_000)
+        offline.keyboard.press("End")
+        offline.locator(CAPTION).filter(has_text=f"Event {total} of {total}").wait_for()
+        assert blocked == []  # it asked the network for nothing
+        screenshot(offline, "stage_saved_replay")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("program", ["seed", "mlp"])
+def test_the_container_table_after_every_event_matches_the_engine(page, app_url, program):
+    from ui.format import format_values
+
+    total = open_stage(page, app_url, program)
+    run = record_program(program)
+    for index in range(total):
+        if index:
+            page.keyboard.press("ArrowRight")
+        expected = run.recorder.container_after(index)
+        box = page.locator(".stage-container")
+        if not expected:
+            assert "container is empty" in box.inner_text()
+            continue
+        rows = box.locator("tbody tr").evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+        shown = [f"{format_values(v)} {list(np.shape(v))}" for _, v in sorted(expected.items())]
+        assert [row[1] for row in rows] == shown, index
+        assert [f"NodeId({int(i)})" in row[0] for i, row in zip(sorted(expected), rows, strict=True)]
+
+
+def test_a_thousand_node_playground_graph_steps_without_freezing(page, app_url):
+    from .test_playground_load import run_in
+
+    program = (
+        "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\ny = x\nfor i in range(500):\n"
+        "    y = y * 1.0 + x\nloss = y.sum()\ng = loss.backward()\n"
+    )
+    run_in(page, app_url, program)
+    page.locator(NODES).first.wait_for(timeout=60_000)
+    boxes = page.locator(NODES).count()
+    assert 0 < boxes <= 150  # over the collapse limit: one box per order bucket, as the picker says
+    page.get_by_text("Expand order buckets").first.wait_for()
+    caption = page.locator(CAPTION)
+    total = int(re.search(r"of (\d+)", caption.inner_text()).group(1))
+    assert total > 3000
+    page.keyboard.press("End")
+    caption.filter(has_text=f"Event {total} of {total}").wait_for(timeout=10_000)
+    for _ in range(20):
+        page.keyboard.press("ArrowLeft")
+    caption.filter(has_text=f"Event {total - 20} of {total}").wait_for(timeout=10_000)
+    screenshot(page, "stage_thousand_nodes")
