@@ -15,6 +15,7 @@ from .format import format_bytes, format_shape, format_values
 from .replay_state import Flow, ReplayState
 
 COLLAPSE_LIMIT = 150
+MAX_BOXES = 60  # a collapsed graph never has more boxes: a deep chain gets several orders per box
 TALL_DEPTH = 8  # deeper graphs are drawn bottom to top instead of left to right
 
 FILL = {
@@ -117,6 +118,23 @@ def _node_attrs(node: NodeSnapshot, status: NodeStatus, overlay: Overlay) -> dic
     return attrs
 
 
+def order_buckets(snapshot: GraphSnapshot) -> dict[int, list[NodeSnapshot]]:
+    """A collapsed graph's boxes: the first order each covers -> its nodes. One order a box, or, for a deep
+    graph, consecutive orders together so that there are at most `MAX_BOXES` boxes."""
+    depth = max((n.order for n in snapshot.nodes), default=0)
+    span = max(1, -(-(depth + 1) // MAX_BOXES))
+    buckets: dict[int, list[NodeSnapshot]] = {}
+    for node in snapshot.nodes:
+        buckets.setdefault(node.order // span * span, []).append(node)
+    return dict(sorted(buckets.items()))
+
+
+def bucket_label(start: int, members: list[NodeSnapshot]) -> str:
+    """`order 3` or `orders 3–5`, for a box and for the picker that expands it."""
+    last = max(m.order for m in members)
+    return f"order {start}" if last == start else f"orders {start}–{last}"
+
+
 def graph_dot(
     snapshot: GraphSnapshot,
     names: dict[int, str] | None = None,
@@ -147,10 +165,11 @@ def graph_dot(
     ]
     visible: dict[int, str] = {}  # node id -> id of the box that shows it
     buckets: dict[int, list[NodeSnapshot]] = {}
+    box_of = {int(m.id): start for start, ms in order_buckets(snapshot).items() for m in ms} if collapse else {}
     for node in snapshot.nodes:
-        if collapse and node.order not in expanded_orders:
-            buckets.setdefault(node.order, []).append(node)
-            visible[int(node.id)] = f"order{node.order}"
+        if collapse and box_of[int(node.id)] not in expanded_orders:
+            buckets.setdefault(box_of[int(node.id)], []).append(node)
+            visible[int(node.id)] = f"order{box_of[int(node.id)]}"
             continue
         visible[int(node.id)] = f"n{int(node.id)}"
         status = overlay.status.get(int(node.id), node.status)
@@ -163,7 +182,7 @@ def graph_dot(
         ops = Counter(m.op.split("(")[0] for m in members)
         op_text = ", ".join(f"{op}×{count}" for op, count in ops.most_common(4))
         held = sum(m.held_bytes for m in members)
-        label = f"order {order}: {len(members)} nodes\\n{op_text}\\nholds {format_bytes(held)}"
+        label = f"{bucket_label(order, members)}: {len(members)} nodes\\n{op_text}\\nholds {format_bytes(held)}"
         lines.append(f'  order{order} [label="{label}", shape=box3d, style="filled", fillcolor="#fff3bf", '
                      f'color="{BORDER}", fontcolor="{TEXT}", id="order{order}"];')  # fmt: skip
     flows = list(overlay.flows)

@@ -11,7 +11,8 @@ from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.trace import TapeBuilt
 
 from .exercise import predict_step, score_caption
-from .graph_dot import COLLAPSE_LIMIT, graph_dot
+from .graph_dot import graph_dot
+from .graph_view import bucket_picker
 from .replay_state import replay_state
 from .stage import export_html, replay_stage, stage_payload
 from .state import presenter_mode
@@ -41,7 +42,7 @@ def replay_view(
     index_key = f"{key}_index"
     total = len(recorder.events)
     index = max(0, min(st.session_state.get(index_key, 0), total - 1))
-    expanded = _bucket_picker(before, key)
+    expanded = bucket_picker(before, key)
     payload = stage_payload(before, recorder, names, index, presenter_mode(), expanded)
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser
     # moves the index, so the index a link or a test sets holds until the student steps
@@ -78,24 +79,3 @@ def replay_view(
             file_name=f"{file_stem}-trace.json",
             mime="application/json",
         )
-
-
-def _bucket_picker(before: GraphSnapshot, key: str) -> frozenset[int]:
-    """Above the collapse limit, the graph is one box per order bucket; a picker expands some."""
-    if len(before.nodes) <= COLLAPSE_LIMIT:
-        return frozenset()
-    sizes: dict[int, int] = {}
-    for node in before.nodes:
-        sizes[node.order] = sizes.get(node.order, 0) + 1
-    chosen = st.multiselect(
-        "Expand order buckets",
-        sorted(sizes),
-        key=f"{key}_expand",
-        format_func=lambda order: f"order {order} ({sizes[order]} nodes)",
-        help=f"This graph has {len(before.nodes):,} nodes: it is drawn one box per order bucket so your browser "
-        "stays responsive.",
-    )
-    if sum(sizes[o] for o in chosen) > COLLAPSE_LIMIT:
-        st.warning(f"Those buckets hold more than {COLLAPSE_LIMIT} nodes together: pick fewer to expand them.")
-        return frozenset()
-    return frozenset(chosen)

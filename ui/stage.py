@@ -29,7 +29,7 @@ from autodiff.trace import (
 from course.naming import node_name
 
 from .format import format_values
-from .graph_dot import COLLAPSE_LIMIT, graph_dot
+from .graph_dot import COLLAPSE_LIMIT, graph_dot, order_buckets
 from .replay_state import describe
 
 HERE = Path(__file__).resolve().parent
@@ -57,10 +57,8 @@ def stage_payload(
 ) -> dict[str, Any]:
     """Everything the player needs, as plain data: the picture is laid out from `dot` once."""
     dot = graph_dot(before, names, presenter=presenter, expanded_orders=expanded_orders, element_ids=True)
-    collapsed = len(before.nodes) > COLLAPSE_LIMIT
-    box_of = {
-        int(n.id): f"order{n.order}" for n in before.nodes if collapsed and n.order not in expanded_orders
-    }  # fmt: skip
+    buckets = order_buckets(before) if len(before.nodes) > COLLAPSE_LIMIT else {}
+    box_of = {int(m.id): f"order{start}" for start, ms in buckets.items() if start not in expanded_orders for m in ms}
     events = [_event(e, names) for e in recorder.events]
     signature = hashlib.sha256((dot + json.dumps(events)).encode()).hexdigest()[:16]
     return {

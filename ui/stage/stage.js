@@ -28,6 +28,7 @@ function mountStage(component, loadGraphviz) {
   stage.dispose = () => {
     clearInterval(stage.timer);
     clearTimeout(stage.reportTimer);
+    if (window.__replayStageKeys === stage.onKey) window.__replayStageKeys = null;
     document.removeEventListener("keydown", stage.onKey, true);
     window.removeEventListener("resize", stage.onResize);
   };
@@ -45,8 +46,11 @@ function mountStage(component, loadGraphviz) {
     event.preventDefault();
     act(stage, action);
   };
+  // one listener for the page's stage: a stage left behind on another page stops listening
+  if (window.__replayStageKeys) document.removeEventListener("keydown", window.__replayStageKeys, true);
+  window.__replayStageKeys = stage.onKey;
   document.addEventListener("keydown", stage.onKey, true);  // before the page scrolls on End or Space
-  layout(stage, loadGraphviz).then(() => { show(stage, stage.index, false); settle(root); });
+  layout(stage, loadGraphviz).then(() => { show(stage, stage.index, false, 800, false); settle(root); });
 }
 
 function buildSkeleton(parent) {
@@ -185,7 +189,7 @@ function stateAt(events, index) {
   return { consumed, swept, container, current, flows, upstream };
 }
 
-function show(stage, index, animate, period = 800) {
+function show(stage, index, animate, period = 800, report = true) {
   const { data, root } = stage;
   stage.index = index;
   const state = stateAt(data.events, index);
@@ -196,7 +200,7 @@ function show(stage, index, animate, period = 800) {
   drawStep(stage, state);
   drawContainer(stage, state);
   clearTimeout(stage.reportTimer);  // tell Python once stepping stops: links and exercises follow
-  stage.reportTimer = setTimeout(() => stage.setStateValue("event", index), 700);
+  if (report) stage.reportTimer = setTimeout(() => stage.setStateValue("event", index), 700);
 }
 
 function boxOf(data, node) {

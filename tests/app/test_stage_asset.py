@@ -1,0 +1,27 @@
+"""The pinned Graphviz asset the replay stage loads: present, unchanged, licensed, served by the app."""
+
+from __future__ import annotations
+
+import hashlib
+
+import tomllib
+
+from course.programs import record_program
+from ui.stage import GRAPHVIZ, GRAPHVIZ_SHA256, ROOT, export_html, stage_payload
+
+
+def test_the_pinned_graphviz_is_the_one_we_checked():
+    asset = ROOT / GRAPHVIZ
+    assert hashlib.sha256(asset.read_bytes()).hexdigest() == GRAPHVIZ_SHA256
+    assert "Apache License" in (asset.parent / "LICENSE").read_text()
+    assert GRAPHVIZ_SHA256 in (asset.parent / "README.md").read_text()
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["enableStaticServing"] is True  # the app serves it itself: no CDN
+
+
+def test_the_saved_replay_is_one_file():  # that it asks the network for nothing: tests/browser/test_stage.py
+    run = record_program("seed")
+    html = export_html(stage_payload(run.before, run.recorder, run.names), "Replay: seed")
+    assert html.count("<script") == 3 and "Graphviz" in html
+    assert 'src="' not in html and "<link" not in html  # nothing loaded from elsewhere
+    assert "</script" not in html.split('id="graphviz-module">')[1].split("</script>")[0]
