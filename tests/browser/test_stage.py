@@ -50,6 +50,7 @@ def test_every_control_and_key_steps_the_replay(page, app_url):
     assert event_shown(page) == 10
     page.keyboard.press(" ")  # Space: play
     page.locator(".stage-play", has_text="Pause").wait_for()
+    page.locator(".stage .flow-dot").first.wait_for(state="attached")  # a gradient travels along its edge
     page.wait_for_timeout(1800)
     page.keyboard.press(" ")  # and pause
     page.locator(".stage-play", has_text="Play").wait_for()
@@ -87,6 +88,8 @@ def test_one_stage_per_screen(browser, app_url, program, width, height, presente
             page.get_by_text("What this lesson shows").wait_for()
             page.locator(NODES).first.wait_for()
             page.wait_for_timeout(800)
+            sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()
+            assert sidebar is None or sidebar["x"] + sidebar["width"] <= 0  # collapsed: the stage gets the room
         page.keyboard.press("End")
         for part in (".stage-svg svg", ".stage-controls", CAPTION, ".stage-container"):
             box = page.locator(part).bounding_box()
