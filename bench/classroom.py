@@ -1,10 +1,10 @@
 """Capacity of one machine: N students at once on one `streamlit run app.py` (a benchmark, not a test).
 
-Each simulated student opens Home, then the Backward traversal lesson (timed: the lesson opens), steps
-its replay five times (each step timed), runs the memory-growth experiment for a few passes, and runs a
-Playground program (timed from Run to the result: queue wait included). Sessions are driven through
-Streamlit's agent API (`--server.enableAgentApi true`, on this test server only), which runs the app's
-own rerun path as a browser's clicks do; its JSON adds about 60 ms a request of its own. A few real
+Each simulated student opens Home, then the Backward traversal lesson (timed: the lesson opens; stepping
+its replay then happens in the browser and costs the server nothing), runs the memory-growth experiment
+for a few passes, and runs a Playground program (timed from Run to the result: queue wait included).
+Sessions are driven through Streamlit's agent API (`--server.enableAgentApi true`, on this test server
+only), which runs the app's own rerun path as a browser's clicks do; its JSON adds about 60 ms a request of its own. A few real
 Chromium sessions open the lesson at the same time. Goal on a 2-core machine: 30 sessions, lesson opens
 p95 <= 2 s.
 
@@ -46,7 +46,6 @@ def student(url: str, results: dict[str, list[float]], lock: threading.Lock) -> 
     session = AgentSession(url)
     session.interact()
     lesson = timed(lambda: session.interact(page="traversal"))
-    steps = [timed(lambda: session.interact(trigger={"key": "replay_next"})) for _ in range(5)]
     session.interact(page="memory")
     session.interact(widget_state={"memory_size": 256}, trigger={"key": "memory_start"})
     for _ in range(3):
@@ -57,7 +56,6 @@ def student(url: str, results: dict[str, list[float]], lock: threading.Lock) -> 
     )
     with lock:
         results["lesson"].append(lesson)
-        results["step"].extend(steps)
         results["playground"].append(run)
 
 
@@ -72,7 +70,7 @@ def browsers_open_lesson(url: str, count: int, seen: list[float]) -> None:
             page = browser.new_page()
             start = time.perf_counter()
             page.goto(f"{url}/traversal")
-            page.locator('[data-testid="stGraphVizChart"] svg g.node').first.wait_for(timeout=60_000)
+            page.locator(".stage svg g.node").first.wait_for(timeout=60_000)
             seen.append(time.perf_counter() - start)
             page.close()
         browser.close()
@@ -85,9 +83,9 @@ def p95(values: list[float]) -> float:
 def measure(sessions: int) -> None:
     args = ("--server.enableAgentApi", "true", "--server.agentSessionTTL", "30")
     with tempfile.TemporaryDirectory() as tmp, streamlit_server(Path(tmp) / "s.log", args, with_pid=True) as (url, pid):
-        student(url, {"lesson": [], "step": [], "playground": []}, threading.Lock())  # warm up
+        student(url, {"lesson": [], "playground": []}, threading.Lock())  # warm up
         baseline = rss_mib(pid)
-        results: dict[str, list[float]] = {"lesson": [], "step": [], "playground": []}
+        results: dict[str, list[float]] = {"lesson": [], "playground": []}
         lock = threading.Lock()
         chromium: list[float] = []
         threads = [threading.Thread(target=student, args=(url, results, lock)) for _ in range(sessions)]
@@ -99,9 +97,9 @@ def measure(sessions: int) -> None:
             t.join()
         elapsed = time.perf_counter() - start
         per_session = (rss_mib(pid) - baseline) / sessions
-    lesson, step, run = results["lesson"], results["step"], results["playground"]
+    lesson, run = results["lesson"], results["playground"]
     print(f"{sessions:>3} sessions ({elapsed:5.1f} s): lesson opens p50 {statistics.median(lesson):.2f} s, "
-          f"p95 {p95(lesson):.2f} s | replay step p50 {statistics.median(step):.2f} s, p95 {p95(step):.2f} s | "
+          f"p95 {p95(lesson):.2f} s | "
           f"Playground run (queue included) p50 {statistics.median(run):.2f} s, p95 {p95(run):.2f} s | "
           f"server memory {per_session:.1f} MiB a session"
           + (f" | Chromium lesson opens {', '.join(f'{s:.1f}' for s in chromium)} s" if chromium else ""))  # fmt: skip
