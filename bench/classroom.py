@@ -4,8 +4,8 @@ Each simulated student opens Home, then the Backward traversal lesson (timed: th
 its replay then happens in the browser and costs the server nothing), runs the memory-growth experiment
 for a few passes, and runs a Playground program (timed from Run to the result: queue wait included).
 Sessions are driven through Streamlit's agent API (`--server.enableAgentApi true`, on this test server
-only), which runs the app's own rerun path as a browser's clicks do; its JSON adds about 60 ms a request of its own. A few real
-Chromium sessions open the lesson at the same time. Goal on a 2-core machine: 30 sessions, lesson opens
+only), which runs the app's own rerun path as a browser's clicks do; its JSON adds about 60 ms a request
+of its own. A few real Chromium sessions open the lesson at the same time. Goal on a 2-core machine: 30 sessions, lesson opens
 p95 <= 2 s.
 
 Run: python bench/classroom.py [--sessions 10 30 60]
