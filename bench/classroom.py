@@ -5,8 +5,8 @@ its replay then happens in the browser and costs the server nothing), runs the m
 for a few passes, and runs a Playground program (timed from Run to the result: queue wait included).
 Sessions are driven through Streamlit's agent API (`--server.enableAgentApi true`, on this test server
 only), which runs the app's own rerun path as a browser's clicks do; its JSON adds about 60 ms a request
-of its own. A few real Chromium sessions open the lesson at the same time. Goal on a 2-core machine: 30 sessions, lesson opens
-p95 <= 2 s.
+of its own. A few real Chromium sessions open the lesson at the same time. Goal on a 2-core machine:
+30 sessions, lesson opens p95 <= 2 s.
 
 Run: python bench/classroom.py [--sessions 10 30 60]
 """
