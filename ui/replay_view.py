@@ -43,7 +43,13 @@ def replay_view(
     total = len(recorder.events)
     index = max(0, min(st.session_state.get(index_key, 0), total - 1))
     expanded = bucket_picker(before, key)
-    payload = stage_payload(before, recorder, names, index, presenter_mode(), expanded)
+    # built once per recording and view (a Playground trace has thousands of events), not on every rerun
+    presenter = presenter_mode()
+    cached = st.session_state.get(f"{key}_payload")
+    if cached is None or cached[0] is not recorder or cached[1] != (expanded, presenter):
+        built = stage_payload(before, recorder, names, 0, presenter, expanded)
+        cached = st.session_state[f"{key}_payload"] = (recorder, (expanded, presenter), built)
+    payload = {**cached[2], "index": index}
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser
     # moves the index, so the index a link or a test sets holds until the student steps
     reported = replay_stage(payload, key=f"{key}_stage_{payload['signature']}")
