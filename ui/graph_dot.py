@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
 
-from .format import format_bytes, format_shape, format_values
-from .replay_state import Flow, ReplayState
+from .format import format_bytes, format_shape
 
 COLLAPSE_LIMIT = 150
 MAX_BOXES = 60  # a collapsed graph never has more boxes: a deep chain gets several orders per box
@@ -28,7 +27,6 @@ CONSUMED_FILL = "#f8f9fa"
 MUTED_TEXT = "#868e96"
 TEXT = "#212529"
 BORDER = "#495057"
-CURRENT = "#e8590c"
 REFUSED = "#e03131"
 EDGE = "#868e96"
 AGREES = "#2f9e44"
@@ -40,7 +38,6 @@ LEGEND = [
     (f"background:{ABANDONED_FILL}", "Abandoned: no live tensor needs it, yet it holds memory until a backward"),
     (f"background:{CONSUMED_FILL};border:2px dashed {MUTED_TEXT}", "Consumed: its step ran; saved state freed"),
     (f"background:#fff;border:2px dotted {MUTED_TEXT}", "Freed by a sweep (or dropped) without running"),
-    (f"background:#fff;border:3px solid {CURRENT}", "The step running now; orange arrows carry its gradients"),
     (f"background:#fff;border-top:2px dashed {EDGE}", "Dashed edge: untracked input (no gradient flows)"),
 ]
 REFUSAL_LEGEND = [
@@ -50,20 +47,11 @@ REFUSAL_LEGEND = [
 
 @dataclass(frozen=True)
 class Overlay:
-    """What to draw on top of a snapshot: replay progress, a refusal, live gradients."""
+    """What to draw on top of a snapshot: where a backward was refused, the cross-check's verdicts. (A
+    replay's progress is drawn by the stage in the browser, on the same picture.)"""
 
-    status: dict[int, NodeStatus] = field(default_factory=dict)
-    current: int | None = None
-    flows: tuple[Flow, ...] = ()
     refused: int | None = None
     verdicts: dict[int, bool] = field(default_factory=dict)  # cross-check: True agrees, False differs
-
-
-def replay_overlay(state: ReplayState) -> Overlay:
-    """The replay's progress drawn on the forward graph: consumed and swept steps, the current one."""
-    status = {i: NodeStatus.CONSUMED for i in state.consumed} | {i: NodeStatus.FREED for i in state.swept}
-    current = None if state.current is None else int(state.current.node_id)
-    return Overlay(status, current, state.flows)
 
 
 CHECK_LEGEND = [
@@ -100,7 +88,8 @@ def _node_label(node: NodeSnapshot, names: dict[int, str], compact: bool = False
     return "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in lines)
 
 
-def _node_attrs(node: NodeSnapshot, status: NodeStatus, overlay: Overlay) -> dict[str, str]:
+def _node_attrs(node: NodeSnapshot, overlay: Overlay) -> dict[str, str]:
+    status = node.status
     attrs = {"fillcolor": FILL[node.requirement], "color": BORDER, "fontcolor": TEXT, "style": "filled,rounded"}
     if status is NodeStatus.ABANDONED:
         attrs["fillcolor"] = ABANDONED_FILL
@@ -108,8 +97,6 @@ def _node_attrs(node: NodeSnapshot, status: NodeStatus, overlay: Overlay) -> dic
         attrs.update(fillcolor=CONSUMED_FILL, fontcolor=MUTED_TEXT, color=MUTED_TEXT, style="filled,rounded,dashed")
     elif status is NodeStatus.FREED:
         attrs.update(fillcolor="#ffffff", fontcolor=MUTED_TEXT, color=MUTED_TEXT, style="filled,rounded,dotted")
-    if node.id == overlay.current:
-        attrs.update(color=CURRENT, penwidth="4")
     if node.id == overlay.refused:
         attrs.update(color=REFUSED, penwidth="4")
     verdict = overlay.verdicts.get(int(node.id))
@@ -161,7 +148,7 @@ def graph_dot(
         f'  graph [rankdir={"BT" if presenter or depth > TALL_DEPTH else "LR"}, bgcolor="transparent", '
         f"{spacing}];",
         f'  node [shape=box, fontname="Helvetica", fontsize={fontsize}, margin="0.12,0.06"];',
-        f'  edge [color="{EDGE}", fontname="Helvetica", fontsize={fontsize}, fontcolor="{CURRENT}"];',
+        f'  edge [color="{EDGE}", fontname="Helvetica", fontsize={fontsize}];',
     ]
     visible: dict[int, str] = {}  # node id -> id of the box that shows it
     buckets: dict[int, list[NodeSnapshot]] = {}
@@ -172,8 +159,7 @@ def graph_dot(
             visible[int(node.id)] = f"order{box_of[int(node.id)]}"
             continue
         visible[int(node.id)] = f"n{int(node.id)}"
-        status = overlay.status.get(int(node.id), node.status)
-        attrs = _node_attrs(node, status, overlay)
+        attrs = _node_attrs(node, overlay)
         if element_ids:
             attrs["id"] = f"n{int(node.id)}"
         attr_text = ", ".join(f"{k}={_quote(v)}" for k, v in attrs.items())
@@ -185,7 +171,6 @@ def graph_dot(
         label = f"{bucket_label(order, members)}: {len(members)} nodes\\n{op_text}\\nholds {format_bytes(held)}"
         lines.append(f'  order{order} [label="{label}", shape=box3d, style="filled", fillcolor="#fff3bf", '
                      f'color="{BORDER}", fontcolor="{TEXT}", id="order{order}"];')  # fmt: skip
-    flows = list(overlay.flows)
     seen_edges: set[tuple[str, str]] = set()
     edge_counts: dict[tuple[int, int], int] = {}
     for node in snapshot.nodes:
@@ -209,13 +194,7 @@ def graph_dot(
                 pair = (int(input_id), int(node.id))
                 edge_counts[pair] = edge_counts.get(pair, -1) + 1
                 ident = f'id="e{pair[0]}_{pair[1]}_{edge_counts[pair]}", '
-            flow = next((f for f in flows if f.source == node.id and f.target == input_id), None)
-            if flow is not None:
-                flows.remove(flow)
-                label = format_values(flow.value)
-                attrs = f'{ident}color="{CURRENT}", penwidth=3, dir=back, label={_quote(label)}'
-                lines.append(f"  {tail} -> {head} [{attrs}];")
-            elif is_tracked:
+            if is_tracked:
                 lines.append(f"  {tail} -> {head} [{ident.rstrip(', ')}];" if ident else f"  {tail} -> {head};")
             else:
                 lines.append(f"  {tail} -> {head} [{ident}style=dashed, arrowhead=empty];")

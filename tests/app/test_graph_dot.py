@@ -4,8 +4,7 @@ import re
 
 from autodiff import Device, Distribution, NodeStatus, Tensor
 from course.programs import PROGRAMS, memory_forward, record_program
-from ui.graph_dot import ABANDONED_FILL, COLLAPSE_LIMIT, CURRENT, FILL, REFUSED, Overlay, graph_dot
-from ui.replay_state import Flow
+from ui.graph_dot import ABANDONED_FILL, COLLAPSE_LIMIT, FILL, MAX_BOXES, REFUSED, Overlay, graph_dot
 
 NODE = re.compile(r"^\s+(n\d+|order\d+) \[label=", re.M)
 EDGE = re.compile(r"^\s+(\w+) -> (\w+)", re.M)
@@ -35,18 +34,20 @@ def test_colours_follow_requirement_and_status():
     x, loss = int(run.tensors["x"].node_id), int(run.tensors["loss"].node_id)
     dot = graph_dot(run.before, run.names)
     assert FILL[run.tensors["x"].requirement] in next(line for line in dot.splitlines() if f"  n{x} [" in line)
-    overlay = Overlay(
-        status={int(loss): NodeStatus.CONSUMED},
-        current=int(x),
-        flows=(Flow(int(run.tensors["h"].node_id), int(x), __import__("numpy").array([2.0, 4.0]), False),),
-        refused=int(loss),
-    )
-    dot = graph_dot(run.before, run.names, overlay)
+    after = run.device.snapshot()  # after backward: every step on the loss's path consumed
+    assert after.node(loss).status is NodeStatus.CONSUMED
+    dot = graph_dot(after, run.names, Overlay(refused=loss))
     loss_line = next(line for line in dot.splitlines() if f"  n{loss} [" in line)
     assert "dashed" in loss_line and REFUSED in loss_line
-    assert CURRENT in next(line for line in dot.splitlines() if f"  n{x} [" in line)
-    flow_edges = [line for line in dot.splitlines() if "dir=back" in line]
-    assert len(flow_edges) == 1 and 'label="[2, 4]"' in flow_edges[0]  # only one of the two x -> h edges
+
+
+def test_the_stage_finds_every_node_and_edge_by_id():
+    run = record_program("seed")
+    dot = graph_dot(run.before, run.names, element_ids=True)
+    x, h = int(run.tensors["x"].node_id), int(run.tensors["h"].node_id)
+    for node in run.before.nodes:
+        assert f'id="n{int(node.id)}"' in dot
+    assert f'id="e{x}_{h}_0"' in dot and f'id="e{x}_{h}_1"' in dot  # x * x: two edges, told apart
 
 
 def test_abandoned_nodes_are_orange():
@@ -80,3 +81,13 @@ def test_deep_graphs_are_drawn_bottom_to_top():
     for _ in range(10):
         y = y.tanh()
     assert "rankdir=BT" in graph_dot(ad.snapshot())
+
+
+def test_deep_graphs_collapse_into_at_most_sixty_boxes():
+    ad = Device.numpy().autodiff()
+    y = x = Tensor.ones([2], ad).require_grad()
+    for _ in range(300):
+        y = y * 1.0 + x  # a chain 600 orders deep
+    snapshot = ad.snapshot()
+    nodes, edges = assert_well_formed(graph_dot(snapshot))
+    assert len(nodes) <= MAX_BOXES and all(n.startswith("order") for n in nodes)
