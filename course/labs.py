@@ -4,6 +4,7 @@ work. No Streamlit here: a lab is plain Python, tested on its own."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -229,21 +230,23 @@ class MemoryLab:
         return self.done >= self.iterations or self.refusal is not None
 
     def forward_once(self) -> None:
-        try:
-            memory_forward(self.input)  # the loss is dropped at once
-        except MemoryBudgetError as refusal:
-            self.refusal = str(refusal)
+        if self._refused(lambda: memory_forward(self.input)):  # the loss is dropped at once
             return
         self.done += 1
         self.history.append(self._point(self.done, "forward, loss dropped"))
 
     def backward_now(self) -> None:
+        if not self._refused(lambda: memory_forward(self.x).backward()):  # gradients dropped at once
+            self.history.append(self._point(self.done, "one backward"))
+
+    def _refused(self, work: Callable[[], object]) -> bool:
+        """Run `work`; when a memory budget refuses it, keep the reason and stop the experiment."""
         try:
-            memory_forward(self.x).backward()  # gradients dropped at once
+            work()
         except MemoryBudgetError as refusal:
             self.refusal = str(refusal)
-            return
-        self.history.append(self._point(self.done, "one backward"))
+            return True
+        return False
 
     def _point(self, iteration: int, label: str) -> MemoryPoint:
         return MemoryPoint(iteration, label, self.ad.memory_usage(), self.ad.backend_memory().get("active"))

@@ -19,7 +19,6 @@ import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot, Requirement
 from autodiff.trace import (
-    BackwardFinished,
     GradientConsumed,
     GradientRegistered,
     SavedStateFreed,
@@ -90,8 +89,6 @@ def _event(event: object, names: dict[int, str]) -> dict[str, Any]:
         record |= {"node": int(event.node_id)}
     elif isinstance(event, SweepFreed):
         record |= {"nodes": [int(n) for n in event.node_ids]}
-    elif isinstance(event, BackwardFinished):
-        record |= {}
     return record
 
 

@@ -12,7 +12,7 @@ from ui.tables import data_table
 
 lesson_intro(
     "Checkpointing",
-    "Backward needs some forward values (an `exp` needs its input, a `tanh` its output). Keeping them all "
+    "Backward needs some forward values (an `exp` or a `tanh` needs its input, a `mul` its operands). Keeping them all "
     "costs memory. Burn's **balanced checkpointing** keeps the outputs of compute-bound ops (matmul, sums) "
     "and, for memory-bound elementwise ops, only a *recipe*: during backward such an output is recomputed "
     "once from the nearest kept ancestors, and freed after its last use. Less memory held, a little more "
