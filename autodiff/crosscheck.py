@@ -47,6 +47,12 @@ class _Plain(Buffer):
 
     _view = _new
 
+    def _rounded(self, function: str) -> Array:
+        # The backend's own kernel, so that MLX's transforms trace through it.
+        if function == "sigmoid":
+            return 1.0 / (1.0 + self.xp.exp(-self.array))
+        return getattr(self.xp, function)(self.array)
+
 
 class _NumpyPlain(_Plain):
     __slots__ = ()

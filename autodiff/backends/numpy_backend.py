@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 
 from .base import Array, Backend, Buffer, Shape
@@ -26,13 +23,6 @@ class NumpyBuffer(Buffer):
         if np.shares_memory(array, self.array):
             return NumpyBuffer(array, self.pool, base=self)
         return self._new(array)
-
-    def _rounded(self, fn: Callable[[Any, Array], Array]) -> Array:
-        # numpy's SIMD float32 kernels can be one ulp off (exp(float32(1)) gives 2.718282, not
-        # 2.7182817); computing in float64 gives the correctly rounded float32 the seed printed.
-        if self.array.dtype == np.float32:
-            return fn(np, self.array.astype(np.float64)).astype(np.float32)
-        return fn(np, self.array)
 
     def sum(self) -> Buffer:
         return self._new(self.array.sum(dtype=self.array.dtype).reshape(1))
