@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
@@ -40,27 +39,88 @@ class Requirement(enum.Enum):
         return self is not Requirement.Untracked
 
 
-class Parent(NamedTuple):
-    id: NodeId
-    is_leaf: bool
+class Node:
+    """A tensor's place in the graph (Burn's `Node`). Never changed after creation; `require_grad()`
+    gives its tensor a new one. A slots class, not a NamedTuple: one is made on every op."""
+
+    __slots__ = ("id", "parents", "order", "requirement", "memory_bound")
+
+    def __init__(
+        self,
+        id: NodeId,
+        parents: tuple[Node, ...],
+        order: int,
+        requirement: Requirement,
+        memory_bound: bool = False,
+    ) -> None:
+        self.id = id
+        self.parents = parents  # the nodes of the tracked inputs, in argument order (duplicates kept)
+        self.order = order  # 1 + the highest order among all inputs; leaves 0
+        self.requirement = requirement
+        self.memory_bound = memory_bound  # an elementwise op: under balanced checkpointing, recomputed, not kept
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.order == 0
+
+    def __repr__(self) -> str:
+        parents = ", ".join(repr(p.id) for p in self.parents)
+        return f"Node({self.id!r}, parents=[{parents}], order={self.order}, {self.requirement.value})"
 
 
-class Node(NamedTuple):  # immutable, and cheap to create on every op
-    id: NodeId
-    parents: tuple[Parent, ...]  # tracked inputs only, in argument order (duplicates kept)
-    order: int  # 1 + the highest order among all inputs; leaves 0
-    requirement: Requirement
-    memory_bound: bool = False  # an elementwise op: under balanced checkpointing, recomputed, not kept
-
-
-@dataclass(frozen=True, slots=True)
 class Rule:
     """The backward rule for one input: `text` is the math, `fn(grad, saved)` computes it,
     `needs` names the saved tensors it reads (only those are kept, as in Burn)."""
 
-    text: str
-    fn: Callable[[Buffer, dict[str, Buffer]], Buffer]
-    needs: tuple[str, ...] = ()
+    __slots__ = ("text", "fn", "needs")
+
+    def __init__(self, text: str, fn: Callable[[Buffer, dict[str, Buffer]], Buffer], needs: tuple[str, ...] = ()):
+        self.text = text
+        self.fn = fn
+        self.needs = needs
+
+
+class Op:
+    """One operation, its forward and its backward side by side: `forward(*buffers)` computes the output,
+    `rules[i]` is input i's backward rule. `names` names the inputs for the rules' saved tensors ("y" is
+    the output). `compute_bound` ops (matmul, reductions) keep their outputs under balanced checkpointing;
+    elementwise ones are recomputed."""
+
+    __slots__ = ("name", "forward", "rules", "names", "compute_bound", "sources")
+
+    def __init__(
+        self,
+        name: str,
+        forward: Callable[..., Buffer],
+        rules: tuple[Rule, ...],
+        names: tuple[str, ...] = ("x",),
+        compute_bound: bool = False,
+    ) -> None:
+        self.name = name
+        self.forward = forward
+        self.rules = rules
+        self.names = names
+        self.compute_bound = compute_bound
+        # per rule, where each saved tensor it needs comes from: an input's index, or -1 for the output
+        self.sources = tuple(tuple((n, -1 if n == "y" else names.index(n)) for n in rule.needs) for rule in rules)
+
+
+def per_constant(build: Callable[..., Op]) -> Callable[..., Op]:
+    """An op that depends on constants (a number, a shape) is built once per constants: a loop reuses
+    its own. At most 256 are kept, so memory stays flat whatever a program does."""
+    built: dict[tuple, Op] = {}
+
+    def op(*constants: object) -> Op:
+        # 0.0 == -0.0, yet x * -0.0 is not x * 0.0: keys with a zero are told apart by their text
+        key = constants if 0.0 not in constants else tuple(map(repr, constants))
+        found = built.get(key)
+        if found is None:
+            if len(built) >= 256:
+                built.clear()
+            found = built[key] = build(*constants)
+        return found
+
+    return op
 
 
 class Step:
@@ -83,7 +143,7 @@ class Step:
         self.input_shapes = input_shapes  # aligned with node.parents
         self.saved = saved
         # balanced checkpointing: saved names whose value is recomputed from this node in backward
-        self.recipes = recipes or {}
+        self.recipes = {} if recipes is None else recipes
 
     @property
     def saved_bytes(self) -> int:
@@ -93,12 +153,14 @@ class Step:
 
     def run(self, grads: Gradients) -> None:
         """Consume this node's gradient and send one to each tracked parent, by its rule."""
-        grad = grads.consume(self.node)
-        for parent, rule, shape in zip(self.node.parents, self.rules, self.input_shapes, strict=True):
-            parent_grad = rule.fn(grad, self.saved)
-            if parent_grad.shape != shape:
+        node = self.node
+        grad = grads.consume(node)
+        saved = self.saved
+        for parent, rule, shape in zip(node.parents, self.rules, self.input_shapes, strict=True):
+            parent_grad = rule.fn(grad, saved)
+            if parent_grad.shape != shape:  # the input was broadcast
                 parent_grad = parent_grad.sum_to(shape)
-            grads.register(parent.id, parent_grad, self.node.id)
+            grads.register(parent.id, parent_grad, node.id)
 
     def free_saved(self) -> None:
         self.saved = {}

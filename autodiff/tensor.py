@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,7 +26,7 @@ from .errors import (
     UntrackedBackwardError,
 )
 from .grads import Gradients
-from .graph import Node, NodeId, Parent, Requirement, Rule, Step, UntrackedOpsStep
+from .graph import Node, NodeId, Op, Requirement, Rule, Step, UntrackedOpsStep, per_constant
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
@@ -226,72 +226,111 @@ class Tensor:
         grads.replace(self.node.id, grad.data)
 
     # -- binary ops (numpy broadcasting; gradients summed back over broadcast dims) ----------
-    # Each op gives `_result` its forward (on buffers), then the backward rule of each input.
+    # Each op is an `Op`: its forward on buffers, then the backward rule of each input. An op with a
+    # number or a shape in it is built once per constant (`per_constant`).
+    _ADD = Op("add", lambda a, b: a + b, (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)), ("a", "b"))
+
+    @staticmethod
+    @per_constant
+    def _add_scalar(c: float) -> Op:
+        return Op(f"add_scalar({c:g})", lambda x: x + c, (Rule("grad", lambda g, s: g),))
+
     def __add__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
-            c = _scalar(other)
-            return _run_op(f"add_scalar({c:g})", lambda x: x + c, (self,), (Rule("grad", lambda g, s: g),))
-        a, b = self._operands(other)
-        return _run_op("add", lambda a, b: a + b, (a, b), (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)))
+            return _run_op(self._add_scalar(_scalar(other)), (self,))
+        return _run_op(self._ADD, self._operands(other))
 
     __radd__ = __add__
 
+    _SUB = Op("sub", lambda a, b: a - b, (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g)), ("a", "b"))
+
+    @staticmethod
+    @per_constant
+    def _sub_scalar(c: float) -> Op:
+        return Op(f"sub_scalar({c:g})", lambda x: x - c, (Rule("grad", lambda g, s: g),))
+
+    @staticmethod
+    @per_constant
+    def _rsub_scalar(c: float) -> Op:
+        return Op(f"rsub_scalar({c:g})", lambda x: c - x, (Rule("-grad", lambda g, s: -g),))
+
     def __sub__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
-            c = _scalar(other)
-            return _run_op(f"sub_scalar({c:g})", lambda x: x - c, (self,), (Rule("grad", lambda g, s: g),))
-        a, b = self._operands(other)
-        return _run_op(
-            "sub", lambda a, b: a - b, (a, b), (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g))
-        )
+            return _run_op(self._sub_scalar(_scalar(other)), (self,))
+        return _run_op(self._SUB, self._operands(other))
 
     def __rsub__(self, other: Scalar) -> Tensor:
-        c = _scalar(other)
-        return _run_op(f"rsub_scalar({c:g})", lambda x: c - x, (self,), (Rule("-grad", lambda g, s: -g),))
+        return _run_op(self._rsub_scalar(_scalar(other)), (self,))
+
+    _MUL = Op(
+        "mul", lambda a, b: a * b,
+        (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
+         Rule("grad * a", lambda g, s: g * s["a"], ("a",))),
+        ("a", "b"),
+    )  # fmt: skip
+
+    @staticmethod
+    @per_constant
+    def _mul_scalar(c: float) -> Op:
+        return Op(f"mul_scalar({c:g})", lambda x: x * c, (Rule(f"grad * {c:g}", lambda g, s: g * c),))
 
     def __mul__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
-            c = _scalar(other)
-            return _run_op(f"mul_scalar({c:g})", lambda x: x * c, (self,), (Rule(f"grad * {c:g}", lambda g, s: g * c),))
-        a, b = self._operands(other)
-        return _run_op(
-            "mul", lambda a, b: a * b, (a, b),
-            (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
-             Rule("grad * a", lambda g, s: g * s["a"], ("a",))),
-            names=("a", "b"),
-        )  # fmt: skip
+            return _run_op(self._mul_scalar(_scalar(other)), (self,))
+        return _run_op(self._MUL, self._operands(other))
 
     __rmul__ = __mul__
+
+    _DIV = Op(
+        "div", lambda a, b: a / b,
+        (Rule("grad / b", lambda g, s: g / s["b"], ("b",)),
+         Rule("-grad * a / b²", lambda g, s: -g * s["a"] / (s["b"] * s["b"]), ("a", "b"))),
+        ("a", "b"),
+    )  # fmt: skip
+
+    @staticmethod
+    @per_constant
+    def _div_scalar(c: float) -> Op:
+        return Op(f"div_scalar({c:g})", lambda x: x / c, (Rule(f"grad / {c:g}", lambda g, s: g / c),))
+
+    @staticmethod
+    @per_constant
+    def _rdiv_scalar(c: float) -> Op:
+        return Op(
+            f"rdiv_scalar({c:g})", lambda x: c / x,
+            (Rule(f"-grad * {c:g} / x²", lambda g, s: -g * c / (s["x"] * s["x"]), ("x",)),),
+        )  # fmt: skip
 
     def __truediv__(self, other: Tensor | Scalar) -> Tensor:
         if _is_scalar(other):
             c = _scalar(other)
             if c == 0:
                 raise NonFiniteError("Division by the number 0 gives infinity; divide by a non-zero number.")
-            return _run_op(f"div_scalar({c:g})", lambda x: x / c, (self,), (Rule(f"grad / {c:g}", lambda g, s: g / c),))
-        a, b = self._operands(other)
-        return _run_op(
-            "div", lambda a, b: a / b, (a, b),
-            (Rule("grad / b", lambda g, s: g / s["b"], ("b",)),
-             Rule("-grad * a / b²", lambda g, s: -g * s["a"] / (s["b"] * s["b"]), ("a", "b"))),
-            names=("a", "b"),
-        )  # fmt: skip
+            return _run_op(self._div_scalar(c), (self,))
+        return _run_op(self._DIV, self._operands(other))
 
     def __rtruediv__(self, other: Scalar) -> Tensor:
-        c = _scalar(other)
-        return _run_op(
-            f"rdiv_scalar({c:g})", lambda x: c / x, (self,),
-            (Rule(f"-grad * {c:g} / x²", lambda g, s: -g * c / (s["x"] * s["x"]), ("x",)),),
+        return _run_op(self._rdiv_scalar(_scalar(other)), (self,))
+
+    @staticmethod
+    @per_constant
+    def _powf_scalar(p: float) -> Op:
+        return Op(
+            f"powf_scalar({p:g})", lambda x: x**p,
+            (Rule(f"grad * {p:g} * x^{p - 1:g}", lambda g, s: g * (s["x"] ** (p - 1) * p), ("x",)),),
         )  # fmt: skip
 
     def __pow__(self, exponent: Scalar) -> Tensor:
         if not _is_scalar(exponent):
             raise UnsupportedOperationError("The exponent of ** must be a number, e.g. x ** 2.")
-        p = _scalar(exponent)
-        return _run_op(
-            f"powf_scalar({p:g})", lambda x: x**p, (self,),
-            (Rule(f"grad * {p:g} * x^{p - 1:g}", lambda g, s: g * (s["x"] ** (p - 1) * p), ("x",)),),
-        )  # fmt: skip
+        return _run_op(self._powf_scalar(_scalar(exponent)), (self,))
+
+    _MATMUL = Op(
+        "matmul", lambda a, b: a @ b,
+        (Rule("grad @ bᵀ", lambda g, s: g @ s["b"].swap_dims(-1, -2), ("b",)),
+         Rule("aᵀ @ grad", lambda g, s: s["a"].swap_dims(-1, -2) @ g, ("a",))),
+        ("a", "b"), compute_bound=True,
+    )  # fmt: skip
 
     def matmul(self, other: Tensor) -> Tensor:
         a, b = self._operands(other, broadcast=False)
@@ -306,118 +345,133 @@ class Tensor:
                 f"({a.shape[-1]}) must equal the second-to-last of the second ({b.shape[-2]})."
             )
         _broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul (batch dimensions)")
-        return _run_op(
-            "matmul", lambda a, b: a @ b, (a, b),
-            (Rule("grad @ bᵀ", lambda g, s: g @ s["b"].swap_dims(-1, -2), ("b",)),
-             Rule("aᵀ @ grad", lambda g, s: s["a"].swap_dims(-1, -2) @ g, ("a",))),
-            names=("a", "b"), compute_bound=True,
-        )  # fmt: skip
+        return _run_op(self._MATMUL, (a, b))
 
     __matmul__ = matmul
 
-    # -- unary ops (saved names: "x" the input, "y" the output) -----------------------------------
+    # -- unary ops (the saved input is "x") ---------------------------------------------------------
+    _NEG = Op("neg", lambda x: -x, (Rule("-grad", lambda g, s: -g),))
+
     def __neg__(self) -> Tensor:
-        return _run_op("neg", lambda x: -x, (self,), (Rule("-grad", lambda g, s: -g),))
+        return _run_op(self._NEG, (self,))
+
+    # Burn saves the input and recomputes exp(x) in backward (so are sqrt, tanh, sigmoid and relu).
+    _EXP = Op("exp", lambda x: x.exp(), (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),))
 
     def exp(self) -> Tensor:
-        # Burn saves the input and recomputes exp(x) in backward.
-        return _run_op(
-            "exp", lambda x: x.exp(), (self,), (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),)
-        )
+        return _run_op(self._EXP, (self,))
+
+    _LOG = Op("log", lambda x: x.log(), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),))
 
     def log(self) -> Tensor:
-        return _run_op("log", lambda x: x.log(), (self,), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),))
+        return _run_op(self._LOG, (self,))
+
+    _SQRT = Op(
+        "sqrt", lambda x: x.sqrt(), (Rule("grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0), ("x",)),)
+    )
 
     def sqrt(self) -> Tensor:
-        # As Burn: the input is saved and sqrt(x) recomputed in backward (so are tanh, sigmoid, relu).
-        return _run_op(
-            "sqrt", lambda x: x.sqrt(), (self,),
-            (Rule("grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0), ("x",)),),
-        )  # fmt: skip
+        return _run_op(self._SQRT, (self,))
+
+    _SIN = Op("sin", lambda x: x.sin(), (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),))
 
     def sin(self) -> Tensor:
-        return _run_op(
-            "sin", lambda x: x.sin(), (self,), (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),)
-        )
+        return _run_op(self._SIN, (self,))
+
+    _COS = Op("cos", lambda x: x.cos(), (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),))
 
     def cos(self) -> Tensor:
-        return _run_op(
-            "cos", lambda x: x.cos(), (self,), (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),)
-        )
+        return _run_op(self._COS, (self,))
+
+    _TANH = Op("tanh", lambda x: x.tanh(), (Rule("grad * (1 - tanh(x)²)", lambda g, s: _tanh_rule(g, s["x"]), ("x",)),))
 
     def tanh(self) -> Tensor:
-        return _run_op("tanh", lambda x: x.tanh(), (self,), (Rule("grad * (1 - tanh(x)²)", _tanh_rule, ("x",)),))
+        return _run_op(self._TANH, (self,))
+
+    _SIGMOID = Op(
+        "sigmoid", lambda x: x.sigmoid(),
+        (Rule("grad * σ(x) * (1 - σ(x))", lambda g, s: _sigmoid_rule(g, s["x"]), ("x",)),),
+    )  # fmt: skip
 
     def sigmoid(self) -> Tensor:
-        return _run_op(
-            "sigmoid", lambda x: x.sigmoid(), (self,), (Rule("grad * σ(x) * (1 - σ(x))", _sigmoid_rule, ("x",)),)
-        )
+        return _run_op(self._SIGMOID, (self,))
+
+    _RELU = Op("relu", lambda x: x.relu(), (Rule("grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0), ("x",)),))
 
     def relu(self) -> Tensor:
-        return _run_op(
-            "relu", lambda x: x.relu(), (self,), (Rule("grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0), ("x",)),)
-        )
+        return _run_op(self._RELU, (self,))
 
     # -- reductions (as in Burn: sum/mean give shape [1], *_dim keep the dim with size 1) ----------
+    @staticmethod
+    @per_constant
+    def _sum(shape: tuple[int, ...]) -> Op:
+        return Op(
+            "sum", lambda x: x.sum(), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),), compute_bound=True
+        )
+
     def sum(self) -> Tensor:
-        shape = self.shape
-        return _run_op(
-            "sum", lambda x: x.sum(), (self,), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),),
-            compute_bound=True,
+        return _run_op(self._sum(self.data.shape), (self,))
+
+    @staticmethod
+    @per_constant
+    def _mean(shape: tuple[int, ...]) -> Op:
+        n = math.prod(shape)
+        return Op(
+            "mean", lambda x: x.sum() / n,
+            (Rule(f"ones(shape) * grad / {n}", lambda g, s: (g / n).expand(shape)),), compute_bound=True,
         )  # fmt: skip
 
     def mean(self) -> Tensor:
-        shape, n = self.shape, math.prod(self.shape)
-        return _run_op(
-            "mean",
-            lambda x: x.sum() / n,
-            (self,),
-            (Rule(f"ones(shape) * grad / {n}", lambda g, s: (g / n).expand(shape)),),
-            compute_bound=True,
-        )
+        return _run_op(self._mean(self.data.shape), (self,))
+
+    @staticmethod
+    @per_constant
+    def _sum_dim(shape: tuple[int, ...], dim: int) -> Op:
+        return Op(
+            f"sum_dim({dim})", lambda x: x.sum_dim(dim),
+            (Rule("grad expanded along dim", lambda g, s: g.expand(shape)),), compute_bound=True,
+        )  # fmt: skip
 
     def sum_dim(self, dim: int) -> Tensor:
-        shape, dim = self.shape, self._dim(dim)
-        return _run_op(
-            f"sum_dim({dim})",
-            lambda x: x.sum_dim(dim),
-            (self,),
-            (Rule("grad expanded along dim", lambda g, s: g.expand(shape)),),
-            compute_bound=True,
-        )
+        return _run_op(self._sum_dim(self.data.shape, self._dim(dim)), (self,))
+
+    @staticmethod
+    @per_constant
+    def _mean_dim(shape: tuple[int, ...], dim: int) -> Op:
+        n = shape[dim]
+        return Op(
+            f"mean_dim({dim})", lambda x: x.sum_dim(dim) / n,
+            (Rule(f"grad / {n} expanded along dim", lambda g, s: (g / n).expand(shape)),), compute_bound=True,
+        )  # fmt: skip
 
     def mean_dim(self, dim: int) -> Tensor:
-        shape, dim = self.shape, self._dim(dim)
-        n = shape[dim]
-        return _run_op(
-            f"mean_dim({dim})",
-            lambda x: x.sum_dim(dim) / n,
-            (self,),
-            (Rule(f"grad / {n} expanded along dim", lambda g, s: (g / n).expand(shape)),),
-            compute_bound=True,
-        )
+        return _run_op(self._mean_dim(self.data.shape, self._dim(dim)), (self,))
 
     # -- shape ops (views: no new allocation) ------------------------------------------------------
+    @staticmethod
+    @per_constant
+    def _reshape(original: tuple[int, ...], target: tuple[int, ...]) -> Op:
+        return Op(
+            f"reshape({list(target)})", lambda x: x.reshape(target),
+            (Rule("grad reshaped back", lambda g, s: g.reshape(original)),),
+        )  # fmt: skip
+
     def reshape(self, shape: Sequence[int]) -> Tensor:
         if not isinstance(shape, (list, tuple)) or not all(isinstance(d, numbers.Integral) for d in shape):
             raise ShapeMismatchError("reshape takes a list of sizes, e.g. x.reshape([3, 1]).")
-        original = self.shape
-        target = _reshaped(original, [int(d) for d in shape])
-        return _run_op(
-            f"reshape({list(target)})",
-            lambda x: x.reshape(target),
-            (self,),
-            (Rule("grad reshaped back", lambda g, s: g.reshape(original)),),
-        )
+        target = _reshaped(self.shape, [int(d) for d in shape])
+        return _run_op(self._reshape(self.shape, target), (self,))
+
+    @staticmethod
+    @per_constant
+    def _swap_dims(d1: int, d2: int) -> Op:
+        return Op(
+            f"swap_dims({d1}, {d2})", lambda x: x.swap_dims(d1, d2),
+            (Rule("grad with dims swapped back", lambda g, s: g.swap_dims(d1, d2)),),
+        )  # fmt: skip
 
     def swap_dims(self, dim1: int, dim2: int) -> Tensor:
-        d1, d2 = self._dim(dim1), self._dim(dim2)
-        return _run_op(
-            f"swap_dims({d1}, {d2})",
-            lambda x: x.swap_dims(d1, d2),
-            (self,),
-            (Rule("grad with dims swapped back", lambda g, s: g.swap_dims(d1, d2)),),
-        )
+        return _run_op(self._swap_dims(self._dim(dim1), self._dim(dim2)), (self,))
 
     def transpose(self) -> Tensor:
         if len(self.shape) < 2:
@@ -452,63 +506,63 @@ class Tensor:
         return int(dim) % rank
 
 
-def _run_op(
-    op: str,
-    forward: Callable[..., Buffer],
-    inputs: tuple[Tensor, ...],
-    rules: tuple[Rule, ...],
-    names: tuple[str, ...] = ("x",),
-    compute_bound: bool = False,
-) -> Tensor:
+_UNTRACKED, _GRAD_IN_BACKWARD = Requirement.Untracked, Requirement.GradInBackward
+
+
+def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
     """Run an op's forward; on an autodiff device register its one step (Burn's `OpsPrep`).
 
-    `names` names the inputs for the rules' saved tensors ("y" is the output). Only what the
-    tracked inputs' rules need is saved: an operand is kept only when the other one is tracked.
-    Under balanced checkpointing, `compute_bound` ops (matmul, reductions) keep their outputs; an
-    elementwise op is recomputed in backward instead, unless an input is untracked (Burn then treats
-    it as compute-bound: an untracked parent cannot be checkpointed)."""
-    out = forward(*[t.data for t in inputs])
-    device = inputs[0].device
+    Only what the tracked inputs' rules need is saved: an operand is kept only when the other one is
+    tracked. Under balanced checkpointing an elementwise op is recomputed in backward instead of kept,
+    unless an input is untracked (Burn then treats it as compute-bound: an untracked parent cannot be
+    checkpointed)."""
+    first = inputs[0]
+    out = op.forward(first.data) if len(inputs) == 1 else op.forward(first.data, inputs[1].data)
+    device = first.device
     server = device.server
     if server is None:
         return Tensor(out, device)
     nodes = [t.node for t in inputs]
     order = max([n.order for n in nodes]) + 1
-    tracked = [i for i, n in enumerate(nodes) if n.requirement is not Requirement.Untracked]
-    node_id = server.new_node_id()
+    tracked = [i for i, n in enumerate(nodes) if n.requirement is not _UNTRACKED]
     step: Step
-    if tracked:
-        parents = tuple([Parent(nodes[i].id, nodes[i].order == 0) for i in tracked])
-        memory_bound = not compute_bound and len(tracked) == len(inputs)
-        node = Node(node_id, parents, order, Requirement.GradInBackward, memory_bound)
-        kept = tuple([rules[i] for i in tracked])
-        saved = {}
-        for rule in kept:
-            for name in rule.needs:
-                saved[name] = out if name == "y" else inputs[names.index(name)].data
-        step = Step(node, op, kept, tuple([inputs[i].data.shape for i in tracked]), saved)
-        if server.checkpointing == "balanced":
-            producers = {"y": node} | {name: nodes[k] for k, name in enumerate(names[: len(inputs)])}
-            server.checkpoint(step, producers, inputs)
+    if not tracked:
+        node = Node(server.new_node_id(), (), order, _UNTRACKED, not op.compute_bound)
+        step = UntrackedOpsStep(node, op.name)
     else:
-        node = Node(node_id, (), order, Requirement.Untracked, not compute_bound)
-        step = UntrackedOpsStep(node, op)
+        every = len(tracked) == len(inputs)
+        node = Node(
+            server.new_node_id(), tuple([nodes[i] for i in tracked]), order, _GRAD_IN_BACKWARD,
+            every and not op.compute_bound,
+        )  # fmt: skip
+        saved = {}
+        for i in tracked:
+            for name, source in op.sources[i]:
+                saved[name] = out if source < 0 else inputs[source].data
+        rules = op.rules if every else tuple([op.rules[i] for i in tracked])
+        step = Step(node, op.name, rules, tuple([inputs[i].data.shape for i in tracked]), saved)
+        if server.checkpointing == "balanced":
+            producers = {"y": node} | {name: nodes[k] for k, name in enumerate(op.names[: len(inputs)])}
+            server.checkpoint(step, producers, inputs)
     tensor = Tensor(out, device, node)
-    server.register(tensor, step, tuple([n.id for n in nodes]), forward)
+    server.register(tensor, step, tuple([n.id for n in nodes]), op.forward)
     return tensor
 
 
-def _tanh_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
-    y = s["x"].tanh()
+def _tanh_rule(g: Buffer, x: Buffer) -> Buffer:
+    y = x.tanh()
     return g * (1.0 - y * y)
 
 
-def _sigmoid_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
-    y = s["x"].sigmoid()
+def _sigmoid_rule(g: Buffer, x: Buffer) -> Buffer:
+    y = x.sigmoid()
     return g * y * (1.0 - y)
 
 
 def _is_scalar(value: object) -> bool:
+    kind = type(value)
+    if kind is float or kind is int:
+        return True
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 

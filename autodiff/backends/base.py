@@ -88,7 +88,7 @@ class Buffer:
     # -- metadata ------------------------------------------------------------------------------
     @property
     def shape(self) -> Shape:
-        return tuple(self.array.shape)
+        return self.array.shape
 
     @property
     def allocation(self) -> Buffer:
