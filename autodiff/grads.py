@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from .trace import BackwardRecorder
 
 
+_GRAD, _GRAD_IN_BACKWARD = Requirement.Grad, Requirement.GradInBackward
+
+
 class Gradients:
     """A map from node id to gradient buffer (`Tensor.grad` wraps an entry as a tensor).
 
@@ -35,16 +38,17 @@ class Gradients:
             )
 
     def consume(self, node: Node) -> Buffer:
-        if node.requirement is Requirement.Grad:
-            grad = self._container.get(node.id)
-        elif node.requirement is Requirement.GradInBackward:
+        requirement = node.requirement
+        if requirement is _GRAD_IN_BACKWARD:
             grad = self._container.pop(node.id, None)
+        elif requirement is _GRAD:
+            grad = self._container.get(node.id)
         else:
             raise RuntimeError("Trying to consume the gradients for an untracked tensor")
         if grad is None:
             raise RuntimeError(f"Can't consume the gradients of {node.id} before they are registered at least once.")
         if self.recorder is not None:
-            self.recorder.record(GradientConsumed(node.id, kept=node.requirement is Requirement.Grad))
+            self.recorder.record(GradientConsumed(node.id, kept=requirement is _GRAD))
         return grad
 
     # -- public access, through Tensor.grad / grad_remove / grad_replace -----------------------------

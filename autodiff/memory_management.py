@@ -29,6 +29,9 @@ class NodeStatus(enum.Enum):
     CONSTANT = "constant"  # an untracked leaf (from data, random, detach) with a live handle
 
 
+_FREED = NodeStatus.FREED
+
+
 class NodeRecord:
     """One node as the server remembers it, for snapshots, the sweep and recomputation."""
 
@@ -67,6 +70,9 @@ class GraphMemoryManagement:
         # collection to go away with the session that held them
         self._release_step = weakref.WeakMethod(release)
         self._dependents: dict[NodeId, int] = {}  # eager policy: pending steps that list each node as a parent
+        # so that a cleanup visits only what changed, not every record:
+        self._finished: list[NodeRecord] = []  # records consumed or freed, to forget once their tensor is gone
+        self._dropped_leaves: list[NodeId] = []  # leaves whose tensor was dropped while an op still used them
 
     # -- tracking ----------------------------------------------------------------------------------
     def track(
@@ -94,25 +100,26 @@ class GraphMemoryManagement:
         self._forget_inputs(record)
 
     def step_registered(self, step: Step) -> None:
-        if self.policy == "eager":
-            for parent in step.node.parents:
-                self._dependents[parent.id] = self._dependents.get(parent.id, 0) + 1
+        """Eager policy: count the pending steps that need each node."""
+        for parent in step.node.parents:
+            self._dependents[parent.id] = self._dependents.get(parent.id, 0) + 1
 
     def step_taken(self, step: Step) -> None:
-        if self.policy == "eager":
-            for parent in step.node.parents:
-                left = self._dependents[parent.id] - 1
-                if left:
-                    self._dependents[parent.id] = left
-                else:
-                    del self._dependents[parent.id]  # no entry per dead node: memory stays flat
+        """Eager policy: a pending step is gone."""
+        for parent in step.node.parents:
+            left = self._dependents[parent.id] - 1
+            if left:
+                self._dependents[parent.id] = left
+            else:
+                del self._dependents[parent.id]  # no entry per dead node: memory stays flat
 
     def finish(self, node_id: NodeId, status: NodeStatus, backward_count: int) -> None:
         """A step was consumed (it ran) or freed (it never will)."""
         record = self.records.get(node_id)
         if record is not None:
             record.finished, record.finished_in = status, backward_count
-            record.gone = status is NodeStatus.FREED or record.handle() is None
+            record.gone = status is _FREED or record.handle() is None
+            self._finished.append(record)
 
     # -- dropping ------------------------------------------------------------------------------------
     def _on_drop(self, node_id: NodeId) -> Callable[[weakref.ref], None]:
@@ -128,8 +135,12 @@ class GraphMemoryManagement:
         """A dropped untracked leaf that no recorded op used is part of no graph: forget it now, so a loop
         of constants leaves nothing behind."""
         record = self.records.get(node_id)
-        if record is not None and _is_constant(record) and record.users == 0:
+        if record is None:
+            return
+        if _is_constant(record) and record.users == 0:
             del self.records[node_id]
+        else:
+            self._dropped_leaves.append(node_id)
 
     def _release(self, node_id: NodeId) -> None:
         """Eager policy: a tensor handle died. Free its step, and then each ancestor's, as soon as no
@@ -193,20 +204,26 @@ class GraphMemoryManagement:
 
     def finish_dropped_leaves(self, steps: dict[NodeId, Step], backward_count: int) -> None:
         """Dropped leaves with no step: nothing left to hold."""
-        for record in self.records.values():
-            if record.node.id not in steps and record.finished is None and record.handle() is None:
-                record.finished, record.finished_in = NodeStatus.FREED, backward_count
+        dropped, self._dropped_leaves = self._dropped_leaves, []
+        for node_id in dropped:
+            record = self.records.get(node_id)
+            if record is not None and node_id not in steps and record.finished is None:
+                self.finish(node_id, NodeStatus.FREED, backward_count)
 
     def forget_finished(self, backward_count: int) -> None:
         """Forget records finished before this backward whose tensors are gone (kept one backward
         longer, so a snapshot right after a backward still shows what it consumed)."""
-        for node_id in [i for i, r in self.records.items() if self._forgettable(r, backward_count)]:
-            if node_id in self.records:
-                self._forget(node_id)
-
-    @staticmethod
-    def _forgettable(record: NodeRecord, backward_count: int) -> bool:
-        return record.finished is not None and record.finished_in < backward_count and record.handle() is None
+        finished, self._finished = self._finished, []
+        records = self.records
+        for record in finished:
+            node_id = record.node.id
+            if records.get(node_id) is not record:
+                continue  # already forgotten
+            if record.finished_in < backward_count and record.handle() is None:
+                del records[node_id]
+                self._forget_inputs(record)
+            else:
+                self._finished.append(record)
 
     def held_bytes(self, steps: dict[NodeId, Step]) -> dict[NodeId, int]:
         """Per pending step, the bytes it alone keeps alive: saved buffers that no live tensor

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 
+_CONSUMED = NodeStatus.CONSUMED
+
+
 class AutodiffServer:
     def __init__(self, pool: MemoryPool, memory_policy: str = "lazy", checkpointing: str = "none") -> None:
         self.pool = pool
@@ -73,12 +76,14 @@ class AutodiffServer:
 
     def _add_step(self, step: Step) -> None:
         self.steps[step.node.id] = step
-        self.memory.step_registered(step)
+        if self.memory_policy == "eager":
+            self.memory.step_registered(step)
 
     def _take_step(self, node_id: NodeId) -> Step:
         """Remove a step from the server (it is consumed or freed)."""
         step = self.steps.pop(node_id)
-        self.memory.step_taken(step)
+        if self.memory_policy == "eager":
+            self.memory.step_taken(step)
         return step
 
     def _release_step(self, node_id: NodeId) -> Step | None:
@@ -115,25 +120,28 @@ class AutodiffServer:
     def build_tape(self, root_id: NodeId, retain_graph: bool = False) -> list[list[Step]]:
         """The steps reachable from the root, walked as Burn does (a stack), bucketed by order. A path
         through a consumed step is refused here, before any step is taken off the server."""
-        if root_id not in self.steps:
+        steps = self.steps
+        root = steps.get(root_id)
+        if root is None:
             raise TapeConsumedError(root_id)
         visited = {root_id}
-        reachable = [root_id]
-        stack = list(self.steps[root_id].node.parents)
+        reachable = [root]
+        stack = list(root.node.parents)
         while stack:
             parent = stack.pop()
             if parent.id in visited:
                 continue
             visited.add(parent.id)
-            step = self.steps.get(parent.id)
+            step = steps.get(parent.id)
             if step is not None:
-                reachable.append(parent.id)
+                reachable.append(step)
                 stack.extend(step.node.parents)
             elif not parent.is_leaf:
                 raise TapeConsumedError(parent.id)
-        tape: list[list[Step]] = [[] for _ in range(self.steps[root_id].node.order + 1)]
-        for node_id in reachable:
-            step = self.steps[node_id] if retain_graph else self._take_step(node_id)
+        tape: list[list[Step]] = [[] for _ in range(root.node.order + 1)]
+        for step in reachable:
+            if not retain_graph:
+                self._take_step(step.node.id)
             tape[step.node.order].append(step)
         return tape
 
@@ -141,16 +149,20 @@ class AutodiffServer:
         self, tape: list[list[Step]], grads: Gradients, recorder: BackwardRecorder | None, retain_graph: bool
     ) -> None:
         """Run every bucket from the highest order down; each step runs once and is consumed."""
-        checkpointer = Checkpointer(tape, self.balanced, self.memory.records.__getitem__, recorder)
+        checkpointer = None
+        if self.balanced is not None:
+            checkpointer = Checkpointer(tape, self.balanced, self.memory.records.__getitem__, recorder)
         for bucket in reversed(tape):
             for step in bucket:
                 if recorder is not None:
                     parents = tuple(p.id for p in step.node.parents)
                     rules = tuple(r.text for r in step.rules)
                     recorder.record(StepStarted(step.node.id, step.op, step.node.order, parents, rules))
-                checkpointer.retrieve(step)
+                if checkpointer is not None:
+                    checkpointer.retrieve(step)
                 step.run(grads)
-                checkpointer.release(step)
+                if checkpointer is not None:
+                    checkpointer.release(step)
                 if retain_graph:  # PyTorch's retain_graph keeps the step; recomputed values are dropped
                     for name in step.recipes:
                         step.saved.pop(name, None)
@@ -158,7 +170,7 @@ class AutodiffServer:
                     self._consume(step, recorder)
 
     def _consume(self, step: Step, recorder: BackwardRecorder | None) -> None:
-        self.memory.finish(step.node.id, NodeStatus.CONSUMED, self.backward_count)
+        self.memory.finish(step.node.id, _CONSUMED, self.backward_count)
         if recorder is None:
             step.free_saved()
             return
@@ -173,7 +185,7 @@ class AutodiffServer:
         memory = self.memory
         memory.forget_finished(self.backward_count)
         before = self.pool.bytes_in_use
-        freed = memory.steps_to_free(self.steps)
+        freed = memory.steps_to_free(self.steps) if self.steps else []
         for node_id in freed:
             self._take_step(node_id).free_saved()
             memory.finish(node_id, NodeStatus.FREED, self.backward_count)

@@ -515,38 +515,51 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
     Only what the tracked inputs' rules need is saved: an operand is kept only when the other one is
     tracked. Under balanced checkpointing an elementwise op is recomputed in backward instead of kept,
     unless an input is untracked (Burn then treats it as compute-bound: an untracked parent cannot be
-    checkpointed)."""
+    checkpointed). Every op runs through here, so it is written for speed: no loop a tuple can replace."""
+    # Every op runs through here, so it is written for speed: an op has one or two inputs, and the
+    # tracked ones are picked without loops.
     first = inputs[0]
-    out = op.forward(first.data) if len(inputs) == 1 else op.forward(first.data, inputs[1].data)
     device = first.device
     server = device.server
-    if server is None:
-        return Tensor(out, device)
-    nodes = [t.node for t in inputs]
-    order = max([n.order for n in nodes]) + 1
-    tracked = [i for i, n in enumerate(nodes) if n.requirement is not _UNTRACKED]
+    if len(inputs) == 1:
+        out = op.forward(first.data)
+        if server is None:
+            return Tensor(out, device)
+        nodes = (first.node,)
+        order = first.node.order + 1
+        tracked = (0,) if first.node.requirement is not _UNTRACKED else ()
+    else:
+        out = op.forward(first.data, inputs[1].data)
+        if server is None:
+            return Tensor(out, device)
+        a, b = nodes = (first.node, inputs[1].node)
+        order = (a.order if a.order > b.order else b.order) + 1
+        tracked = _TRACKED[a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED]
     step: Step
     if not tracked:
         node = Node(server.new_node_id(), (), order, _UNTRACKED, not op.compute_bound)
         step = UntrackedOpsStep(node, op.name)
     else:
-        every = len(tracked) == len(inputs)
-        node = Node(
-            server.new_node_id(), tuple([nodes[i] for i in tracked]), order, _GRAD_IN_BACKWARD,
-            every and not op.compute_bound,
-        )  # fmt: skip
+        every = len(tracked) == len(nodes)
+        parents = nodes if every else (nodes[tracked[0]],)
+        node = Node(server.new_node_id(), parents, order, _GRAD_IN_BACKWARD, every and not op.compute_bound)
         saved = {}
         for i in tracked:
             for name, source in op.sources[i]:
                 saved[name] = out if source < 0 else inputs[source].data
-        rules = op.rules if every else tuple([op.rules[i] for i in tracked])
-        step = Step(node, op.name, rules, tuple([inputs[i].data.shape for i in tracked]), saved)
+        rules = op.rules if every else (op.rules[tracked[0]],)
+        shapes = tuple([inputs[i].data.array.shape for i in tracked])
+        step = Step(node, op.name, rules, shapes, saved)
         if server.checkpointing == "balanced":
             producers = {"y": node} | {name: nodes[k] for k, name in enumerate(op.names[: len(inputs)])}
             server.checkpoint(step, producers, inputs)
     tensor = Tensor(out, device, node)
-    server.register(tensor, step, tuple([n.id for n in nodes]), op.forward)
+    server.register(tensor, step, (nodes[0].id,) if len(nodes) == 1 else (nodes[0].id, nodes[1].id), op.forward)
     return tensor
+
+
+# the tracked inputs of a binary op, from whether each one is tracked
+_TRACKED = {(True, True): (0, 1), (True, False): (0,), (False, True): (1,), (False, False): ()}
 
 
 def _tanh_rule(g: Buffer, x: Buffer) -> Buffer:
@@ -563,6 +576,8 @@ def _is_scalar(value: object) -> bool:
     kind = type(value)
     if kind is float or kind is int:
         return True
+    if kind is Tensor:
+        return False
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 

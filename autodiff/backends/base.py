@@ -45,10 +45,12 @@ class Buffer:
         self.array = array
         self.pool = pool
         self.base = base  # a view keeps its base alive and owns no bytes of its own
-        self.owned_bytes = 0
         if base is None:
-            pool.allocate(array.nbytes)  # may refuse (a memory budget): then nothing is counted
-            self.owned_bytes = array.nbytes
+            nbytes = array.nbytes
+            pool.allocate(nbytes)  # may refuse (a memory budget): then nothing is counted
+            self.owned_bytes = nbytes
+        else:
+            self.owned_bytes = 0
 
     def __del__(self) -> None:
         if self.owned_bytes:
@@ -98,31 +100,27 @@ class Buffer:
     def same_dtype(self, other: Buffer) -> bool:
         return self.array.dtype == other.array.dtype
 
-    @staticmethod
-    def _raw(other: Buffer | float) -> Array | float:
-        return other.array if isinstance(other, Buffer) else other
-
     # -- elementwise arithmetic (numpy-style broadcasting) ------------------------------------------
     def __add__(self, other: Buffer | float) -> Buffer:
-        return self._new(self.array + self._raw(other))
+        return self._new(self.array + (other.array if isinstance(other, Buffer) else other))
 
     def __radd__(self, other: float) -> Buffer:
         return self._new(other + self.array)
 
     def __sub__(self, other: Buffer | float) -> Buffer:
-        return self._new(self.array - self._raw(other))
+        return self._new(self.array - (other.array if isinstance(other, Buffer) else other))
 
     def __rsub__(self, other: float) -> Buffer:
         return self._new(other - self.array)
 
     def __mul__(self, other: Buffer | float) -> Buffer:
-        return self._new(self.array * self._raw(other))
+        return self._new(self.array * (other.array if isinstance(other, Buffer) else other))
 
     def __rmul__(self, other: float) -> Buffer:
         return self._new(other * self.array)
 
     def __truediv__(self, other: Buffer | float) -> Buffer:
-        return self._new(self.array / self._raw(other))
+        return self._new(self.array / (other.array if isinstance(other, Buffer) else other))
 
     def __rtruediv__(self, other: float) -> Buffer:
         return self._new(other / self.array)

@@ -27,6 +27,9 @@ class NumpyBuffer(Buffer):
     def sum(self) -> Buffer:
         return self._new(self.array.sum(dtype=self.array.dtype).reshape(1))
 
+    def ones_like(self) -> Buffer:
+        return self._new(np.ones(self.array.shape, self.array.dtype))  # np.ones_like is slower on tiny arrays
+
     def expand(self, shape: Shape) -> Buffer:
         out = np.empty(shape, dtype=self.array.dtype)
         out[...] = self.array
