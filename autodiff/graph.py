@@ -158,7 +158,7 @@ class Step:
         saved = self.saved
         for parent, rule, shape in zip(node.parents, self.rules, self.input_shapes, strict=True):
             parent_grad = rule.fn(grad, saved)
-            if parent_grad.shape != shape:  # the input was broadcast
+            if parent_grad.array.shape != shape:  # the input was broadcast
                 parent_grad = parent_grad.sum_to(shape)
             grads.register(parent.id, parent_grad, node.id)
 

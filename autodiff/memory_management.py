@@ -65,6 +65,7 @@ class GraphMemoryManagement:
 
     def __init__(self, policy: str, release: Callable[[NodeId], Step | None]) -> None:
         self.policy = policy  # "lazy" (Burn) or "eager" (PyTorch)
+        self.eager = policy == "eager"
         self.records: dict[NodeId, NodeRecord] = {}
         # takes a pending step off the server (eager policy); weak, so the server and this need no cycle
         # collection to go away with the session that held them
@@ -84,12 +85,12 @@ class GraphMemoryManagement:
     ) -> None:
         """Remember a new node: a leaf, or an op's output with its inputs."""
         node = tensor.node
-        # told of the drop: every node under PyTorch's policy; under Burn's only a constant (see _on_drop)
-        watch = self.policy == "eager" or (not inputs and node.requirement is Requirement.Untracked)
-        handle = weakref.ref(tensor, self._on_drop(node.id) if watch else None)
-        self.records[node.id] = NodeRecord(node, op, tensor.data.shape, inputs, handle, forward)
+        records = self.records
+        # told of the drop: every node under PyTorch's policy; under Burn's only a leaf (see _on_drop)
+        handle = weakref.ref(tensor, self._on_drop(node.id) if self.eager or not inputs else None)
+        records[node.id] = NodeRecord(node, op, tensor.data.array.shape, inputs, handle, forward)
         for input_id in inputs:
-            record = self.records.get(input_id)
+            record = records.get(input_id)
             if record is not None:
                 record.users += 1
 

@@ -45,12 +45,11 @@ class Buffer:
         self.array = array
         self.pool = pool
         self.base = base  # a view keeps its base alive and owns no bytes of its own
+        self.owned_bytes = 0
         if base is None:
             nbytes = array.nbytes
             pool.allocate(nbytes)  # may refuse (a memory budget): then nothing is counted
             self.owned_bytes = nbytes
-        else:
-            self.owned_bytes = 0
 
     def __del__(self) -> None:
         if self.owned_bytes:
