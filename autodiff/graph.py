@@ -86,7 +86,7 @@ class Op:
     the output). `compute_bound` ops (matmul, reductions) keep their outputs under balanced checkpointing;
     elementwise ones are recomputed."""
 
-    __slots__ = ("name", "forward", "rules", "names", "compute_bound", "sources")
+    __slots__ = ("name", "forward", "rules", "names", "compute_bound", "sources", "needs")
 
     def __init__(
         self,
@@ -103,6 +103,8 @@ class Op:
         self.compute_bound = compute_bound
         # per rule, where each saved tensor it needs comes from: an input's index, or -1 for the output
         self.sources = tuple(tuple((n, -1 if n == "y" else names.index(n)) for n in rule.needs) for rule in rules)
+        # all of them when every input is tracked (in order, each once)
+        self.needs = tuple(dict.fromkeys(source for sources in self.sources for source in sources))
 
 
 def per_constant(build: Callable[..., Op]) -> Callable[..., Op]:

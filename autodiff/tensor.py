@@ -489,11 +489,11 @@ class Tensor:
                 f"These tensors live on two different devices ({self.device.name} and {other.device.name}). "
                 "Create both on the same device, or move one with without_autodiff()."
             )
-        if not self.data.same_dtype(other.data):
+        if self.data.array.dtype != other.data.array.dtype:
             raise DTypeError(
                 f"Cannot combine a {self.dtype} tensor with a {other.dtype} tensor; create both with the same dtype."
             )
-        if broadcast and self.data.shape != other.data.shape:
+        if broadcast and self.data.array.shape != other.data.array.shape:
             _broadcast_shape(self.data.shape, other.data.shape, "this operation")
         return self, other
 
@@ -541,14 +541,15 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
         step = UntrackedOpsStep(node, op.name)
     else:
         every = len(tracked) == len(nodes)
-        parents = nodes if every else (nodes[tracked[0]],)
+        if every:
+            parents, rules, needs = nodes, op.rules, op.needs
+            shapes = tuple([t.data.array.shape for t in inputs])
+        else:
+            k = tracked[0]
+            parents, rules, needs = (nodes[k],), (op.rules[k],), op.sources[k]
+            shapes = (inputs[k].data.array.shape,)
         node = Node(server.new_node_id(), parents, order, _GRAD_IN_BACKWARD, every and not op.compute_bound)
-        saved = {}
-        for i in tracked:
-            for name, source in op.sources[i]:
-                saved[name] = out if source < 0 else inputs[source].data
-        rules = op.rules if every else (op.rules[tracked[0]],)
-        shapes = tuple([inputs[i].data.array.shape for i in tracked])
+        saved = {name: out if source < 0 else inputs[source].data for name, source in needs}
         step = Step(node, op.name, rules, shapes, saved)
         if server.checkpointing == "balanced":
             producers = {"y": node} | {name: nodes[k] for k, name in enumerate(op.names[: len(inputs)])}

@@ -96,9 +96,6 @@ class Buffer:
         """The buffer that owns the memory this one reads (itself unless it is a view)."""
         return self if self.base is None else self.base.allocation
 
-    def same_dtype(self, other: Buffer) -> bool:
-        return self.array.dtype == other.array.dtype
-
     # -- elementwise arithmetic (numpy-style broadcasting) ------------------------------------------
     def __add__(self, other: Buffer | float) -> Buffer:
         return self._new(self.array + (other.array if isinstance(other, Buffer) else other))
