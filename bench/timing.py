@@ -15,3 +15,16 @@ def best_of(fn: Callable[[], object], repeat: int, number: int) -> float:
             fn()
         best = min(best, (time.perf_counter() - start) / number)
     return best
+
+
+def best_of_each(fns: list[Callable[[], object]], repeat: int, number: int) -> list[float]:
+    """`best_of` for several functions measured in turns, round by round, so that each sees the same
+    machine state (allocator, caches, clock): side by side in the strict sense."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best[k] = min(best[k], (time.perf_counter() - start) / number)
+    return best
