@@ -71,9 +71,8 @@ class GraphMemoryManagement:
         # collection to go away with the session that held them
         self._release_step = weakref.WeakMethod(release)
         self._dependents: dict[NodeId, int] = {}  # eager policy: pending steps that list each node as a parent
-        # so that a cleanup visits only what changed, not every record:
-        self._finished: list[NodeRecord] = []  # records consumed or freed, to forget once their tensor is gone
-        self._dropped_leaves: list[NodeId] = []  # leaves whose tensor was dropped while an op still used them
+        # records consumed or freed, to forget once their tensor is gone (a cleanup visits only these)
+        self._finished: list[NodeRecord] = []
 
     # -- tracking ----------------------------------------------------------------------------------
     def track(
@@ -136,12 +135,8 @@ class GraphMemoryManagement:
         """A dropped untracked leaf that no recorded op used is part of no graph: forget it now, so a loop
         of constants leaves nothing behind."""
         record = self.records.get(node_id)
-        if record is None:
-            return
-        if _is_constant(record) and record.users == 0:
+        if record is not None and _is_constant(record) and record.users == 0:
             del self.records[node_id]
-        else:
-            self._dropped_leaves.append(node_id)
 
     def _release(self, node_id: NodeId) -> None:
         """Eager policy: a tensor handle died. Free its step, and then each ancestor's, as soon as no
@@ -202,14 +197,6 @@ class GraphMemoryManagement:
             needed.add(node_id)
             stack.extend(p.id for p in steps[node_id].node.parents if p.id in steps)
         return needed
-
-    def finish_dropped_leaves(self, steps: dict[NodeId, Step], backward_count: int) -> None:
-        """Dropped leaves with no step: nothing left to hold."""
-        dropped, self._dropped_leaves = self._dropped_leaves, []
-        for node_id in dropped:
-            record = self.records.get(node_id)
-            if record is not None and node_id not in steps and record.finished is None:
-                self.finish(node_id, NodeStatus.FREED, backward_count)
 
     def forget_finished(self, backward_count: int) -> None:
         """Forget records finished before this backward whose tensors are gone (kept one backward

@@ -189,7 +189,6 @@ class AutodiffServer:
         for node_id in freed:
             self._take_step(node_id).free_saved()
             memory.finish(node_id, NodeStatus.FREED, self.backward_count)
-        memory.finish_dropped_leaves(self.steps, self.backward_count)
         if recorder is not None:
             recorder.record(SweepFreed(tuple(freed), before - self.pool.bytes_in_use))
         if self.balanced is not None:
