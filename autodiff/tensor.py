@@ -236,9 +236,9 @@ class Tensor:
         return Op(f"add_scalar({c:g})", lambda x: x + c, (Rule("grad", lambda g, s: g),))
 
     def __add__(self, other: Tensor | Scalar) -> Tensor:
-        if _is_scalar(other):
-            return _run_op(self._add_scalar(_scalar(other)), (self,))
-        return _run_op(self._ADD, self._operands(other))
+        if isinstance(other, Tensor):
+            return _run_op(self._ADD, self._operands(other))
+        return _run_op(self._add_scalar(_scalar(other)), (self,))
 
     __radd__ = __add__
 
@@ -255,9 +255,9 @@ class Tensor:
         return Op(f"rsub_scalar({c:g})", lambda x: c - x, (Rule("-grad", lambda g, s: -g),))
 
     def __sub__(self, other: Tensor | Scalar) -> Tensor:
-        if _is_scalar(other):
-            return _run_op(self._sub_scalar(_scalar(other)), (self,))
-        return _run_op(self._SUB, self._operands(other))
+        if isinstance(other, Tensor):
+            return _run_op(self._SUB, self._operands(other))
+        return _run_op(self._sub_scalar(_scalar(other)), (self,))
 
     def __rsub__(self, other: Scalar) -> Tensor:
         return _run_op(self._rsub_scalar(_scalar(other)), (self,))
@@ -275,9 +275,9 @@ class Tensor:
         return Op(f"mul_scalar({c:g})", lambda x: x * c, (Rule(f"grad * {c:g}", lambda g, s: g * c),))
 
     def __mul__(self, other: Tensor | Scalar) -> Tensor:
-        if _is_scalar(other):
-            return _run_op(self._mul_scalar(_scalar(other)), (self,))
-        return _run_op(self._MUL, self._operands(other))
+        if isinstance(other, Tensor):
+            return _run_op(self._MUL, self._operands(other))
+        return _run_op(self._mul_scalar(_scalar(other)), (self,))
 
     __rmul__ = __mul__
 
@@ -302,12 +302,12 @@ class Tensor:
         )  # fmt: skip
 
     def __truediv__(self, other: Tensor | Scalar) -> Tensor:
-        if _is_scalar(other):
-            c = _scalar(other)
-            if c == 0:
-                raise NonFiniteError("Division by the number 0 gives infinity; divide by a non-zero number.")
-            return _run_op(self._div_scalar(c), (self,))
-        return _run_op(self._DIV, self._operands(other))
+        if isinstance(other, Tensor):
+            return _run_op(self._DIV, self._operands(other))
+        c = _scalar(other)
+        if c == 0:
+            raise NonFiniteError("Division by the number 0 gives infinity; divide by a non-zero number.")
+        return _run_op(self._div_scalar(c), (self,))
 
     def __rtruediv__(self, other: Scalar) -> Tensor:
         return _run_op(self._rdiv_scalar(_scalar(other)), (self,))
@@ -574,17 +574,14 @@ def _sigmoid_rule(g: Buffer, x: Buffer) -> Buffer:
 
 
 def _is_scalar(value: object) -> bool:
-    kind = type(value)
-    if kind is float or kind is int:
-        return True
-    if kind is Tensor:
-        return False
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _scalar(value: object) -> float:
-    if not _is_scalar(value):
-        raise UnsupportedOperationError(f"Expected a number, got a value of type {type(value).__name__}.")
+    if type(value) is not float and not _is_scalar(value):
+        raise UnsupportedOperationError(
+            f"Cannot combine a tensor with a value of type {type(value).__name__}; use a number or a Tensor."
+        )
     c = float(value)  # type: ignore[arg-type]
     if not math.isfinite(c):
         raise NonFiniteError(f"The number {c} is not finite; use a finite number.")
