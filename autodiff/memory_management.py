@@ -124,7 +124,7 @@ class GraphMemoryManagement:
     # -- dropping ------------------------------------------------------------------------------------
     def _on_drop(self, node_id: NodeId) -> Callable[[weakref.ref], None]:
         def dropped(_: weakref.ref) -> None:
-            if self.policy == "eager":
+            if self.eager:
                 self._release(node_id)
             else:
                 self._forget_if_unused(node_id)

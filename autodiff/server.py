@@ -63,9 +63,7 @@ class AutodiffServer:
     ) -> None:
         """An op's output and its one step (tracked or untracked)."""
         self.memory.track(tensor, step.op, inputs, forward)
-        self.steps[step.node.id] = step
-        if self.memory_policy == "eager":
-            self.memory.step_registered(step)
+        self._add_step(step)
 
     def register_root(self, tensor: Tensor) -> None:
         """require_grad() on a leaf: the same node id, now a `Grad` leaf with a `RootStep`."""

@@ -122,8 +122,10 @@ def isolation() -> None:
         start = time.perf_counter()
         jobs = [pool.submit(f"student-{k}", source, Limits()) for k in range(20)]
         assert all(job.wait(120) and job.result.error is None for job in jobs)
-        print(f"twenty concurrent runs (twenty sessions, {pool.size} workers): all done in "
-              f"{(time.perf_counter() - start) * 1e3:.0f} ms")
+        print(
+            f"twenty concurrent runs (twenty sessions, {pool.size} workers): all done in "
+            f"{(time.perf_counter() - start) * 1e3:.0f} ms"
+        )
     finally:
         pool.shutdown()
 

@@ -89,8 +89,10 @@ def browser_side() -> None:
             page.locator(".stage svg g.node").first.wait_for()
             payload = len(json.dumps(stage_payload(**_recorded(key))))
             times = page.evaluate(CLICK_TO_PICTURE)
-            print(f"  stage, {key:<5}: key press to updated picture median {statistics.median(times):5.1f} ms, "
-                  f"max {max(times):5.1f} ms (target <= 50 ms); payload {payload / 1024:.0f} KiB")
+            print(
+                f"  stage, {key:<5}: key press to updated picture median {statistics.median(times):5.1f} ms, "
+                f"max {max(times):5.1f} ms (target <= 50 ms); payload {payload / 1024:.0f} KiB"
+            )
         browser.close()
 
 
@@ -141,8 +143,10 @@ def classroom_stepping(sessions: int = 30) -> None:
             t.join()
         opened.sort()
         p95 = opened[int(0.95 * (len(opened) - 1))]
-        print(f"{sessions} sessions open the traversal lesson at once: p50 {statistics.median(opened):.2f} s, "
-              f"p95 {p95:.2f} s (target <= 2 s); stepping it to the end then costs the server no request")
+        print(
+            f"{sessions} sessions open the traversal lesson at once: p50 {statistics.median(opened):.2f} s, "
+            f"p95 {p95:.2f} s (target <= 2 s); stepping it to the end then costs the server no request"
+        )
 
 
 if __name__ == "__main__":

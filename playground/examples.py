@@ -15,7 +15,8 @@ def body(program: Callable[..., object]) -> str:
 
 
 EXAMPLES = {
-    "Seed: gradients after backward": body(seed_program) + """\
+    "Seed: gradients after backward": body(seed_program)
+    + """\
 grads = loss.backward()
 print("x.grad       =", x.grad(grads))
 print("h.grad       =", h.grad(grads))
@@ -24,12 +25,15 @@ print("unused.grad  =", unused.grad(grads))
 print("x.grad_remove=", x.grad_remove(grads))
 print("x.grad again =", x.grad(grads))
 """,
-    "Seed: backward twice": body(seed_program) + """\
+    "Seed: backward twice": body(seed_program)
+    + """\
 grads = loss.backward()
 print("first backward: x.grad =", x.grad(grads))
 loss.backward()  # refused: the tape is consumed
 """,
-    "Seed: shared subgraph": "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\n" + body(shared_losses) + """\
+    "Seed: shared subgraph": "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\n"
+    + body(shared_losses)
+    + """\
 print("l1 -> x.grad =", x.grad(l1.backward()))
 fresh = x.exp()
 total = (fresh * 2.0).sum() + (fresh * 3.0).sum()
@@ -45,7 +49,8 @@ for i in range(10):
 grads = ((x.exp() * x).matmul(x).sum()).backward()
 print("x.grad shape", x.grad(grads).dims())
 """,
-    "Neuron": body(neuron_program) + """\
+    "Neuron": body(neuron_program)
+    + """\
 grads = loss.backward()
 print("w.grad", w.grad(grads))
 print("b.grad", b.grad(grads))

@@ -145,8 +145,7 @@ def graph_dot(
         "digraph G {",
         # A projector, or a long chain, is better served by a tall graph: scaled to the page width, its
         # text stays large.
-        f'  graph [rankdir={"BT" if presenter or depth > TALL_DEPTH else "LR"}, bgcolor="transparent", '
-        f"{spacing}];",
+        f'  graph [rankdir={"BT" if presenter or depth > TALL_DEPTH else "LR"}, bgcolor="transparent", {spacing}];',
         f'  node [shape=box, fontname="Helvetica", fontsize={fontsize}, margin="0.12,0.06"];',
         f'  edge [color="{EDGE}", fontname="Helvetica", fontsize={fontsize}];',
     ]

@@ -45,7 +45,7 @@ def run_error(error: PlaygroundError, source: str) -> None:
     shown = ""
     if error.line and 0 < error.line <= len(lines):
         caret = " " * max((error.column or 1) - 1, 0) + "^"
-        shown = f"<pre style=\"{CODE_STYLE}\">{html.escape(lines[error.line - 1])}\n{caret}</pre>"
+        shown = f'<pre style="{CODE_STYLE}">{html.escape(lines[error.line - 1])}\n{caret}</pre>'
     st.html(
         f'<div class="{ERROR_CLASS}" role="alert" style="{ERROR_STYLE}">'
         f"<div>{html.escape(where + error.message + hint)}</div>{shown}</div>"

@@ -119,7 +119,8 @@ HOSTILE = {
     "keyword_args": ("t = Tensor.ones(shape=[1], device=ad)", "Keyword arguments"),
     # what one statement can do: each category the worker process backstops, refused here first, precisely
     "uncounted_lists": (
-        "a = Tensor.ones([1024, 1024], ad)\nl = [a.tolist(), a.tolist()]", "lists hold more than 1,048,576 numbers"
+        "a = Tensor.ones([1024, 1024], ad)\nl = [a.tolist(), a.tolist()]",
+        "lists hold more than 1,048,576 numbers",
     ),
     "conversion_before_check": (
         "r = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]\nfor i in range(18):\n    r = [r, r]\n"
@@ -257,7 +258,7 @@ def test_a_failed_run_keeps_its_error_as_text_only():
 
 
 def test_print_shows_plain_names_never_module_paths_or_addresses():
-    result = run_program('print(Tensor, Distribution, ad, inner, [Tensor, 1.5], Distribution.Default)')
+    result = run_program("print(Tensor, Distribution, ad, inner, [Tensor, 1.5], Distribution.Default)")
     assert result.error is None
     line = result.output[0]
     assert "0x" not in line and "playground" not in line and "object at" not in line
