@@ -64,8 +64,7 @@ class GraphMemoryManagement:
     """The node records of one server, and the decisions about which steps to free."""
 
     def __init__(self, policy: str, release: Callable[[NodeId], Step | None]) -> None:
-        self.policy = policy  # "lazy" (Burn) or "eager" (PyTorch)
-        self.eager = policy == "eager"
+        self.eager = policy == "eager"  # PyTorch's policy; else Burn's ("lazy")
         self.records: dict[NodeId, NodeRecord] = {}
         # takes a pending step off the server (eager policy); weak, so the server and this need no cycle
         # collection to go away with the session that held them
@@ -208,8 +207,7 @@ class GraphMemoryManagement:
             if records.get(node_id) is not record:
                 continue  # already forgotten
             if record.finished_in < backward_count and record.handle() is None:
-                del records[node_id]
-                self._forget_inputs(record)
+                self._forget(node_id)
             else:
                 self._finished.append(record)
 

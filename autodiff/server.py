@@ -76,13 +76,13 @@ class AutodiffServer:
 
     def _add_step(self, step: Step) -> None:
         self.steps[step.node.id] = step
-        if self.memory_policy == "eager":
+        if self.memory.eager:  # only PyTorch's policy counts dependents
             self.memory.step_registered(step)
 
     def _take_step(self, node_id: NodeId) -> Step:
         """Remove a step from the server (it is consumed or freed)."""
         step = self.steps.pop(node_id)
-        if self.memory_policy == "eager":
+        if self.memory.eager:  # only PyTorch's policy counts dependents
             self.memory.step_taken(step)
         return step
 
