@@ -68,12 +68,14 @@ class Device:
             raise UnsupportedOperationError(f"Unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}.")
         return cls.numpy(seed) if backend == "numpy" else cls.mlx(seed)
 
-    def autodiff(self, memory_policy: str = "lazy", checkpointing: str = "none") -> Device:
+    def autodiff(self, memory_policy: str = "lazy", checkpointing: str = "none", keep_values: bool = False) -> Device:
         """An autodiff device on this one. `memory_policy="lazy"` is Burn's: a graph dropped without a
         backward keeps its memory until the next backward's sweep. `"eager"` is PyTorch's: a graph is
         freed as soon as no tensor references it, and `backward(retain_graph=True)` is allowed.
         `checkpointing="balanced"` is Burn's `BalancedCheckpointing`: elementwise ops keep a recipe
-        instead of their outputs, which backward recomputes from the nearest kept ancestors."""
+        instead of their outputs, which backward recomputes from the nearest kept ancestors.
+        `keep_values=True` keeps each node's forward value (whole when small, else its shape and
+        min/mean/max) so that `snapshot()` can show it: for pictures, at the price of a copy per op."""
         if self.is_autodiff:
             raise UnsupportedOperationError("This device already has autodiff; call autodiff() on its inner device.")
         if memory_policy not in MEMORY_POLICIES:
@@ -84,7 +86,9 @@ class Device:
             raise UnsupportedOperationError(
                 f"Unknown checkpointing {checkpointing!r}: use 'none' (the default) or 'balanced'."
             )
-        return Device(self.backend, inner=self, memory_policy=memory_policy, checkpointing=checkpointing)
+        device = Device(self.backend, inner=self, memory_policy=memory_policy, checkpointing=checkpointing)
+        device.server.memory.keep_values = keep_values
+        return device
 
     @property
     def is_autodiff(self) -> bool:

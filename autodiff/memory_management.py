@@ -14,7 +14,10 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .graph import Node, NodeId, Requirement, Step
+from .trace import ValueSummary, keep_value
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
@@ -35,7 +38,9 @@ _FREED = NodeStatus.FREED
 class NodeRecord:
     """One node as the server remembers it, for snapshots, the sweep and recomputation."""
 
-    __slots__ = ("node", "op", "shape", "inputs", "forward", "handle", "finished", "finished_in", "users", "gone")
+    __slots__ = (
+        "node", "op", "shape", "inputs", "forward", "handle", "value", "finished", "finished_in", "users", "gone"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -45,6 +50,7 @@ class NodeRecord:
         inputs: tuple[NodeId, ...],
         handle: weakref.ref[Tensor],
         forward: Callable[..., Buffer] | None,
+        value: np.ndarray | ValueSummary | None,
     ) -> None:
         self.node = node
         self.op = op
@@ -52,6 +58,7 @@ class NodeRecord:
         self.inputs = inputs
         self.forward = forward  # the op's forward on buffers, so a graph can be recomputed elsewhere
         self.handle = handle
+        self.value = value  # the forward value as pictures show it (`keep_values`), else None
         self.finished: NodeStatus | None = None  # CONSUMED or FREED once its step is gone
         self.finished_in = -1  # the backward that finished it (records are forgotten one backward later)
         self.users = 0  # records that list this node among their inputs
@@ -65,6 +72,7 @@ class GraphMemoryManagement:
 
     def __init__(self, policy: str, release: Callable[[NodeId], Step | None]) -> None:
         self.eager = policy == "eager"  # PyTorch's policy; else Burn's ("lazy")
+        self.keep_values = False  # keep each node's forward value (small, or summarised) for the pictures
         self.records: dict[NodeId, NodeRecord] = {}
         # takes a pending step off the server (eager policy); weak, so the server and this need no cycle
         # collection to go away with the session that held them
@@ -86,7 +94,8 @@ class GraphMemoryManagement:
         records = self.records
         # told of the drop: every node under PyTorch's policy; under Burn's only a leaf (see _on_drop)
         handle = weakref.ref(tensor, self._on_drop(node.id) if self.eager or not inputs else None)
-        records[node.id] = NodeRecord(node, op, tensor.data.array.shape, inputs, handle, forward)
+        value = keep_value(tensor.data.to_numpy()) if self.keep_values else None
+        records[node.id] = NodeRecord(node, op, tensor.data.array.shape, inputs, handle, forward, value)
         for input_id in inputs:
             record = records.get(input_id)
             if record is not None:

@@ -13,6 +13,7 @@ from .errors import UnsupportedOperationError
 from .graph import NodeId, Requirement
 from .memory import MemoryUsage
 from .memory_management import NodeStatus
+from .trace import ValueSummary
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
@@ -32,6 +33,7 @@ class NodeSnapshot:
     saved_bytes: int  # bytes of the buffers its step saved, shared ones included
     held_bytes: int  # of those, bytes that only the graph keeps alive (each buffer counted once)
     handle_alive: bool
+    value: np.ndarray | ValueSummary | None = None  # its forward value, on a device that keeps values
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ def snapshot(server: AutodiffServer) -> GraphSnapshot:
                 saved_bytes=0 if step is None else step.saved_bytes,
                 held_bytes=held.get(node_id, 0),
                 handle_alive=alive,
+                value=record.value,
             )
         )
     return GraphSnapshot(tuple(nodes), tuple(sorted(server.steps)), server.pool.usage(), server.backward_count)

@@ -128,7 +128,7 @@ class TapeLab:
 
     def __init__(self, backend: str = "numpy") -> None:
         self.backend = backend
-        self.ad = Device.named(backend).autodiff()
+        self.ad = Device.named(backend).autodiff(keep_values=True)
         self.seed = seed_program(self.ad)  # as in the seed: the same node ids
         self.x, self.loss = self.seed["x"], self.seed["loss"]
         shared = shared_losses(self.x)

@@ -135,7 +135,7 @@ class ProgramRun:
 def record_program(key: str, backend: str = "numpy", checkpointing: str = "none") -> ProgramRun:
     """Run a program on a fresh seeded device and record the backward of its `loss`."""
     program = CHECKPOINTING_PROGRAMS[key]
-    ad = Device.named(backend, seed=0).autodiff(checkpointing=checkpointing)
+    ad = Device.named(backend, seed=0).autodiff(checkpointing=checkpointing, keep_values=True)
     tensors = program.build(ad)
     before = ad.snapshot()
     graph = ad.server.graph_of(tensors["loss"].node_id)

@@ -133,7 +133,7 @@ class _Interpreter:
     def __init__(self, limits: Limits, backend: str, result: RunResult) -> None:
         self.limits, self.result = limits, result
         self.inner = Device.named(backend)
-        self.ad = self.inner.autodiff()
+        self.ad = self.inner.autodiff(keep_values=True)  # the graph shows each node's value
         self.deadline = time.monotonic() + limits.seconds
         self.variables: dict[str, Any] = {}
         self.globals: dict[str, Any] = {

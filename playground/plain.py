@@ -32,6 +32,7 @@ RECORDS: dict[str, type] = {
     for cls in (
         GraphSnapshot, NodeSnapshot, MemoryUsage, trace.TapeBuilt, trace.StepStarted, trace.GradientRegistered,
         trace.GradientConsumed, trace.Recomputed, trace.SavedStateFreed, trace.SweepFreed, trace.BackwardFinished,
+        trace.ValueSummary,
     )
 }  # fmt: skip
 ENUMS: dict[str, type[enum.Enum]] = {"Requirement": Requirement, "NodeStatus": NodeStatus}
