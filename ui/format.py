@@ -1,30 +1,38 @@
-"""Numbers and tensors as people read them."""
+"""Numbers and tensors as people read them: values as the seed prints them (`autodiff.printing`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from autodiff.trace import TensorPreview
+from autodiff.printing import format_array, format_float
+from autodiff.trace import TensorPreview, ValueSummary
 
 MAX_VALUES = 8
 
 
 def format_number(value: float) -> str:
+    """A measurement (an error, a ratio): four significant digits are all it means."""
     return f"{value:.4g}"
 
 
-def format_values(values: np.ndarray | None) -> str:
-    """A short, readable rendering of a tensor's values (nested brackets kept for small ones)."""
+def format_values(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
+    """A tensor's values as the seed prints them (`[5.4365635, 14.778112]`); a large one as its first values
+    and how many there are, or as its shape and min / mean / max."""
     if values is None:
         return "—"
+    if isinstance(values, ValueSummary):
+        return (
+            f"{format_shape(values.shape)}: min {format_float(values.minimum)}, mean {format_float(values.mean)}, "
+            f"max {format_float(values.maximum)}"
+        )
     if isinstance(values, TensorPreview):  # a large value that came back from a worker: its first values
-        flat = ", ".join(format_number(v) for v in values.first[:MAX_VALUES])
+        flat = ", ".join(format_float(v, values.first.dtype) for v in values.first[:MAX_VALUES])
         return f"[{flat}, …] ({values.size:,} values)"
     array = np.asarray(values)
     if array.size > MAX_VALUES:
-        flat = ", ".join(format_number(v) for v in array.ravel()[:MAX_VALUES])
+        flat = ", ".join(format_float(v, array.dtype) for v in array.ravel()[:MAX_VALUES])
         return f"[{flat}, …] ({array.size:,} values)"
-    return np.array2string(array, separator=", ", formatter={"float_kind": format_number})
+    return format_array(array)
 
 
 def format_bytes(nbytes: int) -> str:
