@@ -1,10 +1,27 @@
-"""Which variable of a program holds which node: the one place node ids get their names."""
+"""What a node is called in the pictures: the variable it was assigned to, else its expression in the program's
+own terms (`x·x`, `x·3`, `h + x·3`, `tanh(w @ x + b)`), derived from the recorded ops. The one place node ids get
+their names."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 
-from autodiff import NodeId, Tensor
+from autodiff import NodeId, NodeSnapshot, Tensor
+
+MAX_OPERAND = 18  # an operand's expression longer than this is written `…` inside its user's expression
+MAX_EXPRESSION = 30
+
+# binding strength: a weaker operand is parenthesised
+ATOM, PRODUCT, SUM = 3, 2, 1
+BINARY = {"add": (" + ", SUM), "sub": (" − ", SUM), "mul": ("·", PRODUCT), "div": (" / ", PRODUCT),
+          "matmul": (" @ ", PRODUCT)}  # fmt: skip
+SCALAR = {"add_scalar": ("{x} + {c}", SUM), "sub_scalar": ("{x} − {c}", SUM), "rsub_scalar": ("{c} − {x}", SUM),
+          "mul_scalar": ("{x}·{c}", PRODUCT), "div_scalar": ("{x} / {c}", PRODUCT),
+          "rdiv_scalar": ("{c} / {x}", PRODUCT), "powf_scalar": ("{x}^{c}", ATOM)}  # fmt: skip
+LEAVES = {"from_floats": "data", "zeros": "zeros", "ones": "ones", "random": "random", "from_inner": "from_inner",
+          "detach": "detach"}  # fmt: skip
+SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
 
 def node_names(variables: Mapping[str, object]) -> dict[int, str]:
@@ -17,6 +34,76 @@ def node_names(variables: Mapping[str, object]) -> dict[int, str]:
 
 
 def node_name(node_id: int | NodeId, names: Mapping[int, str]) -> str:
-    """`h (NodeId(2))` for a named node, `NodeId(7)` otherwise."""
+    """`h (NodeId(2))` for a named node, `NodeId(7)` otherwise (tables and sentences that need the id)."""
     name = names.get(int(node_id))
     return f"{name} (NodeId({int(node_id)}))" if name else f"NodeId({int(node_id)})"
+
+
+def expressions(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> dict[int, str]:
+    """Each node's expression in terms of its inputs' names (or their own expressions when short):
+    `x·x`, `h + x·3`, `sum(h + x·3)`. A leaf's expression is how it was made (`data`, `random`)."""
+    found: dict[int, tuple[str, int]] = {}
+    for node in sorted(nodes, key=lambda n: int(n.id)):  # ids grow with creation: inputs come first
+        found[int(node.id)] = _expression(node, names, found)
+    return {node_id: text for node_id, (text, _) in found.items()}
+
+
+def labels(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> dict[int, str]:
+    """The title a picture gives each node: `h = x·x` for a named op, `x` for a named leaf, `x·3` unnamed."""
+    nodes = list(nodes)
+    exprs = expressions(nodes, names)
+    out = {}
+    for node in nodes:
+        node_id = int(node.id)
+        name, expr = names.get(node_id), exprs[node_id]
+        if name is None:
+            out[node_id] = expr
+        elif node.inputs:
+            out[node_id] = f"{name} = {expr}"
+        else:
+            out[node_id] = name
+    return out
+
+
+def _operand(node_id: NodeId, names: Mapping[int, str], found: Mapping[int, tuple[str, int]]) -> tuple[str, int]:
+    name = names.get(int(node_id))
+    if name is not None:
+        return name, ATOM
+    text, strength = found.get(int(node_id), (f"NodeId({int(node_id)})", ATOM))
+    return (text, strength) if len(text) <= MAX_OPERAND else ("…", ATOM)
+
+
+def _wrap(operand: tuple[str, int], strength: int, right: bool = False) -> str:
+    text, own = operand
+    return f"({text})" if own < strength or (right and own == strength and strength != ATOM) else text
+
+
+def _expression(node: NodeSnapshot, names: Mapping[int, str], found: Mapping[int, tuple[str, int]]) -> tuple[str, int]:
+    op, _, args = node.op.partition("(")
+    args = args.rstrip(")")
+    if not node.inputs:
+        return LEAVES.get(op, op), ATOM
+    operands = [_operand(i, names, found) for i in node.inputs]
+    if op in BINARY and len(operands) == 2:
+        symbol, strength = BINARY[op]
+        right_strict = op in ("sub", "div", "matmul")
+        text = _wrap(operands[0], strength) + symbol + _wrap(operands[1], strength, right=right_strict)
+        return _fit(text, op), strength
+    if op in SCALAR:
+        template, strength = SCALAR[op]
+        if op == "powf_scalar":
+            constant = args.translate(SUPERSCRIPT) if re.fullmatch(r"-?\d+(\.\d+)?", args) else f"^{args}"
+            return _fit(_wrap(operands[0], ATOM) + constant.lstrip("^"), op), ATOM
+        return _fit(template.format(x=_wrap(operands[0], strength, right=op.startswith("r")), c=args), op), strength
+    if op == "neg":
+        return _fit("−" + _wrap(operands[0], ATOM), op), ATOM
+    if op == "swap_dims" or op == "transpose":
+        return _fit(_wrap(operands[0], ATOM) + "ᵀ", op), ATOM
+    inner = ", ".join(text for text, _ in operands)
+    if op in ("sum_dim", "mean_dim"):
+        return _fit(f"{op[:-4]}({inner}, dim {args})", op), ATOM
+    return _fit(f"{op}({inner})", op), ATOM
+
+
+def _fit(text: str, op: str) -> str:
+    return text if len(text) <= MAX_EXPRESSION else f"{op}(…)"

@@ -1,108 +1,112 @@
-"""Snapshots as Graphviz DOT (laid out in the browser), and the legend that explains the colours.
-
-Colours are set in the DOT because Graphviz charts do not follow the app theme; every fill is
-light with dark text and every edge a mid-tone, so the picture reads on light and dark themes.
-"""
+"""A snapshot as a picture: what each node says (its name or expression, its value, its gradient), its state, and
+the DOT text Graphviz lays it out from. Colours live in the stage's stylesheet (`ui/palette.py`), not in the DOT, so
+the picture follows the viewer's theme; element ids (`n3`, `order2`, `e0_2_1`) are made here and nowhere else."""
 
 from __future__ import annotations
 
+import html
 from collections import Counter
 from dataclasses import dataclass, field
 
-from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
+import numpy as np
 
-from .format import format_bytes, format_shape
+from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
+from autodiff.trace import TensorPreview, ValueSummary
+from course.naming import labels
+
+from .format import format_bytes, format_shape, format_values
 
 COLLAPSE_LIMIT = 150
 MAX_BOXES = 60  # a collapsed graph never has more boxes: a deep chain gets several orders per box
-TALL_DEPTH = 8  # deeper graphs are drawn bottom to top instead of left to right
-
-FILL = {
-    Requirement.Grad: "#b2f2bb",
-    Requirement.GradInBackward: "#a5d8ff",
-    Requirement.Untracked: "#e9ecef",
-}
-ABANDONED_FILL = "#ffd8a8"
-CONSUMED_FILL = "#f8f9fa"
-MUTED_TEXT = "#868e96"
-TEXT = "#212529"
-BORDER = "#495057"
-REFUSED = "#e03131"
-EDGE = "#868e96"
-AGREES = "#2f9e44"
-
-LEGEND = [
-    (f"background:{FILL[Requirement.Grad]}", "Grad: a leaf marked require_grad(); its gradient is kept"),
-    (f"background:{FILL[Requirement.GradInBackward]}", "GradInBackward: an op output; its gradient is consumed"),
-    (f"background:{FILL[Requirement.Untracked]}", "Untracked: a constant or input; no gradient"),
-    (f"background:{ABANDONED_FILL}", "Abandoned: no live tensor needs it, yet it holds memory until a backward"),
-    (f"background:{CONSUMED_FILL};border:2px dashed {MUTED_TEXT}", "Consumed: its step ran; saved state freed"),
-    (f"background:#fff;border:2px dotted {MUTED_TEXT}", "Freed by a sweep (or dropped) without running"),
-    (f"background:#fff;border-top:2px dashed {EDGE}", "Dashed edge: untracked input (no gradient flows)"),
-]
-REFUSAL_LEGEND = [
-    (f"background:#fff;border:3px solid {REFUSED}", "Where a backward was refused: tape already consumed")
-]
+WHOLE = 3  # a value with at most this many numbers is written whole on its node; a larger one as a range
+SIZES = {False: (17, 15, 12), True: (24, 21, 17)}  # (title, value and gradient, detail) in points, by presenter
 
 
 @dataclass(frozen=True)
 class Overlay:
-    """What to draw on top of a snapshot: where a backward was refused, the cross-check's verdicts. (A
-    replay's progress is drawn by the stage in the browser, on the same picture.)"""
+    """What to draw on top of a snapshot: where a backward was refused, the cross-check's verdicts."""
 
     refused: int | None = None
     verdicts: dict[int, bool] = field(default_factory=dict)  # cross-check: True agrees, False differs
 
 
-CHECK_LEGEND = [
-    (f"background:#fff;border:3px solid {AGREES}", "Cross-check: the engine agrees with MLX and finite differences"),
-    (f"background:#fff;border:3px solid {REFUSED}", "Cross-check: the engine disagrees (see the table)"),
-]
+@dataclass(frozen=True)
+class PictureNode:
+    id: int
+    element: str  # its element id in the SVG
+    title: str  # `h = x·x`, `x·3`, `x`
+    value: str  # `value [1.0, 4.0]`
+    grad: str  # the gradient line as first drawn (the stage rewrites it as the replay goes)
+    detail: str  # `NodeId(2) · mul`, smaller
+    state: str  # a key of `ui.palette.STATES`
 
 
-def legend_html(cross_check: bool = False) -> str:
-    entries = LEGEND + (CHECK_LEGEND if cross_check else REFUSAL_LEGEND)
-    items = "".join(
-        f'<div style="display:flex;align-items:center;gap:.5em;margin:.15em 0">'
-        f'<span style="display:inline-block;width:1.6em;height:1em;border-radius:3px;{style}"></span>'
-        f"<span>{text}</span></div>"
-        for style, text in entries
-    )
-    return f'<div style="font-size:.85em;line-height:1.3">{items}</div>'
+@dataclass(frozen=True)
+class PictureEdge:
+    element: str
+    tail: str  # element ids
+    head: str
+    tracked: bool  # a gradient can flow along it
+    source: int  # node ids: the input, and the node that uses it
+    target: int
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+@dataclass(frozen=True)
+class Picture:
+    nodes: tuple[PictureNode, ...]
+    edges: tuple[PictureEdge, ...]
+    boxes: tuple[tuple[str, str], ...]  # collapsed order buckets: (element id, label)
+    box_of: dict[int, str]  # node id -> the element that shows it (its own, or its bucket's box)
 
 
-def _node_label(node: NodeSnapshot, names: dict[int, str], compact: bool = False) -> str:
-    name = names.get(int(node.id))
-    title = f"{name} · {node.id!r}" if name else repr(node.id)
-    if compact:  # two short lines (colour: the requirement; rank: the order): large text in a small box
-        lines = [title, f"{node.op} {format_shape(node.shape)}"]
-    else:
-        lines = [title, f"{node.op} {format_shape(node.shape)}", f"{node.requirement.name} · order {node.order}"]
-    if node.saved_bytes and not compact:
-        holds = f", holds {format_bytes(node.held_bytes)}" if node.held_bytes else ""
-        lines.append(f"saves {format_bytes(node.saved_bytes)}{holds}")
-    return "\\n".join(line.replace("\\", "\\\\").replace('"', '\\"') for line in lines)
+def compact(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
+    """A value short enough for a node: whole when it has a few numbers, else its shape and range."""
+    if values is None:
+        return "—"
+    if isinstance(values, ValueSummary):
+        if values.minimum == values.maximum:
+            return f"{format_shape(values.shape)}, all {_short(values.minimum)}"
+        return f"{format_shape(values.shape)} from {_short(values.minimum)} to {_short(values.maximum)}"
+    if isinstance(values, TensorPreview):
+        return f"{format_shape(values.shape)}, {values.size:,} values"
+    array = np.asarray(values)
+    if array.size <= WHOLE:
+        return format_values(array)
+    low, high = float(array.min()), float(array.max())
+    if low == high:
+        return f"{format_shape(array.shape)}, all {_short(low)}"
+    return f"{format_shape(array.shape)} from {_short(low)} to {_short(high)}"
 
 
-def _node_attrs(node: NodeSnapshot, overlay: Overlay) -> dict[str, str]:
-    status = node.status
-    attrs = {"fillcolor": FILL[node.requirement], "color": BORDER, "fontcolor": TEXT, "style": "filled,rounded"}
-    if status is NodeStatus.ABANDONED:
-        attrs["fillcolor"] = ABANDONED_FILL
-    elif status is NodeStatus.CONSUMED:
-        attrs.update(fillcolor=CONSUMED_FILL, fontcolor=MUTED_TEXT, color=MUTED_TEXT, style="filled,rounded,dashed")
-    elif status is NodeStatus.FREED:
-        attrs.update(fillcolor="#ffffff", fontcolor=MUTED_TEXT, color=MUTED_TEXT, style="filled,rounded,dotted")
+def _short(value: float) -> str:
+    return format_values(np.float32(value).reshape(()))
+
+
+def node_state(node: NodeSnapshot, overlay: Overlay) -> str:
+    """The state a static picture shows for a node (a replay starts from these and moves on)."""
     if node.id == overlay.refused:
-        attrs.update(color=REFUSED, penwidth="4")
+        return "refused"
     verdict = overlay.verdicts.get(int(node.id))
     if verdict is not None:
-        attrs.update(color=AGREES if verdict else REFUSED, penwidth="4")
-    return attrs
+        return "agrees" if verdict else "differs"
+    if node.requirement is Requirement.Untracked:
+        return "untracked"
+    if node.status is NodeStatus.ABANDONED:
+        return "abandoned"
+    if node.status is NodeStatus.FREED:
+        return "swept"
+    if node.requirement is Requirement.Grad:
+        return "leaf"
+    return "consumed" if node.status is NodeStatus.CONSUMED else "pending"
+
+
+STATE_WORDS = {  # the words on a node in each state (its gradient line); `none_yet` before a replay reaches it
+    "leaf": "keeps its gradient", "pending": "waiting for its step", "none_yet": "no gradient yet",
+    "consumed": "step ran: gradient consumed", "untracked": "untracked: no gradient",
+    "abandoned": "abandoned: holds memory", "swept": "freed without running", "refused": "refused: tape consumed",
+    "agrees": "agrees with MLX", "differs": "differs from MLX", "unreached": "not reached: no gradient",
+    "current": "running now", "recomputed": "recomputed now",
+}  # fmt: skip
 
 
 def order_buckets(snapshot: GraphSnapshot) -> dict[int, list[NodeSnapshot]]:
@@ -122,80 +126,113 @@ def bucket_label(start: int, members: list[NodeSnapshot]) -> str:
     return f"order {start}" if last == start else f"orders {start}–{last}"
 
 
-def graph_dot(
+def picture(
     snapshot: GraphSnapshot,
-    names: dict[int, str] | None = None,
+    names: dict[int, str],
     overlay: Overlay | None = None,
-    presenter: bool = False,
     expanded_orders: frozenset[int] = frozenset(),
     collapse_limit: int = COLLAPSE_LIMIT,
-    element_ids: bool = False,
-) -> str:
-    """DOT text for a snapshot. Above `collapse_limit` nodes, each order bucket not in
-    `expanded_orders` is drawn as one box, so the browser's layout never freezes. With `element_ids` (the
-    replay stage), nodes and edges carry ids in the SVG (`n3`, `order2`, `e{input}_{node}_{k}`) and node
-    labels are two lines of larger text."""
-    names = names or {}
+) -> Picture:
+    """What each node and edge of `snapshot` shows. Above `collapse_limit` nodes, each order bucket not in
+    `expanded_orders` is one box, so the browser's layout never freezes."""
     overlay = overlay or Overlay()
+    titles = labels(snapshot.nodes, names)
     collapse = len(snapshot.nodes) > collapse_limit
-    depth = max((n.order for n in snapshot.nodes), default=0)
-    fontsize = "20" if presenter else ("16" if element_ids else "13")
-    spacing = "nodesep=0.2, ranksep=0.3" if element_ids else "nodesep=0.25, ranksep=0.45"
-    lines = [
-        "digraph G {",
-        # A projector, or a long chain, is better served by a tall graph: scaled to the page width, its
-        # text stays large.
-        f'  graph [rankdir={"BT" if presenter or depth > TALL_DEPTH else "LR"}, bgcolor="transparent", {spacing}];',
-        f'  node [shape=box, fontname="Helvetica", fontsize={fontsize}, margin="0.12,0.06"];',
-        f'  edge [color="{EDGE}", fontname="Helvetica", fontsize={fontsize}];',
-    ]
-    visible: dict[int, str] = {}  # node id -> id of the box that shows it
-    buckets: dict[int, list[NodeSnapshot]] = {}
-    box_of = {int(m.id): start for start, ms in order_buckets(snapshot).items() for m in ms} if collapse else {}
+    buckets = order_buckets(snapshot) if collapse else {}
+    box_of: dict[int, str] = {}
+    members: dict[str, list[NodeSnapshot]] = {}
+    for start, bucket in buckets.items():
+        if start not in expanded_orders:
+            for node in bucket:
+                box_of[int(node.id)] = f"order{start}"
+                members.setdefault(f"order{start}", []).append(node)
+    nodes = []
     for node in snapshot.nodes:
-        if collapse and box_of[int(node.id)] not in expanded_orders:
-            buckets.setdefault(box_of[int(node.id)], []).append(node)
-            visible[int(node.id)] = f"order{box_of[int(node.id)]}"
+        if int(node.id) in box_of:
             continue
-        visible[int(node.id)] = f"n{int(node.id)}"
-        attrs = _node_attrs(node, overlay)
-        if element_ids:
-            attrs["id"] = f"n{int(node.id)}"
-        attr_text = ", ".join(f"{k}={_quote(v)}" for k, v in attrs.items())
-        lines.append(f'  n{int(node.id)} [label="{_node_label(node, names, element_ids)}", {attr_text}];')
-    for order, members in sorted(buckets.items()):
-        ops = Counter(m.op.split("(")[0] for m in members)
+        box_of[int(node.id)] = element = f"n{int(node.id)}"
+        state = node_state(node, overlay)
+        detail = f"NodeId({int(node.id)}) · {node.op}"
+        if node.held_bytes:
+            detail += f" · holds {format_bytes(node.held_bytes)}"
+        nodes.append(PictureNode(int(node.id), element, titles[int(node.id)], f"value {compact(node.value)}",
+                                 STATE_WORDS[state], detail, state))  # fmt: skip
+    boxes = []
+    for element, bucket in members.items():
+        ops = Counter(m.op.split("(")[0] for m in bucket)
         op_text = ", ".join(f"{op}×{count}" for op, count in ops.most_common(4))
-        held = sum(m.held_bytes for m in members)
-        label = f"{bucket_label(order, members)}: {len(members)} nodes\\n{op_text}\\nholds {format_bytes(held)}"
-        lines.append(f'  order{order} [label="{label}", shape=box3d, style="filled", fillcolor="#fff3bf", '
-                     f'color="{BORDER}", fontcolor="{TEXT}", id="order{order}"];')  # fmt: skip
-    seen_edges: set[tuple[str, str]] = set()
-    edge_counts: dict[tuple[int, int], int] = {}
+        held = sum(m.held_bytes for m in bucket)
+        start = int(element.removeprefix("order"))
+        held_text = f", holding {format_bytes(held)}" if held else ""
+        boxes.append((element, f"{bucket_label(start, bucket)}: {len(bucket)} nodes{held_text}\n{op_text}"))
+    edges = []
+    seen: set[tuple[str, str]] = set()
+    counts: Counter[tuple[int, int]] = Counter()
     for node in snapshot.nodes:
-        head = visible[int(node.id)]
         tracked = list(node.parents)
         for input_id in node.inputs:
-            tail = visible.get(int(input_id))
+            tail, head = box_of.get(int(input_id)), box_of[int(node.id)]
             if tail is None:
                 continue
             is_tracked = input_id in tracked
             if is_tracked:
                 tracked.remove(input_id)
+            pair = (int(input_id), int(node.id))
             if head.startswith("order") or tail.startswith("order"):
-                if (tail, head) in seen_edges or tail == head:
+                if (tail, head) in seen or tail == head:
                     continue
-                seen_edges.add((tail, head))
-                lines.append(f"  {tail} -> {head};")
-                continue
-            ident = ""
-            if element_ids:  # the k-th edge from this input to this node (x * x has two)
-                pair = (int(input_id), int(node.id))
-                edge_counts[pair] = edge_counts.get(pair, -1) + 1
-                ident = f'id="e{pair[0]}_{pair[1]}_{edge_counts[pair]}", '
-            if is_tracked:
-                lines.append(f"  {tail} -> {head} [{ident.rstrip(', ')}];" if ident else f"  {tail} -> {head};")
+                seen.add((tail, head))
+                element = f"b_{tail}_{head}"
             else:
-                lines.append(f"  {tail} -> {head} [{ident}style=dashed, arrowhead=empty];")
+                element = f"e{pair[0]}_{pair[1]}_{counts[pair]}"  # the k-th edge of a pair (x * x has two)
+                counts[pair] += 1
+            edges.append(PictureEdge(element, tail, head, is_tracked, *pair))
+    return Picture(tuple(nodes), tuple(edges), tuple(boxes), box_of)
+
+
+def dot_text(
+    pic: Picture,
+    presenter: bool = False,
+    grad_widths: dict[str, str] | None = None,
+    edge_labels: dict[str, str] | None = None,
+    rankdir: str = "BT",
+) -> str:
+    """DOT for `pic`. `grad_widths` gives, per node element, the longest gradient line it will show (so its box
+    is laid out wide enough); `edge_labels`, per edge element, the longest value that will be sent along it."""
+    grad_widths = grad_widths or {}
+    edge_labels = edge_labels or {}
+    title, body, detail = SIZES[presenter]
+    lines = [
+        "digraph G {",
+        f'  graph [rankdir={rankdir}, bgcolor="transparent", nodesep=0.3, ranksep=0.45];',
+        f'  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize={body}, margin="0.1,0.05"];',
+        f'  edge [fontname="Helvetica", fontsize={body}, arrowsize=0.9];',
+    ]
+    for node in pic.nodes:
+        rows = [(title, node.title, True), (body, node.value, False),
+                (body, grad_widths.get(node.element, node.grad), False), (detail, node.detail, False)]  # fmt: skip
+        cells = "".join(
+            f'<TR><TD><FONT POINT-SIZE="{size}">{"<B>" if bold else ""}{html.escape(text)}{"</B>" if bold else ""}'
+            f"</FONT></TD></TR>"
+            for size, text, bold in rows
+        )
+        label = f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{cells}</TABLE>'
+        lines.append(f'  {node.element} [id="{node.element}", label=<{label}>];')
+    for element, text in pic.boxes:
+        label = html.escape(text).replace("\n", "<BR/>")
+        lines.append(f'  {element} [id="{element}", shape=box3d, style="filled", label=<{label}>];')
+    for edge in pic.edges:
+        attrs = [f'id="{edge.element}"']
+        if not edge.tracked:
+            attrs += ["style=dashed", "arrowhead=empty"]
+        label = edge_labels.get(edge.element)
+        if label:
+            attrs.append(f"label=<<B>{html.escape(label)}</B>>")
+        lines.append(f"  {edge.tail} -> {edge.head} [{', '.join(attrs)}];")
     lines.append("}")
     return "\n".join(lines)
+
+
+def graph_dot(snapshot: GraphSnapshot, names: dict[int, str] | None = None, overlay: Overlay | None = None) -> str:
+    """The DOT of a snapshot as the app draws it, for a download (opens in any Graphviz viewer)."""
+    return dot_text(picture(snapshot, names or {}, overlay))

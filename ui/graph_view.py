@@ -1,4 +1,5 @@
-"""The graph on a page: a snapshot drawn with its legend, collapsed into order buckets when large."""
+"""A graph that does not replay (a snapshot as it is) on a page: drawn by the stage, like every graph, with a picker
+for the order buckets of a large one."""
 
 from __future__ import annotations
 
@@ -6,23 +7,9 @@ import streamlit as st
 
 from autodiff import GraphSnapshot
 
-from .graph_dot import COLLAPSE_LIMIT, Overlay, bucket_label, graph_dot, legend_html, order_buckets
+from .graph_dot import COLLAPSE_LIMIT, Overlay, bucket_label, order_buckets
+from .stage import stage, static_payload
 from .state import presenter_mode
-
-
-def graph_with_legend(dot: str, caption: str, cross_check: bool = False) -> None:
-    """The graph beside the legend that explains its colours (the legend folds away in presenter mode)."""
-    if presenter_mode():
-        st.graphviz_chart(dot, width="stretch")
-        st.caption(caption)
-        return
-    left, right = st.columns([3, 1])
-    with left:
-        st.graphviz_chart(dot, width="stretch")
-        st.caption(caption)
-    with right:
-        st.markdown("**Legend**")
-        st.markdown(legend_html(cross_check), unsafe_allow_html=True)
 
 
 def bucket_picker(snapshot: GraphSnapshot, key: str) -> frozenset[int]:
@@ -49,10 +36,10 @@ def bucket_picker(snapshot: GraphSnapshot, key: str) -> frozenset[int]:
 
 def snapshot_graph(
     snapshot: GraphSnapshot, names: dict[int, str], caption: str, overlay: Overlay | None = None, key: str = "graph"
-) -> str:
-    """Draw a snapshot with its legend; above the collapse limit, one box per order bucket, with a
-    picker to expand some buckets. Returns the DOT text drawn."""
+) -> None:
+    """Draw a snapshot on the stage (no player): each node's name, value and state, and a legend of the states
+    shown. Above the collapse limit, one box per order bucket, with a picker to expand some buckets."""
     expanded = bucket_picker(snapshot, key)
-    dot = graph_dot(snapshot, names, overlay, presenter=presenter_mode(), expanded_orders=expanded)
-    graph_with_legend(dot, caption, cross_check=bool(overlay and overlay.verdicts))
-    return dot
+    payload = static_payload(snapshot, names, overlay, presenter_mode(), expanded)
+    stage(payload, key=f"{key}_stage_{payload['signature']}")
+    st.caption(caption)

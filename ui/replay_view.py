@@ -13,8 +13,8 @@ from autodiff.trace import TapeBuilt
 from .exercise import predict_step, score_caption
 from .graph_dot import graph_dot
 from .graph_view import bucket_picker
-from .replay_state import replay_state
-from .stage import export_html, replay_stage, stage_payload
+from .narration import upstream_at
+from .stage import export_html, replay_payload, stage
 from .state import presenter_mode
 from .tables import tape_table
 
@@ -47,12 +47,12 @@ def replay_view(
     presenter = presenter_mode()
     cached = st.session_state.get(f"{key}_payload")
     if cached is None or cached[0] is not recorder or cached[1] != (expanded, presenter):
-        built = stage_payload(before, recorder, names, 0, presenter, expanded)
+        built = replay_payload(before, recorder, names, presenter, expanded)
         cached = st.session_state[f"{key}_payload"] = (recorder, (expanded, presenter), built)
     payload = {**cached[2], "index": index}
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser
     # moves the index, so the index a link or a test sets holds until the student steps
-    reported = replay_stage(payload, key=f"{key}_stage_{payload['signature']}")
+    reported = stage(payload, key=f"{key}_stage_{payload['signature']}")
     last_key = f"{key}_reported"
     if reported is not None and reported != st.session_state.get(last_key):
         st.session_state[last_key] = reported
@@ -62,7 +62,7 @@ def replay_view(
     if on_index is not None:
         on_index(index)
     if exercise:
-        predict_step(recorder, index, replay_state(recorder, index).upstream, names, key)
+        predict_step(recorder, index, upstream_at(recorder, index), names, key)
         score_caption()
     if not presenter_mode():
         left, middle, right = st.columns(3)
@@ -75,7 +75,7 @@ def replay_view(
         )
         middle.download_button(
             "Download the graph (DOT)",
-            lambda: graph_dot(before, names, expanded_orders=expanded),
+            lambda: graph_dot(before, names),
             file_name=f"{file_stem}.dot",
             mime="text/vnd.graphviz",
         )

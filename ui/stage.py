@@ -1,10 +1,10 @@
-"""The replay stage: a recorded backward sent to the browser once, laid out once, stepped there.
+"""The stage: every graph in the app, with or without its player. One component, one style, one legend.
 
-`stage_payload` turns a snapshot and a recorder into plain data (DOT with element ids, one record per
-event with its values already formatted, node names). `replay_stage` mounts the player
-(`ui/stage/stage.js`, a components-v2 component: no iframe, no build step) and gets the current event
-back when stepping stops. `export_html` writes the same player and data, with Graphviz inline, into one
-file that plays offline.
+`static_payload` draws a snapshot as it is (memory lessons, the cross-check, a refused backward);
+`replay_payload` adds a recorded backward, stepped in the browser. Both return a `StagePayload`: the one contract
+between Python and `ui/stage/stage.js` (mirrored there as a JSDoc typedef, and checked on both sides by tests).
+Element ids come from `ui/graph_dot.py`; the replay's state machine is the browser's alone. `export_html` writes
+the same player and data, with Graphviz inline, into one file that plays offline.
 """
 
 from __future__ import annotations
@@ -12,102 +12,221 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
-import numpy as np
 import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot, Requirement
 from autodiff.trace import (
     GradientConsumed,
     GradientRegistered,
+    Recomputed,
     SavedStateFreed,
     StepStarted,
     SweepFreed,
+    TapeBuilt,
 )
-from course.naming import node_name
 
-from .format import format_values
-from .graph_dot import COLLAPSE_LIMIT, graph_dot, order_buckets
-from .replay_state import describe
+from .format import format_shape, format_values
+from .graph_dot import STATE_WORDS, Overlay, Picture, compact, dot_text, picture
+from .narration import describe, short_names
+from .palette import BY_KEY, EDGE_LEGEND, stage_css
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 GRAPHVIZ = "static/vendor/wasm-graphviz-1.29.2/index.js"  # pinned: see its README.md for version and checksum
 GRAPHVIZ_SHA256 = "550d9cd6ff429f5bd225316fe1faed4f852038c3e1ec609ce113af1f9379ce25"
 STAGE_JS = (HERE / "stage" / "stage.js").read_text()
-STAGE_CSS = (HERE / "stage" / "stage.css").read_text()
-LEGEND = [
-    ("grad", "Grad leaf: gradient kept"), ("inbackward", "op output: gradient consumed"),
-    ("untracked", "untracked input"), ("abandoned", "abandoned: holds memory"), ("consumed", "consumed"),
-    ("swept", "freed without running"), ("current", "the step running now"), ("flow", "gradient sent"),
-]  # fmt: skip
+STAGE_CSS = stage_css() + "\n" + (HERE / "stage" / "stage.css").read_text()
+RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and keeps the one that reads larger
 
 STAGE = st.components.v2.component("replay_stage", html="", css=STAGE_CSS, js=STAGE_JS)
 
 
-def stage_payload(
+class StageNode(TypedDict):
+    element: str  # its id in the SVG
+    id: int  # its NodeId
+    name: str  # what sentences call it: its variable, else its expression
+    title: str  # its first line: `h = x·x`
+    value: str  # `value [1.0, 4.0]`
+    detail: str  # `NodeId(2) · mul`
+    state: str  # a key of the legend
+    grad: str  # its gradient line before any event
+    grad_kind: Literal["leaf", "op", "none"]  # what its gradient does: kept, consumed, or there is none
+
+
+class StageEdge(TypedDict):
+    element: str
+    source: int  # the input's NodeId
+    target: int  # the NodeId of the node that uses it
+    tracked: bool
+
+
+class StageEvent(TypedDict, total=False):
+    kind: str  # the trace event's class name
+    text: str  # the sentence the caption and the live region say
+    node: int
+    nodes: list[int]  # SweepFreed: the steps freed; TapeBuilt: the steps on the tape
+    source: int | None  # GradientRegistered: the step that sent it
+    edge: str | None  # GradientRegistered: the element of the edge it travels along
+    value: str  # GradientRegistered: what was sent, compact
+    total: str  # GradientRegistered: the entry afterwards, compact
+    total_full: str  # the same, as the container table shows it
+    shape: str
+    accumulated: bool
+    kept: bool  # GradientConsumed
+    parents: list[int]  # StepStarted
+    rules: list[str]
+    op: str
+    order: int
+
+
+class StagePayload(TypedDict):
+    mode: Literal["static", "replay"]
+    dot: str  # laid out once in the browser, for each of `rankdirs`
+    rankdirs: list[str]
+    nodes: list[StageNode]
+    edges: list[StageEdge]
+    box_of: dict[str, str]  # NodeId (as text) -> the element that shows it (a collapsed bucket's box, or its own)
+    events: list[StageEvent]
+    index: int
+    presenter: bool
+    legend: dict[str, str]  # state -> the legend's sentence (the browser shows those present)
+    words: dict[str, str]  # state -> the words a node carries in that state
+    graphviz_url: str
+    signature: str
+
+
+PAYLOAD_KEYS = frozenset(StagePayload.__annotations__)
+
+
+def static_payload(
+    snapshot: GraphSnapshot,
+    names: dict[int, str],
+    overlay: Overlay | None = None,
+    presenter: bool = False,
+    expanded_orders: frozenset[int] = frozenset(),
+) -> StagePayload:
+    """A snapshot drawn as it is: each node's state, value and what happened to its gradient."""
+    pic = picture(snapshot, names, overlay, expanded_orders)
+    return _payload("static", pic, snapshot, names, [], presenter, {}, {})
+
+
+def replay_payload(
     before: GraphSnapshot,
     recorder: BackwardRecorder,
     names: dict[int, str],
-    index: int = 0,
     presenter: bool = False,
     expanded_orders: frozenset[int] = frozenset(),
-) -> dict[str, Any]:
+) -> StagePayload:
     """Everything the player needs, as plain data: the picture is laid out from `dot` once."""
-    dot = graph_dot(before, names, presenter=presenter, expanded_orders=expanded_orders, element_ids=True)
-    buckets = order_buckets(before) if len(before.nodes) > COLLAPSE_LIMIT else {}
-    box_of = {int(m.id): f"order{start}" for start, ms in buckets.items() if start not in expanded_orders for m in ms}
-    events = [_event(e, names) for e in recorder.events]
-    signature = hashlib.sha256((dot + json.dumps(events)).encode()).hexdigest()[:16]
-    return {
-        "dot": dot,
-        "rankdirs": ["BT", "LR"],
-        "events": events,
-        "names": {int(n.id): node_name(n.id, names) for n in before.nodes},
-        "kept": [int(n.id) for n in before.nodes if n.requirement is Requirement.Grad],
-        "box_of": box_of,
-        "index": index,
-        "legend": LEGEND,
-        "graphviz_url": f"app/{GRAPHVIZ}",
-        "signature": signature,
-    }
+    pic = picture(before, names, None, expanded_orders)
+    called = short_names(before.nodes, names)
+    edges_left: dict[tuple[int, int], list[str]] = {}
+    for edge in pic.edges:
+        if edge.element.startswith("e"):
+            edges_left.setdefault((edge.source, edge.target), []).append(edge.element)
+    events: list[StageEvent] = []
+    grad_widths: dict[str, str] = {}
+    edge_labels: dict[str, str] = {}
+    used: dict[tuple[int, int], int] = {}
+    for event in recorder.events:
+        record = _event(event, called)
+        if isinstance(event, StepStarted):
+            used = {}
+        elif isinstance(event, GradientRegistered) and event.source is not None:
+            pair = (int(event.node_id), int(event.source))
+            k = used.get(pair, 0)
+            used[pair] = k + 1
+            elements = edges_left.get(pair, [])
+            record["edge"] = elements[k] if k < len(elements) else None
+            if record["edge"]:
+                edge_labels[record["edge"]] = max(edge_labels.get(record["edge"], ""), record["value"], key=len)
+        if isinstance(event, GradientRegistered):
+            element = pic.box_of.get(int(event.node_id), "")
+            longest = f"grad {record['total']} · consumed"
+            grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
+        events.append(record)
+    return _payload("replay", pic, before, names, events, presenter, grad_widths, edge_labels)
 
 
-def _event(event: object, names: dict[int, str]) -> dict[str, Any]:
-    record: dict[str, Any] = {"kind": type(event).__name__, "text": describe(event, names)}
-    if isinstance(event, StepStarted):
-        record |= {"node": int(event.node_id), "op": event.op, "order": event.order,
-                   "parents": [int(p) for p in event.parents], "rules": list(event.rules)}  # fmt: skip
+def _payload(
+    mode: Literal["static", "replay"],
+    pic: Picture,
+    snapshot: GraphSnapshot,
+    names: dict[int, str],
+    events: list[StageEvent],
+    presenter: bool,
+    grad_widths: dict[str, str],
+    edge_labels: dict[str, str],
+) -> StagePayload:
+    called = short_names(snapshot.nodes, names)
+    by_id = {int(n.id): n for n in snapshot.nodes}
+    nodes: list[StageNode] = []
+    for node in pic.nodes:
+        requirement = by_id[node.id].requirement
+        kind = "leaf" if requirement is Requirement.Grad else "none" if requirement is Requirement.Untracked else "op"
+        possible = [node.grad, grad_widths.get(node.element, "")]
+        if mode == "replay" and kind != "none":
+            possible += [STATE_WORDS["unreached"], STATE_WORDS["none_yet"], STATE_WORDS["swept"]]
+        widest = max(possible, key=len)
+        grad_widths[node.element] = widest
+        nodes.append(StageNode(element=node.element, id=node.id, name=called[node.id], title=node.title,
+                               value=node.value, detail=node.detail, state=node.state, grad=node.grad,
+                               grad_kind=kind))  # fmt: skip
+    dot = dot_text(pic, presenter, grad_widths, edge_labels)
+    edges = [StageEdge(element=e.element, source=e.source, target=e.target, tracked=e.tracked) for e in pic.edges]
+    signature = hashlib.sha256((dot + json.dumps(events) + mode).encode()).hexdigest()[:16]
+    return StagePayload(
+        mode=mode, dot=dot, rankdirs=RANKDIRS, nodes=nodes, edges=edges,
+        box_of={str(k): v for k, v in pic.box_of.items()}, events=events, index=0, presenter=presenter,
+        legend={**{state.key: state.legend for state in BY_KEY.values()}, **EDGE_LEGEND}, words=STATE_WORDS,
+        graphviz_url=f"app/{GRAPHVIZ}", signature=signature,
+    )  # fmt: skip
+
+
+def _event(event: object, called: dict[int, str]) -> StageEvent:
+    record = StageEvent(kind=type(event).__name__, text=describe(event, called))
+    if isinstance(event, TapeBuilt):
+        record["nodes"] = [int(n) for bucket in event.buckets for n in bucket]
+    elif isinstance(event, StepStarted):
+        record.update(node=int(event.node_id), op=event.op, order=event.order,
+                      parents=[int(p) for p in event.parents], rules=list(event.rules))  # fmt: skip
     elif isinstance(event, GradientRegistered):
-        record |= {"node": int(event.node_id), "source": None if event.source is None else int(event.source),
-                   "value": format_values(event.value), "total": format_values(event.total),
-                   "shape": str(list(np.shape(event.total))), "accumulated": event.accumulated}  # fmt: skip
+        record.update(node=int(event.node_id), source=None if event.source is None else int(event.source),
+                      value=compact(event.value), total=compact(event.total), total_full=format_values(event.total),
+                      shape=format_shape(_shape(event.total)), accumulated=event.accumulated, edge=None)  # fmt: skip
     elif isinstance(event, GradientConsumed):
-        record |= {"node": int(event.node_id), "kept": event.kept}
-    elif isinstance(event, SavedStateFreed):
-        record |= {"node": int(event.node_id)}
+        record.update(node=int(event.node_id), kept=event.kept)
+    elif isinstance(event, SavedStateFreed | Recomputed):
+        record["node"] = int(event.node_id)
     elif isinstance(event, SweepFreed):
-        record |= {"nodes": [int(n) for n in event.node_ids]}
+        record["nodes"] = [int(n) for n in event.node_ids]
     return record
 
 
-def replay_stage(payload: dict[str, Any], key: str) -> int | None:
-    """Mount the player; returns the event it reported last (None until it has)."""
+def _shape(values: Any) -> tuple[int, ...]:
+    return tuple(values.shape)
+
+
+def stage(payload: StagePayload, key: str) -> int | None:
+    """Mount the stage; returns the event it reported last (None until it has, and always for a static one)."""
     result = STAGE(data=payload, key=key, default={"event": payload["index"]}, on_event_change=lambda: None)
     return getattr(result, "event", None)
 
 
-def export_html(payload: dict[str, Any], title: str) -> str:
+def export_html(payload: StagePayload, title: str) -> str:
     """One self-contained HTML file: the player, its styles, the data and Graphviz inline. It makes no
     network request, so it plays offline in any browser (slides, course pages)."""
     module = (ROOT / GRAPHVIZ).read_text().replace("</script", "<\\/script")
     data = json.dumps({**payload, "index": 0}).replace("</", "<\\/")
     player = STAGE_JS.replace("export default function (component) {", "function mountInPage(component) {")
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{_escape(title)}</title>
-<style>{STAGE_CSS} body {{ margin: 1rem; }} .stage {{ height: calc(100vh - 2rem); }}</style></head>
-<body>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_escape(title)}</title>
+<style>{STAGE_CSS} body {{ margin: 1rem; background: #fff; }}
+@media (prefers-color-scheme: dark) {{ body {{ background: #0e1117; }} }}</style></head>
+<body><main><h1 style="font: 600 1.4rem sans-serif; margin: 0 0 .5rem">{_escape(title)}</h1>
 <script type="text/plain" id="graphviz-module">{module}</script>
 <script type="application/json" id="replay-data">{data}</script>
 <script type="module">
@@ -115,8 +234,9 @@ def export_html(payload: dict[str, Any], title: str) -> str:
 const data = JSON.parse(document.getElementById("replay-data").textContent);
 const source = document.getElementById("graphviz-module").textContent;
 const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
-mountStage({{ data, parentElement: document.body, setStateValue() {{}} }}, () => loadGraphvizFrom(url));
-</script>
+const component = {{ data, parentElement: document.querySelector("main"), setStateValue() {{}} }};
+mountStage(component, () => loadGraphvizFrom(url));
+</script></main>
 </body></html>
 """
 
