@@ -8,7 +8,9 @@ import streamlit as st
 from autodiff import AutodiffError, memory_budget
 from autodiff.device import mlx_unavailable_reason
 from ui.navigation import navigation_pages
-from ui.state import moved_from_another_replica, session_budget
+from ui.state import moved_from_another_replica, publish_presenter, restore_presenter, session_budget
+
+restore_presenter()  # before anything reads it: a reload or a shared link keeps presenter mode
 
 st.set_page_config(
     page_title="Seeing autodiff",
@@ -21,6 +23,7 @@ page = st.navigation(navigation_pages())
 
 with st.sidebar:
     st.toggle("Presenter mode", key="presenter", help="Larger text and graphs, fewer controls: for a projector.")
+    publish_presenter()
     mlx_missing = mlx_unavailable_reason()
     st.selectbox(
         "Backend",
@@ -42,7 +45,7 @@ if st.session_state.get("presenter"):
     st.html(
         "<style>html, body, [data-testid='stMarkdownContainer'] p, li, td {font-size: 1.25rem !important;}"
         " h1 {font-size: 2.2rem !important; padding-top: 0 !important;}"
-        " [data-testid='stMainBlockContainer'] {padding: 1rem 1.5rem !important; max-width: none !important;}"
+        " [data-testid='stMainBlockContainer'] {padding: 3.75rem 1.5rem 1rem !important; max-width: none !important;}"
         " [data-testid='stSidebar'] {min-width: 15rem;}</style>"
     )
 

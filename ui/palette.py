@@ -47,7 +47,7 @@ STATES: tuple[State, ...] = (
           Look("#ffffff", "#6c757d"), Look("#0e1117", "#909296")),
     State("bucket", "a box of many nodes of one order (expand it with the picker above the graph)", "", 2,
           Look("#fff3bf", "#7a5c00"), Look("#3d3200", "#ffd43b")),
-    State("refused", "where a second backward was refused: the tape is consumed", "", 5,
+    State("refused", "where a second backward was refused: the tape is consumed", "8 3", 5,
           Look("#ffe3e3", "#c92a2a"), Look("#4d1414", "#ff8787")),
     State("agrees", "cross-check: agrees with MLX and finite differences", "", 5,
           Look("#d3f9d8", "#2b8a3e"), Look("#12361d", "#69db7c")),

@@ -76,6 +76,21 @@ def presenter_mode() -> bool:
     return bool(st.session_state.get("presenter", False))
 
 
+def restore_presenter() -> None:
+    """Presenter mode from the address (`?present=1`) on a session's first run: a reload or a shared link keeps
+    it. Call before the sidebar's toggle is drawn."""
+    if "presenter" not in st.session_state:
+        st.session_state.presenter = st.query_params.get("present") == "1"
+
+
+def publish_presenter() -> None:
+    """Presenter mode into the address, so that reloading or sharing the page keeps it."""
+    if presenter_mode():
+        publish(present=1)
+    elif "present" in st.query_params:
+        del st.query_params["present"]
+
+
 def moved_from_another_replica() -> bool:
     """True once, on the first run of a session that continues a browser tab another replica served
     (deploy/: nginx names the replica that answered in the `st_replica` cookie). Its state stayed there."""

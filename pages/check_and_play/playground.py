@@ -96,9 +96,9 @@ if result.error is not None:
     run_error(result.error, st.session_state[CODE])
 if result.memory:
     memory_charts([MemoryPoint(i, "after loop iteration", u) for i, u in result.memory], len(result.memory))
-if result.snapshot is not None and result.snapshot.nodes:
+if result.backward is None and result.snapshot is not None and result.snapshot.nodes:
     snapshot_graph(result.snapshot, result.names, "The device's graph when the program ended.", key="playground_graph")
-if result.backward is not None:
-    st.subheader("Replay of the last backward")
+if result.backward is not None:  # its graph, once: the replay's last event is the graph after that backward
+    st.subheader("The graph, and a replay of the last backward")
     replay_view(result.backward.before, result.backward.recorder, result.backward.names, "playground_replay",
                 file_stem="playground", exercise=exercise)  # fmt: skip

@@ -46,20 +46,29 @@ def playground_error(at: AppTest) -> str:
     return ""
 
 
-def stage_data(at: AppTest) -> dict:
-    """The data the replay stage was mounted with (what the browser lays out and steps through)."""
-    element = next(e for e in at.main if e.type == "bidi_component" and e.proto.component_name == "replay_stage")
-    return json.loads(element.proto.json)
+def stages(at: AppTest) -> list[dict]:
+    """The data every stage on the page was mounted with (what the browser lays out, and steps through)."""
+    return [
+        json.loads(e.proto.json)
+        for e in at.main
+        if e.type == "bidi_component" and e.proto.component_name == "replay_stage"
+    ]
+
+
+def stage_data(at: AppTest, mode: str = "replay") -> dict:
+    """The data the page's first stage of `mode` ("replay" or "static") was mounted with."""
+    return next(data for data in stages(at) if data["mode"] == mode)
+
+
+def node_states(data: dict) -> dict[int, str]:
+    """Each node's state as the stage first draws it, by NodeId."""
+    return {node["id"]: node["state"] for node in data["nodes"]}
 
 
 def button(at: AppTest, label: str):
     matches = [b for b in at.button if b.label == label]
     assert matches, f"no button {label!r} among {[b.label for b in at.button]}"
     return matches[0]
-
-
-def dot(at: AppTest, index: int = 0) -> str:
-    return at.get("graphviz_chart")[index].proto.spec
 
 
 def table(at: AppTest, first_column: str):

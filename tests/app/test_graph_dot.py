@@ -1,19 +1,20 @@
-"""The DOT the app draws: well-formed, coloured by state, collapsed when large."""
+"""The picture's data: well-formed DOT, states that follow the engine, names students use, collapse when large, and
+one contract with the browser."""
 
 import re
 
 from autodiff import Device, Distribution, NodeStatus, Tensor
 from course.programs import PROGRAMS, memory_forward, record_program
-from ui.graph_dot import ABANDONED_FILL, COLLAPSE_LIMIT, FILL, MAX_BOXES, REFUSED, Overlay, graph_dot
+from ui.graph_dot import COLLAPSE_LIMIT, MAX_BOXES, Overlay, dot_text, graph_dot, picture
+from ui.stage import PAYLOAD_KEYS, STAGE_JS, replay_payload, static_payload
 
-NODE = re.compile(r"^\s+(n\d+|order\d+) \[label=", re.M)
+NODE = re.compile(r"^\s+(n\d+|order\d+) \[id=", re.M)
 EDGE = re.compile(r"^\s+(\w+) -> (\w+)", re.M)
 
 
 def assert_well_formed(dot: str) -> tuple[set[str], list[tuple[str, str]]]:
     assert dot.startswith("digraph G {") and dot.rstrip().endswith("}")
-    assert dot.count("{") == dot.count("}")
-    assert dot.count('"') % 2 == 0
+    assert dot.count("<TABLE") == dot.count("</TABLE>")
     nodes = set(NODE.findall(dot))
     edges = EDGE.findall(dot)
     assert all(a in nodes and b in nodes for a, b in edges), "an edge points at a node that is not drawn"
@@ -25,36 +26,46 @@ def test_every_program_graph_is_well_formed_and_complete():
         run = record_program(key)
         nodes, edges = assert_well_formed(graph_dot(run.before, run.names))
         assert len(nodes) == len(run.before.nodes)
-        inputs = sum(len(n.inputs) for n in run.before.nodes)
-        assert len(edges) == inputs  # one edge per input use (x * x draws two)
+        assert len(edges) == sum(len(n.inputs) for n in run.before.nodes)  # one edge per input use (x * x: two)
 
 
-def test_colours_follow_requirement_and_status():
+def test_nodes_say_their_name_expression_value_and_id():
+    run = record_program("seed")
+    titles = {node.title: node for node in picture(run.before, run.names).nodes}
+    assert set(titles) == {"x", "unused", "h = x·x", "x·3", "h + x·3", "loss = sum(h + x·3)"}
+    assert titles["h = x·x"].value == "value [1.0, 4.0]" and titles["h = x·x"].detail == "NodeId(2) · mul"
+    assert titles["loss = sum(h + x·3)"].value == "value [14.0]"
+    neuron = record_program("neuron")
+    assert "out = tanh(w @ x + b)" in {node.title for node in picture(neuron.before, neuron.names).nodes}
+
+
+def test_states_follow_requirement_and_status():
     run = record_program("seed")
     x, loss = int(run.tensors["x"].node_id), int(run.tensors["loss"].node_id)
-    dot = graph_dot(run.before, run.names)
-    assert FILL[run.tensors["x"].requirement] in next(line for line in dot.splitlines() if f"  n{x} [" in line)
+    states = {n.id: n.state for n in picture(run.before, run.names).nodes}
+    assert states[x] == "leaf" and states[loss] == "pending"
     after = run.device.snapshot()  # after backward: every step on the loss's path consumed
     assert after.node(loss).status is NodeStatus.CONSUMED
-    dot = graph_dot(after, run.names, Overlay(refused=loss))
-    loss_line = next(line for line in dot.splitlines() if f"  n{loss} [" in line)
-    assert "dashed" in loss_line and REFUSED in loss_line
+    states = {n.id: n.state for n in picture(after, run.names, Overlay(refused=loss)).nodes}
+    assert states[loss] == "refused" and states[int(run.tensors["h"].node_id)] == "consumed" and states[x] == "leaf"
 
 
-def test_the_stage_finds_every_node_and_edge_by_id():
+def test_edges_have_one_id_each_and_replay_events_name_them():
     run = record_program("seed")
-    dot = graph_dot(run.before, run.names, element_ids=True)
     x, h = int(run.tensors["x"].node_id), int(run.tensors["h"].node_id)
-    for node in run.before.nodes:
-        assert f'id="n{int(node.id)}"' in dot
-    assert f'id="e{x}_{h}_0"' in dot and f'id="e{x}_{h}_1"' in dot  # x * x: two edges, told apart
+    payload = replay_payload(run.before, run.recorder, run.names)
+    elements = [e["element"] for e in payload["edges"]]
+    assert len(elements) == len(set(elements)) and {f"e{x}_{h}_0", f"e{x}_{h}_1"} <= set(elements)
+    sent_to_x = [e["edge"] for e in payload["events"] if e["kind"] == "GradientRegistered" and e["node"] == x]
+    assert sorted(sent_to_x) == sorted([f"e{x}_3_0", f"e{x}_{h}_0", f"e{x}_{h}_1"])  # each along its own edge
+    assert all(f'id="{element}"' in payload["dot"] for element in elements)
 
 
-def test_abandoned_nodes_are_orange():
+def test_abandoned_nodes_are_drawn_as_abandoned():
     ad = Device.numpy().autodiff()
     x = Tensor.random([4, 4], Distribution.Default, ad).require_grad()
     memory_forward(x)
-    assert ABANDONED_FILL in graph_dot(ad.snapshot())
+    assert "abandoned" in {n.state for n in picture(ad.snapshot(), {}).nodes}
 
 
 def test_large_graphs_collapse_by_order_and_expand_on_request():
@@ -67,20 +78,9 @@ def test_large_graphs_collapse_by_order_and_expand_on_request():
     nodes, edges = assert_well_formed(graph_dot(snapshot))
     assert nodes == {f"order{k}" for k in range(5)}
     assert ("order0", "order1") in edges and len(edges) == len(set(edges))
-    nodes, _ = assert_well_formed(graph_dot(snapshot, expanded_orders=frozenset({1})))
+    nodes, _ = assert_well_formed(dot_text(picture(snapshot, {}, expanded_orders=frozenset({1}))))
     assert len([n for n in nodes if n.startswith("n")]) == 60  # the 60 exp nodes of order 1
     assert "order1" not in nodes
-
-
-def test_deep_graphs_are_drawn_bottom_to_top():
-    run = record_program("seed")
-    assert "rankdir=LR" in graph_dot(run.before, run.names)
-    assert "rankdir=BT" in graph_dot(run.before, run.names, presenter=True)
-    ad = Device.numpy().autodiff()
-    y = Tensor.ones([2], ad).require_grad()
-    for _ in range(10):
-        y = y.tanh()
-    assert "rankdir=BT" in graph_dot(ad.snapshot())
 
 
 def test_deep_graphs_collapse_into_at_most_sixty_boxes():
@@ -88,6 +88,22 @@ def test_deep_graphs_collapse_into_at_most_sixty_boxes():
     y = x = Tensor.ones([2], ad).require_grad()
     for _ in range(300):
         y = y * 1.0 + x  # a chain 600 orders deep
-    snapshot = ad.snapshot()
-    nodes, edges = assert_well_formed(graph_dot(snapshot))
+    nodes, _ = assert_well_formed(graph_dot(ad.snapshot()))
     assert len(nodes) <= MAX_BOXES and all(n.startswith("order") for n in nodes)
+
+
+def test_payload_keys_are_the_contract_the_browser_checks():
+    declared = re.search(r"const PAYLOAD_KEYS = \[([^\]]*)\]", STAGE_JS).group(1)
+    assert set(re.findall(r'"(\w+)"', declared)) == PAYLOAD_KEYS
+    run = record_program("seed")
+    assert set(replay_payload(run.before, run.recorder, run.names)) == PAYLOAD_KEYS
+    assert set(static_payload(run.before, run.names)) == PAYLOAD_KEYS
+    typedef = STAGE_JS.split("@typedef")[-1]  # StagePayload's JSDoc names every key too
+    assert all(f"{key}:" in typedef for key in PAYLOAD_KEYS)
+
+
+def test_visitor_text_in_labels_is_escaped():
+    ad = Device.numpy().autodiff(keep_values=True)
+    x = Tensor.from_floats([1.0], ad).require_grad()
+    dot = graph_dot(ad.snapshot(), {int(x.node_id): "a<b>&c"})
+    assert "a&lt;b&gt;&amp;c" in dot and "a<b>" not in dot

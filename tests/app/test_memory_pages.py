@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest import app, button, dot, stage_data, table
+from apptest import app, button, node_states, stage_data, table
 from streamlit.testing.v1 import AppTest
 
 
@@ -28,7 +28,7 @@ def test_memory_rises_with_autodiff_and_backward_frees_it():
     assert in_use == [tensor * (1 + 2 * i) for i in range(6)]
     assert at.metric[1].value == f"{in_use[-1] / 2**20:.1f} MiB"
     assert len(at.get("vega_lite_chart")) == 2
-    assert "#ffd8a8" in dot(at)  # abandoned steps are drawn
+    assert "abandoned" in node_states(stage_data(at, "static")).values()  # abandoned steps are drawn
     button(at, "Run one backward now").click().run()
     assert lab.history[-1].usage.bytes_in_use == tensor  # only x: the gradients were dropped at once
     assert lab.history[-1].label == "one backward"
@@ -50,11 +50,12 @@ def test_abandoned_graphs_experiment_table():
 
 def test_large_memory_graph_is_collapsed_with_a_way_to_expand():
     at = memory_run("autodiff", passes=40)
-    spec = dot(at)
-    assert "order1 [label=" in spec and spec.count("[label=") == 5  # one box per order bucket
+    data = stage_data(at, "static")
+    assert data["nodes"] == [] and set(data["box_of"].values()) == {f"order{k}" for k in range(5)}  # a box an order
     at.multiselect(key="memory_graph_expand").set_value([1]).run()
-    spec = dot(at)
-    assert "order1 [label=" not in spec and spec.count("exp [128, 128]") == 40
+    data = stage_data(at, "static")
+    assert "order1" not in data["box_of"].values()
+    assert sum(node["detail"].endswith("· exp") for node in data["nodes"]) == 40
 
 
 def test_memory_page_shows_mlx_counter_beside_the_engine():

@@ -84,6 +84,7 @@ function mountStage(component, loadGraphviz) {
     fitHeight(stage);
     place(stage);
     show(stage, stage.index, false, 800, false);
+    if (data.presenter && replay && window.innerWidth >= NARROW) bringIntoView(stage);
   });
 }
 
@@ -121,7 +122,8 @@ function buildSkeleton(parent, replay, presenter) {
       ["first", "« First", "Home", "First event"], ["prev", "◀ Prev", "ArrowLeft PageUp", "Previous event"],
       ["next", "Next ▶", "ArrowRight PageDown", "Next event"], ["last", "Last »", "End", "Last event"],
       ["play", "Play", "Space", "Play"]]) {
-      const button = element("button", act === "play" ? "stage-play" : "", text);
+      const short = presenter && act !== "play" ? text.replace(/[A-Za-z]+/, "").trim() : text;  // a projector: room
+      const button = element("button", act === "play" ? "stage-play" : "", short);
       button.type = "button";
       button.dataset.act = act;
       button.setAttribute("aria-keyshortcuts", keys);
@@ -153,7 +155,7 @@ function buildSkeleton(parent, replay, presenter) {
   const legend = element("div", "stage-legend");
   legend.setAttribute("role", "list");
   legend.setAttribute("aria-label", "Legend");
-  side.append(legend);
+  graph.append(legend);
   const details = element("details", "stage-table");
   details.append(element("summary", "", "The graph as a table (every node, its value, gradient and state)"),
     element("div", "stage-table-body"));
@@ -320,9 +322,20 @@ function scrollerOf(el) {
   for (let node = el; node; node = node.parentElement || (node.getRootNode && node.getRootNode().host)) {
     if (node === document.documentElement) break;
     const overflow = getComputedStyle(node).overflowY;
-    if ((overflow === "auto" || overflow === "scroll") && node.scrollHeight > node.clientHeight) return node;
+    if ((overflow === "auto" || overflow === "scroll") && node.scrollHeight > node.clientHeight + 1) return node;
   }
-  return null;
+  return document.querySelector("[data-testid='stMain']");
+}
+
+function headerBottom() {
+  const header = document.querySelector("header[data-testid='stHeader']");
+  return header ? Math.max(0, header.getBoundingClientRect().bottom) : 0;
+}
+
+function bringIntoView(stage) {
+  // on a projector the player is the lesson: scroll it up to just under Streamlit's toolbar, once
+  stage.root.style.scrollMarginTop = `${headerBottom() + 8}px`;
+  stage.root.scrollIntoView({ block: "start" });
 }
 
 function fitHeight(stage) {
@@ -331,6 +344,10 @@ function fitHeight(stage) {
   const { root } = stage;
   stage.maxStatic = Math.max(320, window.innerHeight * 0.75);
   if (!stage.replay || window.innerWidth < NARROW) { root.style.height = ""; return; }
+  if (stage.data.presenter) {  // one screen: brought up under the toolbar when drawn (bringIntoView)
+    root.style.height = `${Math.max(380, window.innerHeight - headerBottom() - 24)}px`;
+    return;
+  }
   const scroller = scrollerOf(root.parentElement);
   const top = root.getBoundingClientRect().top + (scroller ? scroller.scrollTop : window.scrollY)
     - (scroller ? scroller.getBoundingClientRect().top : 0);

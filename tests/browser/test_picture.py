@@ -1,0 +1,204 @@
+"""What the picture says, in Chromium: numbers and names on the nodes, states that match the lesson, edge labels clear
+of nodes, text large enough on a laptop, a projector and a phone, and the keyboard always driving the stage."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from course.programs import PROGRAMS, record_program
+
+from .conftest import screenshot
+
+pytestmark = pytest.mark.browser
+NODES = ".stage svg g.node"
+CAPTION = ".stage-caption"
+
+
+def open_replay(page, url: str, program: str = "seed", extra: str = "") -> int:
+    page.goto(f"{url}/traversal?program={program}&event=1{extra}")
+    page.locator(NODES).first.wait_for()
+    page.locator(CAPTION).filter(has_text="Event 1 of").wait_for()
+    return len(record_program(program).recorder.events)
+
+
+def node_texts(page) -> dict[str, list[str]]:
+    """Each node's lines of text, by its title."""
+    rows = page.locator(NODES).evaluate_all(
+        "gs => gs.map(g => [...g.querySelectorAll('text')].map(t => t.textContent))"
+    )
+    return {lines[0]: lines for lines in rows}
+
+
+def node_class(page, title: str) -> str:
+    return page.locator(NODES).filter(has_text=title).first.get_attribute("class")
+
+
+def text_sizes(page, selector: str = ".stage") -> list[float]:
+    """The rendered height in CSS px of every visible text of the stage: SVG text by its screen box, HTML text by
+    its computed font size."""
+    return page.locator(selector).first.evaluate(
+        """root => {
+          const sizes = [];
+          root.querySelectorAll('svg text').forEach(t => {
+            if (!t.textContent.trim() || t.closest('.chip-swatch')) return;
+            const ctm = t.getScreenCTM();
+            sizes.push(parseFloat(getComputedStyle(t).fontSize) * Math.abs(ctm ? ctm.d : 1));
+          });
+          const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+          while (walker.nextNode()) {
+            const el = walker.currentNode.parentElement;
+            if (!walker.currentNode.textContent.trim() || el.closest('svg') || el.closest('details:not([open])')
+                || el.tagName === 'OPTION' || el.offsetParent === null) continue;
+            sizes.push(parseFloat(getComputedStyle(el).fontSize));
+          }
+          return sizes;
+        }"""
+    )
+
+
+def graph_text_sizes(page) -> list[float]:
+    return page.locator(".stage .stage-svg").first.evaluate(
+        """box => [...box.querySelectorAll('svg text')].filter(t => t.textContent.trim()).map(t =>
+             parseFloat(getComputedStyle(t).fontSize) * Math.abs(t.getScreenCTM().d))"""
+    )
+
+
+def test_nodes_carry_values_gradients_and_names_students_use(page, app_url):
+    total = open_replay(page, app_url)
+    texts = node_texts(page)
+    assert {"x", "unused", "h = x·x", "x·3", "h + x·3", "loss = sum(h + x·3)"} <= set(texts)
+    assert "value [1.0, 2.0]" in texts["x"] and "value [1.0, 4.0]" in texts["h = x·x"]
+    assert any("NodeId(2)" in line for line in texts["h = x·x"])  # Burn's id stays, smaller
+    page.keyboard.press("End")
+    page.locator(CAPTION).filter(has_text=f"Event {total} of").wait_for()
+    texts = node_texts(page)
+    assert "grad [5.0, 7.0] · kept" in texts["x"]
+    assert "grad [1.0, 1.0] · consumed" in texts["h = x·x"]
+    # the last frame says what the lesson says: x keeps its gradient, unused never got one
+    assert "s-leaf" in node_class(page, "value [1.0, 2.0]")
+    assert "s-unreached" in node_class(page, "unused")
+    assert "not reached: no gradient" in texts["unused"]
+    legend = page.locator(".stage-legend").inner_text()
+    assert "Grad leaf" in legend and "not reached" in legend and "running now" not in legend  # only what is shown
+    screenshot(page, "picture_seed_end")
+
+
+def test_edge_labels_sit_clear_of_every_node(page, app_url):
+    for program in PROGRAMS:
+        total = open_replay(page, app_url, program)
+        page.keyboard.press("End")
+        page.locator(CAPTION).filter(has_text=f"Event {total} of").wait_for()
+        overlaps = page.locator(".stage svg").first.evaluate(
+            """svg => {
+              const boxes = [...svg.querySelectorAll('g.node')].map(g => g.getBoundingClientRect());
+              const bad = [];
+              svg.querySelectorAll('g.edge text').forEach(t => {
+                if (!t.textContent) return;
+                const r = t.getBoundingClientRect();
+                for (const b of boxes) {
+                  if (r.left < b.right - 1 && r.right > b.left + 1 && r.top < b.bottom - 1 && r.bottom > b.top + 1) {
+                    bad.push(t.textContent);
+                  }
+                }
+              });
+              return bad;
+            }"""
+        )
+        assert overlaps == [], (program, overlaps)
+        labels = page.locator(".stage svg g.edge text").evaluate_all("ts => ts.map(t => t.textContent)")
+        assert [label for label in labels if label], program  # every program shows the values sent
+
+
+def test_graph_text_is_at_least_12px_on_every_program_and_lesson(page, app_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    for program in PROGRAMS:
+        open_replay(page, app_url, program)
+        sizes = graph_text_sizes(page)
+        assert sizes and min(sizes) >= 12 - 0.05, (program, min(sizes))
+    for path in ("/tape", "/checkpoints", "/gradients", "/mlx"):
+        page.goto(f"{app_url}{path}")
+        page.locator(NODES).first.wait_for(timeout=60_000)
+        page.wait_for_timeout(500)
+        sizes = graph_text_sizes(page)
+        assert sizes and min(sizes) >= 12 - 0.05, (path, min(sizes))
+
+
+def test_presenter_mode_is_legible_on_one_screen_and_survives_a_reload(page, app_url):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    open_replay(page, app_url, extra="&present=1")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(300)
+    sizes = text_sizes(page)
+    assert min(sizes) >= 16 - 0.05, min(sizes)
+    assert statistics.median(sizes) >= 20 - 0.05, statistics.median(sizes)
+    for part in (".stage-svg", ".stage-step", ".stage-container", ".stage-legend"):
+        box = page.locator(f".stage {part}").first.bounding_box()
+        assert box["y"] >= 0 and box["y"] + min(box["height"], 40) <= 720, part  # each starts on the screen
+    stage = page.locator(".stage").first.bounding_box()
+    assert stage["y"] + stage["height"] <= 720 + 1
+    title = page.get_by_role("heading", name="Backward traversal").bounding_box()
+    header = page.locator("header[data-testid='stHeader']").bounding_box()
+    assert title["y"] >= header["y"] + header["height"] - 1  # the title is not under the toolbar
+    screenshot(page, "picture_presenter")
+    page.reload()
+    page.locator(".stage.presenter").first.wait_for()
+    assert "present=1" in page.url
+
+
+def test_a_phone_stacks_the_stage_without_nested_scrolling(page, app_url):
+    page.set_viewport_size({"width": 390, "height": 844})
+    open_replay(page, app_url)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(300)
+    graph = page.locator(".stage .stage-svg").first.bounding_box()
+    side = page.locator(".stage .stage-side").first.bounding_box()
+    assert side["y"] >= graph["y"] + graph["height"] - 1  # stacked
+    stage = page.locator(".stage").first.bounding_box()
+    assert graph["width"] >= stage["width"] - 2  # the graph takes the width
+    nested = page.locator(".stage").first.evaluate(
+        """root => [...root.querySelectorAll('.stage-svg, .stage-side, .stage-step, .stage-container')]
+             .filter(el => el.scrollHeight > el.clientHeight + 1 || el.scrollWidth > el.clientWidth + 1)
+             .map(el => el.className)"""
+    )
+    assert nested == []
+    screenshot(page, "picture_phone")
+
+
+def test_the_keyboard_steps_the_stage_after_a_widget_change_and_the_height_holds(page, app_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_replay(page, app_url)
+    page.get_by_label("Program").click()  # choose another program with the select box: focus stays in it
+    page.get_by_role("option", name="Neuron: tanh(w @ x + b)").click()
+    page.locator(CAPTION).filter(has_text="Event 1 of").wait_for()
+    page.wait_for_timeout(800)
+    page.keyboard.press("PageDown")
+    page.locator(CAPTION).filter(has_text="Event 2 of").wait_for()
+    page.keyboard.press("ArrowRight")
+    page.locator(CAPTION).filter(has_text="Event 3 of").wait_for()
+    height = page.locator(".stage").first.bounding_box()["height"]
+    page.mouse.wheel(0, 400)  # scrolled, then a rerun (the exercise toggle)
+    page.wait_for_timeout(300)
+    page.get_by_text("Exercise: predict each step").click()
+    page.wait_for_timeout(1500)
+    assert abs(page.locator(".stage").first.bounding_box()["height"] - height) < 1
+    page.keyboard.press("PageDown")
+    page.locator(CAPTION).filter(has_text="Event 4 of").wait_for()
+
+
+def test_checkpointing_marks_each_recomputation_on_the_graph(page, app_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{app_url}/checkpoints")
+    page.locator(NODES).first.wait_for(timeout=60_000)
+    page.locator(CAPTION).filter(has_text="Event 1 of").wait_for()
+    run = record_program("chain", checkpointing="balanced")
+    first = next(k for k, e in enumerate(run.recorder.events) if type(e).__name__ == "Recomputed")
+    for _ in range(first):
+        page.keyboard.press("ArrowRight")
+    page.locator(CAPTION).filter(has_text="recomputed now").wait_for()
+    assert page.locator(".stage svg g.node.s-recomputed").count() == 1
+    sizes = graph_text_sizes(page)
+    assert min(sizes) >= 12 - 0.05
+    screenshot(page, "picture_checkpointing")
