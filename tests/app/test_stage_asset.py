@@ -7,7 +7,7 @@ import hashlib
 import tomllib
 
 from course.programs import record_program
-from ui.stage import GRAPHVIZ, GRAPHVIZ_SHA256, ROOT, export_html, stage_payload
+from ui.stage import GRAPHVIZ, GRAPHVIZ_SHA256, ROOT, export_html, replay_payload
 
 
 def test_the_pinned_graphviz_is_the_one_we_checked():
@@ -21,7 +21,7 @@ def test_the_pinned_graphviz_is_the_one_we_checked():
 
 def test_the_saved_replay_is_one_file():  # that it asks the network for nothing: tests/browser/test_stage.py
     run = record_program("seed")
-    html = export_html(stage_payload(run.before, run.recorder, run.names), "Replay: seed")
+    html = export_html(replay_payload(run.before, run.recorder, run.names), "Replay: seed")
     assert html.count("<script") == 3 and "Graphviz" in html
     assert 'src="' not in html and "<link" not in html  # nothing loaded from elsewhere
     assert "</script" not in html.split('id="graphviz-module">')[1].split("</script>")[0]

@@ -27,8 +27,7 @@ HEADINGS = {  # each page's first heading, as the page writes it
 SIDEBAR = '[data-testid="stSidebar"]'
 
 ERROR = '[data-testid="stAlertContentError"]'
-GRAPH_NODES = '[data-testid="stGraphVizChart"] svg g.node'
-STAGE_NODES = ".stage svg g.node"
+STAGE_NODES = ".stage svg g.node"  # every graph of the app is drawn by the stage
 
 
 def open_page(page, app_url: str, path: str) -> None:
@@ -48,9 +47,7 @@ def test_the_registry_and_the_headings_name_the_same_pages():
 @pytest.mark.parametrize("path", list(HEADINGS))
 def test_every_page_opens_without_exception(page, app_url, path):
     open_page(page, app_url, path)
-    if path in ("gradients", "tape", "mlx"):
-        page.locator(GRAPH_NODES).first.wait_for()
-    if path == "traversal":
+    if path in ("gradients", "tape", "mlx", "traversal"):
         page.locator(STAGE_NODES).first.wait_for()
     if path == "":
         page.get_by_text("Some([5.0, 7.0])").first.wait_for()
@@ -74,7 +71,8 @@ def test_replay_graph_and_stepping_to_the_end(page, app_url):
     page.locator(".stage-caption", has_text="Event 2 of 25").wait_for()
     page.locator(".stage-controls button", has_text="Last").click()
     page.locator(".stage-caption", has_text="Event 25 of 25").wait_for()
-    assert page.locator(f"{STAGE_NODES}.consumed").count() == 5  # every step on the tape ran
+    assert page.locator(f"{STAGE_NODES}.s-consumed").count() == 4  # every op step on the tape ran
+    assert page.locator(f"{STAGE_NODES}.s-leaf").count() == 1  # and x keeps its gradient
     page.wait_for_url(re.compile(r"event=25"))
     no_exception(page)
     screenshot(page, "backward_traversal_end")
@@ -84,7 +82,7 @@ def test_shared_link_restores_program_and_event(page, app_url):
     open_page(page, app_url, "traversal?program=mlp&event=11")
     page.locator(".stage-caption", has_text="Event 11 of").wait_for()
     assert page.locator(STAGE_NODES).count() == len(record_program("mlp").before.nodes)
-    assert page.locator(f"{STAGE_NODES}.current").count() == 1
+    assert page.locator(f"{STAGE_NODES}.s-current").count() == 1
     screenshot(page, "backward_traversal_mlp")
 
 
@@ -127,15 +125,13 @@ def test_legacy_file_stem_links_never_show_a_page_without_the_frame(browser, fre
 def test_check_against_mlx_shows_green_nodes(page, app_url):
     open_page(page, app_url, "mlx")
     page.get_by_text("gradients agree").wait_for()
-    nodes = page.locator(GRAPH_NODES)
-    nodes.first.wait_for()
+    page.locator(STAGE_NODES).first.wait_for()
     run = record_program("seed")
     tracked = sum(1 for n in run.before.nodes if n.requirement.is_tracked and run.names.get(int(n.id)) != "unused")
-    page.wait_for_function(
-        "n => [...document.querySelectorAll('[data-testid=stGraphVizChart] svg g.node')]"
-        ".filter(g => g.querySelector('[stroke=\"#2f9e44\"]')).length == n",
-        arg=tracked,
-    )
+    page.locator(".stage svg g.node.s-agrees").nth(tracked - 1).wait_for()
+    assert page.locator(".stage svg g.node.s-agrees").count() == tracked
+    assert page.locator(".stage svg g.node.s-differs").count() == 0
+    assert "agrees with MLX" in page.locator(".stage-legend").inner_text()
     no_exception(page)
     screenshot(page, "check_mlx")
 

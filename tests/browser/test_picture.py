@@ -139,6 +139,8 @@ def test_presenter_mode_is_legible_on_one_screen_and_survives_a_reload(page, app
         assert box["y"] >= 0 and box["y"] + min(box["height"], 40) <= 720, part  # each starts on the screen
     stage = page.locator(".stage").first.bounding_box()
     assert stage["y"] + stage["height"] <= 720 + 1
+    page.locator("[data-testid='stMain']").evaluate("main => main.scrollTo(0, 0)")  # the stage came up: go back
+    page.wait_for_timeout(200)
     title = page.get_by_role("heading", name="Backward traversal").bounding_box()
     header = page.locator("header[data-testid='stHeader']").bounding_box()
     assert title["y"] >= header["y"] + header["height"] - 1  # the title is not under the toolbar
@@ -172,12 +174,13 @@ def test_the_keyboard_steps_the_stage_after_a_widget_change_and_the_height_holds
     open_replay(page, app_url)
     page.get_by_label("Program").click()  # choose another program with the select box: focus stays in it
     page.get_by_role("option", name="Neuron: tanh(w @ x + b)").click()
-    page.locator(CAPTION).filter(has_text="Event 1 of").wait_for()
+    total = len(record_program("neuron").recorder.events)
+    page.locator(CAPTION).filter(has_text=f"Event 1 of {total}.").wait_for()
     page.wait_for_timeout(800)
     page.keyboard.press("PageDown")
-    page.locator(CAPTION).filter(has_text="Event 2 of").wait_for()
+    page.locator(CAPTION).filter(has_text=f"Event 2 of {total}.").wait_for()
     page.keyboard.press("ArrowRight")
-    page.locator(CAPTION).filter(has_text="Event 3 of").wait_for()
+    page.locator(CAPTION).filter(has_text=f"Event 3 of {total}.").wait_for()
     height = page.locator(".stage").first.bounding_box()["height"]
     page.mouse.wheel(0, 400)  # scrolled, then a rerun (the exercise toggle)
     page.wait_for_timeout(300)
@@ -185,7 +188,7 @@ def test_the_keyboard_steps_the_stage_after_a_widget_change_and_the_height_holds
     page.wait_for_timeout(1500)
     assert abs(page.locator(".stage").first.bounding_box()["height"] - height) < 1
     page.keyboard.press("PageDown")
-    page.locator(CAPTION).filter(has_text="Event 4 of").wait_for()
+    page.locator(CAPTION).filter(has_text=f"Event 4 of {total}.").wait_for()
 
 
 def test_checkpointing_marks_each_recomputation_on_the_graph(page, app_url):
