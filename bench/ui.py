@@ -28,7 +28,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from course.programs import PROGRAMS, record_program  # noqa: E402
 from tests.browser.harness import CHROMIUM, CHROMIUM_ARGS, AgentSession, streamlit_server  # noqa: E402
 from ui.navigation import LESSONS  # noqa: E402
-from ui.stage import stage_payload  # noqa: E402
+from ui.stage import replay_payload  # noqa: E402
 
 PAGES = {lesson.url_path or "home": lesson.path for lesson in LESSONS[:5]}
 GRAPH_PAGES = ("traversal", "gradients", "tape")
@@ -78,16 +78,14 @@ def browser_side() -> None:
             start = time.perf_counter()
             page.goto(f"{url}/{'' if name == 'home' else name}")
             page.locator('[data-testid="stMain"] h1').first.wait_for()
-            if name == "traversal":
+            if name in GRAPH_PAGES:  # every graph is drawn by the stage
                 page.locator(".stage svg g.node").first.wait_for()
-            elif name in GRAPH_PAGES:
-                page.locator('[data-testid="stGraphVizChart"] svg g.node').first.wait_for()
             page.wait_for_load_state("networkidle")
             print(f"  {name:<24} {(time.perf_counter() - start) * 1e3:7.0f} ms")
-        for key in ("seed", "mlp"):
+        for key in PROGRAMS:
             page.goto(f"{url}/traversal?program={key}&event=1")
             page.locator(".stage svg g.node").first.wait_for()
-            payload = len(json.dumps(stage_payload(**_recorded(key))))
+            payload = len(json.dumps(replay_payload(**_recorded(key))))
             times = page.evaluate(CLICK_TO_PICTURE)
             print(
                 f"  stage, {key:<5}: key press to updated picture median {statistics.median(times):5.1f} ms, "

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping
 
 from autodiff import NodeId, NodeSnapshot, Tensor
 
-MAX_OPERAND = 18  # an operand's expression longer than this is written `…` inside its user's expression
-MAX_EXPRESSION = 30
+MAX_OPERAND = 18  # an operand whose expression is longer is written by its id, `#20` (its node says `NodeId(20)`)
+MAX_EXPRESSION = 32
 
 # binding strength: a weaker operand is parenthesised
 ATOM, PRODUCT, SUM = 3, 2, 1
@@ -43,8 +43,10 @@ def expressions(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> dict
     """Each node's expression in terms of its inputs' names (or their own expressions when short):
     `x·x`, `h + x·3`, `sum(h + x·3)`. A leaf's expression is how it was made (`data`, `random`)."""
     found: dict[int, tuple[str, int]] = {}
+    ops: dict[int, str] = {}
     for node in sorted(nodes, key=lambda n: int(n.id)):  # ids grow with creation: inputs come first
-        found[int(node.id)] = _expression(node, names, found)
+        ops[int(node.id)] = node.op.partition("(")[0]
+        found[int(node.id)] = _expression(node, names, found, ops)
     return {node_id: text for node_id, (text, _) in found.items()}
 
 
@@ -69,8 +71,8 @@ def _operand(node_id: NodeId, names: Mapping[int, str], found: Mapping[int, tupl
     name = names.get(int(node_id))
     if name is not None:
         return name, ATOM
-    text, strength = found.get(int(node_id), (f"NodeId({int(node_id)})", ATOM))
-    return (text, strength) if len(text) <= MAX_OPERAND else ("…", ATOM)
+    text, strength = found.get(int(node_id), (f"#{int(node_id)}", ATOM))
+    return (text, strength) if len(text) <= MAX_OPERAND else (f"#{int(node_id)}", ATOM)
 
 
 def _wrap(operand: tuple[str, int], strength: int, right: bool = False) -> str:
@@ -78,7 +80,9 @@ def _wrap(operand: tuple[str, int], strength: int, right: bool = False) -> str:
     return f"({text})" if own < strength or (right and own == strength and strength != ATOM) else text
 
 
-def _expression(node: NodeSnapshot, names: Mapping[int, str], found: Mapping[int, tuple[str, int]]) -> tuple[str, int]:
+def _expression(
+    node: NodeSnapshot, names: Mapping[int, str], found: Mapping[int, tuple[str, int]], ops: Mapping[int, str]
+) -> tuple[str, int]:
     op, _, args = node.op.partition("(")
     args = args.rstrip(")")
     if not node.inputs:
@@ -86,8 +90,16 @@ def _expression(node: NodeSnapshot, names: Mapping[int, str], found: Mapping[int
     operands = [_operand(i, names, found) for i in node.inputs]
     if op in BINARY and len(operands) == 2:
         symbol, strength = BINARY[op]
-        right_strict = op in ("sub", "div", "matmul")
-        text = _wrap(operands[0], strength) + symbol + _wrap(operands[1], strength, right=right_strict)
+        # a + (b + c) reads as a + b + c; any other right operand as strong as the op keeps its brackets
+        right = names.get(int(node.inputs[1])) is None and not (
+            op in ("add", "mul") and ops.get(int(node.inputs[1])) == op
+        )
+        # a·b @ c is (a·b) @ c in Python, but a reader should not have to know: mixed products keep brackets
+        left_op = ops.get(int(node.inputs[0]))
+        left = operands[0]
+        if names.get(int(node.inputs[0])) is None and strength == PRODUCT and left[1] == PRODUCT and left_op != op:
+            left = (f"({left[0]})", ATOM)
+        text = _wrap(left, strength) + symbol + _wrap(operands[1], strength, right=right)
         return _fit(text, op), strength
     if op in SCALAR:
         template, strength = SCALAR[op]
@@ -106,4 +118,4 @@ def _expression(node: NodeSnapshot, names: Mapping[int, str], found: Mapping[int
 
 
 def _fit(text: str, op: str) -> str:
-    return text if len(text) <= MAX_EXPRESSION else f"{op}(…)"
+    return text if len(text) <= MAX_EXPRESSION else f"{op}(…)"  # the inputs' own nodes say the rest

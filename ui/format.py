@@ -8,6 +8,7 @@ from autodiff.printing import format_array, format_float
 from autodiff.trace import TensorPreview, ValueSummary
 
 MAX_VALUES = 8
+WHOLE = 3  # a value with at most this many numbers is written whole on a node; a larger one as a range
 
 
 def format_number(value: float) -> str:
@@ -45,3 +46,26 @@ def format_bytes(nbytes: int) -> str:
 
 def format_shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def compact(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
+    """A value short enough for a node: whole when it has a few numbers, else its shape and range."""
+    if values is None:
+        return "—"
+    if isinstance(values, ValueSummary):
+        if values.minimum == values.maximum:
+            return f"{format_shape(values.shape)}, all {_short(values.minimum)}"
+        return f"{format_shape(values.shape)} from {_short(values.minimum)} to {_short(values.maximum)}"
+    if isinstance(values, TensorPreview):
+        return f"{format_shape(values.shape)}, {values.size:,} values"
+    array = np.asarray(values)
+    if array.size <= WHOLE:
+        return format_values(array)
+    low, high = float(array.min()), float(array.max())
+    if low == high:
+        return f"{format_shape(array.shape)}, all {_short(low)}"
+    return f"{format_shape(array.shape)} from {_short(low)} to {_short(high)}"
+
+
+def _short(value: float) -> str:  # a summary statistic, as float32 prints it
+    return format_float(value)

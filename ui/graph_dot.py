@@ -8,17 +8,13 @@ import html
 from collections import Counter
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
-from autodiff.trace import TensorPreview, ValueSummary
 from course.naming import labels
 
-from .format import format_bytes, format_shape, format_values
+from .format import compact, format_bytes
 
 COLLAPSE_LIMIT = 150
 MAX_BOXES = 60  # a collapsed graph never has more boxes: a deep chain gets several orders per box
-WHOLE = 3  # a value with at most this many numbers is written whole on its node; a larger one as a range
 SIZES = {False: (17, 15, 12), True: (24, 21, 17)}  # (title, value and gradient, detail) in points, by presenter
 
 
@@ -57,29 +53,6 @@ class Picture:
     edges: tuple[PictureEdge, ...]
     boxes: tuple[tuple[str, str], ...]  # collapsed order buckets: (element id, label)
     box_of: dict[int, str]  # node id -> the element that shows it (its own, or its bucket's box)
-
-
-def compact(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
-    """A value short enough for a node: whole when it has a few numbers, else its shape and range."""
-    if values is None:
-        return "—"
-    if isinstance(values, ValueSummary):
-        if values.minimum == values.maximum:
-            return f"{format_shape(values.shape)}, all {_short(values.minimum)}"
-        return f"{format_shape(values.shape)} from {_short(values.minimum)} to {_short(values.maximum)}"
-    if isinstance(values, TensorPreview):
-        return f"{format_shape(values.shape)}, {values.size:,} values"
-    array = np.asarray(values)
-    if array.size <= WHOLE:
-        return format_values(array)
-    low, high = float(array.min()), float(array.max())
-    if low == high:
-        return f"{format_shape(array.shape)}, all {_short(low)}"
-    return f"{format_shape(array.shape)} from {_short(low)} to {_short(high)}"
-
-
-def _short(value: float) -> str:
-    return format_values(np.float32(value).reshape(()))
 
 
 def node_state(node: NodeSnapshot, overlay: Overlay) -> str:

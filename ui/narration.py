@@ -23,7 +23,7 @@ from autodiff.trace import (
 )
 from course.naming import expressions
 
-from .format import format_bytes, format_values
+from .format import compact, format_bytes
 
 MAX_LISTED = 6  # a longer list of names or orders is summarised
 
@@ -65,13 +65,13 @@ def describe(event: Event, called: dict[int, str]) -> str:
             "kept ancestors."
         )
     if isinstance(event, GradientRegistered):
-        value = format_values(event.value)
+        value = compact(event.value)
         if event.source is None:
             return f"backward() seeds {n(event.node_id)} with ones of its shape: {value}."
         if event.accumulated:
             return (
                 f"{n(event.source)} sends {value} to {n(event.node_id)}: added to its entry, which is now "
-                f"{format_values(event.total)}."
+                f"{compact(event.total)}."
             )
         return f"{n(event.source)} sends {value} to {n(event.node_id)}: a new entry in the container."
     if isinstance(event, GradientConsumed):

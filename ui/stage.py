@@ -27,8 +27,8 @@ from autodiff.trace import (
     TapeBuilt,
 )
 
-from .format import format_shape, format_values
-from .graph_dot import STATE_WORDS, Overlay, Picture, compact, dot_text, picture
+from .format import compact, format_shape, format_values
+from .graph_dot import STATE_WORDS, Overlay, Picture, dot_text, picture
 from .narration import describe, short_names
 from .palette import BY_KEY, EDGE_LEGEND, stage_css
 

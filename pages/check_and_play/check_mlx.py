@@ -47,14 +47,14 @@ def verdict(ok: bool | None) -> str:
 rows = [
     {
         "Node": node_name(n.node_id, run.names),
+        "End to end": verdict(n.ok),  # the verdicts first: on a phone they stay on screen
+        "Local rule": verdict(n.local_ok),
         "Op": n.op,
         "Engine": format_values(n.engine),
         "MLX": format_values(n.mlx),
         "Finite differences": "too large" if n.numeric is None else format_values(n.numeric),
         "Max abs error": format_number(n.max_abs_error),
         "Max rel error": format_number(n.max_rel_error),
-        "End to end": verdict(n.ok),
-        "Local rule": verdict(n.local_ok),
     }
     for n in result.nodes
 ]
@@ -73,8 +73,8 @@ st.table(pd.DataFrame(rows).style.map(colour, subset=["End to end", "Local rule"
 snapshot_graph(
     run.before,
     run.names,
-    "Green: the gradient reaching this node agrees with MLX and finite differences. Red: it differs. "
-    "Untracked inputs are not checked.",
+    "A thick solid border: the gradient reaching this node agrees with MLX and finite differences. A thick dashed "
+    "one: it differs. Untracked inputs are not checked.",
     Overlay(verdicts={int(n.node_id): n.ok and n.local_ok is not False for n in result.nodes}),
     key="check_graph",
 )

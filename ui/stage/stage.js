@@ -285,7 +285,11 @@ async function layout(stage, loadGraphviz) {
     const edge = stage.data.edges.find((e) => e.element === id);
     if (edge && !edge.tracked) g.classList.add("untracked");
   });
-  fillTable(stage);
+  watchTable(stage);
+}
+
+function watchTable(stage) {  // the table in words is filled when opened, then kept up to date
+  stage.root.querySelector(".stage-table").addEventListener("toggle", () => fillTable(stage));
 }
 
 function centred(g, text) {
@@ -316,6 +320,7 @@ function place(stage) {
   stage.svg.style.width = `${w * scale}px`;
   stage.svg.style.height = `${h * scale}px`;
   if (!stage.replay || narrow) box.style.height = `${Math.min(h * scale, narrow ? Infinity : stage.maxStatic)}px`;
+  stage.scrollable = box.scrollHeight > box.clientHeight + 1 || box.scrollWidth > box.clientWidth + 1;
 }
 
 function scrollerOf(el) {
@@ -456,7 +461,7 @@ function drawPicture(stage, state, animate, period) {
 function reveal(stage, g) {
   // a graph larger than its box scrolls so that the running step is in view
   const box = stage.root.querySelector(".stage-svg");
-  if (box.scrollHeight <= box.clientHeight + 1 && box.scrollWidth <= box.clientWidth + 1) return;
+  if (!stage.scrollable) return;
   const r = g.getBoundingClientRect(), b = box.getBoundingClientRect();
   if (r.left >= b.left && r.right <= b.right && r.top >= b.top && r.bottom <= b.bottom) return;
   box.scrollTo({
@@ -505,8 +510,13 @@ function table(columns, rows, caption) {
   return t;
 }
 
+function nodeById(data, id) {
+  if (!data.__byId) data.__byId = new Map(data.nodes.map((n) => [n.id, n]));
+  return data.__byId.get(id);
+}
+
 function nameOf(data, id) {
-  const node = data.nodes.find((n) => n.id === id);
+  const node = nodeById(data, id);
   return node ? node.name : `NodeId(${id})`;
 }
 
@@ -536,7 +546,7 @@ function drawContainer(stage, state) {
   const box = root.querySelector(".stage-container");
   if (!state.container.size) return box.replaceChildren(element("p", "stage-note", "The container is empty."));
   const rows = [...state.container.entries()].sort((a, b) => a[0] - b[0]).map(([node, entry]) => {
-    const kind = data.nodes.find((n) => n.id === node);
+    const kind = nodeById(data, node);
     const leaf = kind && kind.grad_kind === "leaf";
     const waiting = !state.started.has(node);
     return [nameOf(data, node), entry.total_full, entry.shape,
@@ -581,7 +591,7 @@ function fillTable(stage) {
   // the picture in words, for a screen reader and for anyone who wants the numbers in a list
   const { data, root } = stage;
   const body = root.querySelector(".stage-table-body");
-  if (!body || !stage.views) return;
+  if (!body || !stage.views || !root.querySelector(".stage-table").open) return;  // filled when opened
   const rows = data.nodes.map((node) => {
     const view = stage.views.get(node.element);
     return [node.title, node.detail, node.value.replace(/^value /, ""), view.grad, data.legend[view.state] || view.state];

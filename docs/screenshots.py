@@ -1,0 +1,65 @@
+"""Screenshots of every lesson on a laptop (1440x900), a projector (1280x720, presenter mode) and a phone (390x844),
+as a student would first see each, with the page's main action done (a run started, an event stepped).
+
+Run: python docs/screenshots.py   -> docs/screenshots/<lesson>-<setup>.png (needs /usr/bin/chromium and playwright)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.browser.harness import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+from ui.navigation import LESSONS  # noqa: E402
+
+SETUPS = {"laptop": (1440, 900, ""), "projector": (1280, 720, "present=1"), "phone": (390, 844, "")}
+OUT = ROOT / "docs" / "screenshots"
+
+
+def act(page, path: str) -> None:
+    """What a student does first on each page, so the picture shows the lesson, not an empty form."""
+    if path in ("traversal", "checkpoints", "tape", "play"):
+        if path == "tape":
+            page.get_by_role("button", name="loss.backward()").first.click()
+            page.wait_for_timeout(2500)
+        if path == "play":
+            page.get_by_role("button", name="Run", exact=True).click()
+            page.wait_for_timeout(4000)
+        page.locator(".stage-caption").first.wait_for(timeout=60_000)
+        for _ in range(8):
+            page.keyboard.press("ArrowRight")
+    elif path == "memory":
+        page.get_by_role("button", name="Start").click()
+        page.wait_for_timeout(9000)
+    page.wait_for_timeout(1500)
+
+
+def main() -> None:
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, streamlit_server(Path(tmp) / "s.log") as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for lesson in LESSONS:
+            path = lesson.url_path
+            for setup, (width, height, query) in SETUPS.items():
+                context = browser.new_context(viewport={"width": width, "height": height})
+                page = context.new_page()
+                page.set_default_timeout(60_000)
+                page.goto(f"{url}/{path}" + (f"?{query}" if query else ""))
+                page.locator("[data-testid='stMain'] h1").first.wait_for()
+                page.wait_for_timeout(3000)
+                act(page, path)
+                name = f"{path or 'home'}-{setup}.png"
+                page.screenshot(path=str(OUT / name), full_page=True)
+                print(name)
+                context.close()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

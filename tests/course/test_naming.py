@@ -1,0 +1,48 @@
+"""Names students use: the variable a node was assigned to, else its expression in the program's own terms."""
+
+from autodiff import Device, Tensor
+from course.naming import expressions, labels, node_names
+from course.programs import PROGRAMS, record_program
+
+
+def test_each_lesson_program_reads_as_its_source():
+    expected = {
+        "seed": {"x", "unused", "h = x·x", "x·3", "h + x·3", "loss = sum(h + x·3)"},
+        "neuron": {"w", "x", "b", "w @ x", "w @ x + b", "out = tanh(w @ x + b)", "loss = sum(out)"},
+        "mlp": {
+            "hidden = relu(batch @ w1 + b1)",
+            "pred = hidden @ w2",
+            "(pred − target)²",
+            "loss = mean((pred − target)²)",
+        },  # fmt: skip
+    }
+    for key, titles in expected.items():
+        run = record_program(key)
+        assert titles <= set(labels(run.before.nodes, run.names).values()), key
+    assert set(PROGRAMS) >= set(expected)
+
+
+def test_brackets_follow_python_precedence():
+    ad = Device.numpy().autodiff()
+    a, b, c = (Tensor.from_floats([[1.0]], ad).require_grad() for _ in range(3))
+    names = node_names({"a": a, "b": b, "c": c})
+    made = {
+        "a·(b @ c)": a * (b @ c), "(a·b) @ c": (a * b) @ c, "a − (b − c)": a - (b - c), "a − b − c": a - b - c,
+        "a + b + c": a + (b + c), "a / (b·c)": a / (b * c), "−(a + b)": -(a + b), "(a + b)²": (a + b) ** 2,
+        "2 − a": 2.0 - a, "exp(a)ᵀ": a.exp().transpose(),
+    }  # fmt: skip
+    found = expressions(ad.snapshot().nodes, names)
+    for text, tensor in made.items():
+        assert found[int(tensor.node_id)] == text
+
+
+def test_long_operands_are_written_by_their_id():
+    ad = Device.numpy().autodiff()
+    y = x = Tensor.from_floats([1.0], ad).require_grad()
+    for _ in range(4):
+        y = (y * 0.5).tanh() * y
+    found = expressions(ad.snapshot().nodes, node_names({"x": x}))
+    last = found[int(y.node_id)]
+    assert "#" in last and len(last) <= 32
+    hidden = int(last.split("#")[1].split("·")[0].rstrip(")"))
+    assert hidden in found  # the id names a node of the same picture
