@@ -326,12 +326,19 @@ class _Interpreter:
             return
         try:
             if isinstance(op, ast.MatMult):
-                shape = (*np.broadcast_shapes(left.shape[:-2], right.shape[:-2]), left.shape[-2], right.shape[-1])
+                batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
+                # MLX materialises both inputs broadcast to the batch: they count like the output
+                shapes = [
+                    (*batch, left.shape[-2], right.shape[-1]),
+                    (*batch, *left.shape[-2:]),
+                    (*batch, *right.shape[-2:]),
+                ]
             else:
-                shape = np.broadcast_shapes(left.shape, right.shape)
+                shapes = [np.broadcast_shapes(left.shape, right.shape)]
         except (ValueError, IndexError):
             return  # the engine explains the mismatch
-        self._check_elements(shape)
+        for shape in shapes:
+            self._check_elements(shape)
 
     def _check_elements(self, shape: Any) -> None:
         try:
