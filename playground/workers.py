@@ -98,6 +98,7 @@ class _Worker:
         self.replies: queue.Queue[bytes | None] = queue.Queue()
         self.ready = False  # it said so; until then the first reply is its greeting
         self.killed = False  # by a cancel: whatever it does next is not a run's doing
+        self.allowed = memory_limit  # what a program may use in it: less under an inherited limit (its greeting)
         threading.Thread(target=self._read, daemon=True, name=f"playground-reader-{self.process.pid}").start()
 
     def _read(self) -> None:
@@ -127,8 +128,8 @@ class _Worker:
             said = json.loads(greeting) if greeting else {}
         except ValueError:
             said = {}
-        if isinstance(said, dict) and "ready" in said:
-            self.ready = True
+        if isinstance(said, dict) and isinstance(said.get("ready"), int):
+            self.ready, self.allowed = True, min(said["ready"], self.allowed)
             return None
         reason = said.get("startup_error") if isinstance(said, dict) else None
         return str(reason)[:500] if reason else "a worker process ended while starting"
@@ -208,7 +209,8 @@ class WorkerPool:
 
     def _refusal(self, owner: str) -> PlaygroundError | None:
         if self.start_failure is not None and time.monotonic() - self._start_failed_at < START_RETRY:
-            return PlaygroundError(f"The Playground cannot run programs on this server: {self.start_failure}.",
+            reason = self.start_failure.rstrip(".")
+            return PlaygroundError(f"The Playground cannot run programs on this server: {reason}.",
                                    hint="Tell whoever runs this app; the lessons still work.")  # fmt: skip
         if len(self._queue) >= self.max_waiting:
             return PlaygroundError(f"The Playground is busy: {len(self._queue)} runs are waiting.",
@@ -334,14 +336,15 @@ class WorkerPool:
             code = worker.process.wait(1)
         except subprocess.TimeoutExpired:
             code = None
+        limit = worker.allowed
         self._discard(slot, None if job.state == "cancelled" else job.owner)
         if code == -getattr(signal, "SIGXCPU", 0):
             return RunResult(error=PlaygroundError(time_message(job.limits.seconds), hint=TIME_HINT))
         if code is not None and code < 0 and code != -signal.SIGKILL:  # a signal other than the OOM killer's
             message = f"Your program crashed its worker process (most likely out of memory: the limit is " \
-                      f"{self.memory_limit // 2**20} MiB) and was stopped."  # fmt: skip
+                      f"{limit // 2**20} MiB) and was stopped."  # fmt: skip
             return RunResult(error=PlaygroundError(message, hint=MEMORY_HINT))
-        return RunResult(error=PlaygroundError(memory_message(self.memory_limit), hint=MEMORY_HINT))
+        return RunResult(error=PlaygroundError(memory_message(limit), hint=MEMORY_HINT))
 
     def _stopped(self, owner: str) -> None:
         self._stops.setdefault(owner, deque(maxlen=STOPS_ALLOWED)).append(time.monotonic())
