@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from apptest import app, button
+from apptest import app, button, run_code
 
 from ui.exercise import ANSWER_CHARS, parse_numbers
 
@@ -50,3 +50,14 @@ def test_exercise_answers_are_limited_and_a_huge_answer_is_just_wrong():
     at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
     assert at.session_state["exercise_score"] == (0, 6) and not at.exception
     assert all(len(e.value) < 1_000 for e in at.error)  # the answer is quoted as an excerpt, not whole
+
+
+def test_a_playground_result_is_counted_against_the_session_budget_once():
+    at = app("pages/check_and_play/playground.py")
+    budget = at.session_state["_engine_budget"]
+    before = budget.used
+    run_code(at, "x = Tensor.ones([4096], ad).require_grad()\ny = (x * x).sum()\ng = y.backward()\n")
+    held = at.session_state["playground_result"].reply_bytes
+    assert held > 4096 * 4 and budget.used == before + held  # the reply's size, while the result is held
+    run_code(at, 'print("small")')
+    assert budget.used == before + at.session_state["playground_result"].reply_bytes < before + held  # replaced
