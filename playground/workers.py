@@ -219,6 +219,8 @@ class WorkerPool:
         now = time.monotonic()
         while stops and now - stops[0] > STOPS_WINDOW:
             stops.popleft()
+        if not stops:
+            self._stops.pop(owner, None)  # forgotten: the pool keeps nothing per session for long
         if len(stops) >= STOPS_ALLOWED:
             wait = STOPS_WINDOW - (now - stops[0])
             return PlaygroundError(
