@@ -224,7 +224,8 @@ class WorkerPool:
         if len(stops) >= STOPS_ALLOWED:
             wait = STOPS_WINDOW - (now - stops[0])
             return PlaygroundError(
-                f"Your last {len(stops)} runs were stopped (too long, too much memory, or a crash). "
+                f"Your last {len(stops)} runs each stopped a worker (too long, too much memory, a crash, or Run "
+                "pressed again while running). "
                 f"Wait {wait:.0f} s before the next run.",
                 hint="Meanwhile, make the program smaller: smaller tensors, fewer iterations.",
             )
@@ -248,10 +249,6 @@ class WorkerPool:
     def ahead_of(self, job: Job) -> int:
         with self._lock:
             return self._queue.index(job) if job in self._queue else 0
-
-    def waiting(self) -> int:
-        with self._lock:
-            return len(self._queue)
 
     def _finish(self, job: Job, state: str) -> None:
         job.state = state
