@@ -6,6 +6,34 @@ engine changes any state, so the device stays usable after it.
 
 from __future__ import annotations
 
+from typing import Any
+
+EXCERPT_CHARS = 80  # how much of a value a message may quote: user data is never repeated whole
+
+
+def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+    """`repr(value)` cut to about `limit` characters, for quoting user data in a message. Nested lists are
+    cut while they are written, so quoting a huge value costs no more than quoting a short one."""
+    text = _short_repr(value, limit + 1)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _short_repr(value: Any, limit: int, depth: int = 0) -> str:
+    if isinstance(value, list | tuple):
+        opening, closing = ("[", "]") if isinstance(value, list) else ("(", ")")
+        if depth > 16:  # a list nested a thousand deep is quoted without recursing that far
+            return opening + "…" + closing
+        parts, used = [], 1
+        for item in value:
+            if used > limit:
+                break
+            part = _short_repr(item, limit - used, depth + 1)
+            parts.append(part)
+            used += len(part) + 2
+        return opening + ", ".join(parts) + closing
+    text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
+    return text[: limit + 1]
+
 
 class AutodiffError(Exception):
     """Base class of every error the engine raises on purpose."""

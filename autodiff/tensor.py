@@ -24,6 +24,7 @@ from .errors import (
     ShapeMismatchError,
     UnsupportedOperationError,
     UntrackedBackwardError,
+    excerpt,
 )
 from .grads import Gradients
 from .graph import Node, NodeId, Op, Requirement, Rule, Step, UntrackedOpsStep, per_constant
@@ -590,7 +591,7 @@ def _scalar(value: object) -> float:
 
 def _check_dtype(dtype: str) -> str:
     if dtype not in FLOAT_DTYPES:
-        raise DTypeError(f"Unsupported dtype {dtype!r}: use 'float32' (the default) or 'float64'.")
+        raise DTypeError(f"Unsupported dtype {excerpt(dtype)}: use 'float32' (the default) or 'float64'.")
     return dtype
 
 
@@ -600,7 +601,7 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
         or not shape
         or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d > 0 for d in shape)
     ):
-        raise ShapeMismatchError(f"A shape is a non-empty list of positive sizes, e.g. [2, 3]; got {shape!r}.")
+        raise ShapeMismatchError(f"A shape is a non-empty list of positive sizes, e.g. [2, 3]; got {excerpt(shape)}.")
     return tuple(int(d) for d in shape)
 
 
@@ -611,7 +612,9 @@ def _reshaped(shape: tuple[int, ...], target: list[int]) -> tuple[int, ...]:
     if target.count(-1) == 1 and known > 0 and size % known == 0:
         target = [size // known if d == -1 else d for d in target]
     if any(d <= 0 for d in target) or math.prod(target) != size:
-        raise ShapeMismatchError(f"Cannot reshape a tensor of shape {list(shape)} ({size} values) into {target}.")
+        raise ShapeMismatchError(
+            f"Cannot reshape a tensor of shape {list(shape)} ({size} values) into {excerpt(target)}."
+        )
     return tuple(target)
 
 

@@ -1,14 +1,17 @@
 """Run N replicas of the app behind nginx, with session affinity: `python deploy/replicas.py --replicas 3`.
 
 Each replica is a plain `streamlit run app.py` on its own loopback port; nginx (`apt-get install nginx`)
-listens on `--port` and does the balancing (deploy/nginx.conf.template). The script checks every
-replica's `/_stcore/health` before it opens the door, then every few seconds, and starts a replica again
-if its process ended. Stop everything with Ctrl-C.
+listens on `--listen`:`--port` and does the balancing and the per-client limits (deploy/nginx.conf.template).
+The machine's cores are shared out: each replica runs (cores / replicas) Playground workers, so the
+deployment as a whole runs one per core. The script checks every replica's `/_stcore/health` before it
+opens the door, then every few seconds, and starts a replica again if its process ended or its health
+stopped answering (a hung replica). Stop everything with Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +25,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
+LOOPBACK = "127.0.0.1"  # the default: this machine only; `--listen 0.0.0.0` serves a classroom's network
+PER_CLIENT = 64  # connections one client address may hold (a tab: one WebSocket and a few requests)
+CONNECTIONS = 8192  # per nginx worker process: far above what the per-client limit lets one client take
+HEALTH_SECONDS = 5.0  # a health check slower than this failed...
+HUNG_AFTER = 3  # ... and a replica whose checks failed this many times in a row is restarted
+REPLICA_VARIABLE = "AUTODIFF_REPLICA"  # a replica's name (the app compares it with the st_replica cookie)
 
 
 class DeployError(RuntimeError):
@@ -32,23 +41,28 @@ class DeployError(RuntimeError):
 class Replica:
     port: int
     log: Path
+    name: str = "replica-0"
+    workers: int = 1  # Playground worker processes: this replica's share of the cores
     process: subprocess.Popen | None = None
+    failed_checks: int = 0
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, extra_args: tuple[str, ...] = ()) -> None:
+        env = {**os.environ, REPLICA_VARIABLE: self.name, "PLAYGROUND_WORKERS": str(self.workers)}
         with open(self.log, "a") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
                  "--server.address", "127.0.0.1", "--server.headless", "true", *extra_args],
-                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
             )  # fmt: skip
+        self.failed_checks = 0
 
-    def healthy(self) -> bool:
+    def healthy(self, seconds: float = 2.0) -> bool:
         try:
-            return urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2).read() == b"ok"
+            return urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=seconds).read() == b"ok"
         except OSError:
             return False
 
@@ -71,18 +85,35 @@ class Deployment:
     extra_args: tuple[str, ...] = field(default_factory=tuple)
 
     def supervise_once(self) -> list[int]:
-        """Start again every replica whose process ended. Returns their ports."""
+        """Start again every replica whose process ended, or whose health did not answer HUNG_AFTER checks in
+        a row (each within HEALTH_SECONDS). Returns their ports."""
         restarted = []
         for replica in self.replicas:
-            if replica.process is None or replica.process.poll() is not None:
-                replica.start(self.extra_args)
-                restarted.append(replica.port)
+            if replica.process is not None and replica.process.poll() is None:
+                replica.failed_checks = 0 if replica.healthy(HEALTH_SECONDS) else replica.failed_checks + 1
+                if replica.failed_checks < HUNG_AFTER:
+                    continue
+                replica.process.kill()  # hung: it would not answer a terminate either
+                replica.process.wait(10)
+            replica.start(self.extra_args)
+            restarted.append(replica.port)
         return restarted
 
 
-def nginx_config(listen: int, ports: list[int], prefix: Path) -> str:
-    servers = "\n".join(f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=10s;" for port in ports)
-    return TEMPLATE.read_text().format(prefix=prefix, servers=servers, listen=f"127.0.0.1:{listen}")
+def nginx_config(
+    port: int, replicas: list[Replica], prefix: Path, listen: str = LOOPBACK, per_client: int = PER_CLIENT
+) -> str:
+    servers = "\n".join(f"        server 127.0.0.1:{r.port} max_fails=1 fail_timeout=10s;" for r in replicas)
+    names = "\n".join(f'        "~(^|, )127\\.0\\.0\\.1:{r.port}$" "{r.name}";' for r in replicas)
+    return TEMPLATE.read_text().format(
+        prefix=prefix, servers=servers, replica_names=names, listen=f"{listen}:{port}", per_client=per_client,
+        connections=CONNECTIONS, open_files=2 * CONNECTIONS + 64,
+    )  # fmt: skip
+
+
+def workers_per_replica(replicas: int, cores: int | None = None) -> int:
+    """Playground workers for each replica, so that all of them together run one per core."""
+    return max(1, (cores or os.cpu_count() or 1) // replicas)
 
 
 def wait_until(check, seconds: float, what: str) -> None:
@@ -95,16 +126,24 @@ def wait_until(check, seconds: float, what: str) -> None:
 
 @contextmanager
 def deployment(
-    replicas: int = 3, port: int = 8080, first_replica_port: int = 8601, extra_args: tuple[str, ...] = ()
+    replicas: int = 3,
+    port: int = 8080,
+    first_replica_port: int = 8601,
+    extra_args: tuple[str, ...] = (),
+    listen: str = LOOPBACK,
+    per_client: int = PER_CLIENT,
 ) -> Iterator[Deployment]:
-    """N replicas and nginx in front of them, all on loopback; everything stops on exit."""
+    """N replicas on loopback and nginx in front of them on `listen`; everything stops on exit."""
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not Path(nginx).exists():
         raise DeployError("nginx is not installed: apt-get install nginx")
     prefix = Path(tempfile.mkdtemp(prefix="autodiff-deploy-"))
     running = Deployment(
         f"http://127.0.0.1:{port}",
-        [Replica(first_replica_port + k, prefix / f"replica-{k}.log") for k in range(replicas)],
+        [
+            Replica(first_replica_port + k, prefix / f"replica-{k}.log", f"replica-{k}", workers_per_replica(replicas))
+            for k in range(replicas)
+        ],
         prefix,
         extra_args=extra_args,
     )
@@ -113,7 +152,7 @@ def deployment(
             replica.start(extra_args)
         for replica in running.replicas:
             wait_until(replica.healthy, 90, f"replica on port {replica.port} (log: {replica.log})")
-        (prefix / "nginx.conf").write_text(nginx_config(port, [r.port for r in running.replicas], prefix))
+        (prefix / "nginx.conf").write_text(nginx_config(port, running.replicas, prefix, listen, per_client))
         with open(prefix / "nginx.out", "w") as err:
             running.nginx = subprocess.Popen(
                 [nginx, "-p", str(prefix), "-c", str(prefix / "nginx.conf")], stdout=subprocess.DEVNULL, stderr=err
@@ -139,15 +178,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=3, help="Streamlit processes (about one per core)")
     parser.add_argument("--port", type=int, default=8080, help="where nginx listens (open this in a browser)")
+    parser.add_argument(
+        "--listen",
+        default=LOOPBACK,
+        help="nginx's address: 127.0.0.1 (this machine only) or 0.0.0.0 (a classroom network)",
+    )
+    parser.add_argument(
+        "--per-client",
+        type=int,
+        default=PER_CLIENT,
+        help="connections one client address may hold (raise it for a class behind one NAT)",
+    )
     parser.add_argument("--first-replica-port", type=int, default=8601)
     args = parser.parse_args()
     try:
-        with deployment(args.replicas, args.port, args.first_replica_port) as running:
+        with deployment(args.replicas, args.port, args.first_replica_port, (), args.listen, args.per_client) as running:
             print(f"{len(running.replicas)} replicas behind nginx at {running.url} (logs in {running.prefix})")
             while True:
                 time.sleep(5)
                 for port in running.supervise_once():
-                    print(f"replica on port {port} had stopped: started again")
+                    print(f"replica on port {port} had stopped or hung: started again")
     except DeployError as error:
         sys.exit(f"Could not start: {error}")
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,12 +44,26 @@ class Limits:
     process_bytes: int = 512 * 2**20  # the whole run's memory: enforced by its worker process (RLIMIT_AS)
 
 
+ERROR_CHARS = 2_000  # an error's message (and its hint) is cut to this: it may quote what the program made
+
+
+def cut(text: str, limit: int = ERROR_CHARS) -> str:
+    """`text` cut to `limit` characters, saying so."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def source_lines(source: str) -> list[str]:
+    """The program's lines as Python numbers them (U+2028 and form feeds are not line breaks to Python)."""
+    return re.split(r"\r\n|\r|\n", source)
+
+
 class PlaygroundError(Exception):
     """A refusal or an error in the student's program, with where it happened and what to do."""
 
     internal = False  # True only for a bug in the interpreter itself (the fuzz tests look for it)
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None, hint: str = "") -> None:
+        message, hint = cut(message), cut(hint)  # bounded where it is made
         self.message, self.line, self.column, self.hint = message, line, column, hint
         where = f"Line {line}, column {column}: " if line is not None else ""
         super().__init__(where + message + (f" Hint: {hint}" if hint else ""))
@@ -72,6 +87,7 @@ class RunResult:
     backward: BackwardRun | None = None  # the last backward
     memory: list[tuple[int, MemoryUsage]] = field(default_factory=list)  # after each loop iteration
     statements: int = 0
+    reply_bytes: int = 0  # the size of the worker's reply: what holding this result costs a session
 
 
 TENSOR_METHODS = {
@@ -102,7 +118,7 @@ def run_program(source: str, limits: Limits = Limits(), backend: str = "numpy") 
     result = RunResult()
     try:
         tree = _parse(source, limits)
-        _Interpreter(limits, backend, result).run(tree)
+        _Interpreter(limits, backend, result, source_lines(source)).run(tree)
     except PlaygroundError as error:
         # kept as text only: a traceback would keep the interpreter and every variable alive
         error.__traceback__ = error.__context__ = error.__cause__ = None
@@ -130,8 +146,8 @@ def _parse(source: str, limits: Limits) -> ast.Module:
 
 
 class _Interpreter:
-    def __init__(self, limits: Limits, backend: str, result: RunResult) -> None:
-        self.limits, self.result = limits, result
+    def __init__(self, limits: Limits, backend: str, result: RunResult, lines: list[str]) -> None:
+        self.limits, self.result, self.lines = limits, result, lines
         self.inner = Device.named(backend)
         self.ad = self.inner.autodiff(keep_values=True)  # the graph shows each node's value
         self.deadline = time.monotonic() + limits.seconds
@@ -161,7 +177,7 @@ class _Interpreter:
         except (OverflowError, ZeroDivisionError, FloatingPointError) as error:
             raise self._error(f"Arithmetic error: {error}.", "Use smaller numbers, and never divide by zero.") from None
         except (TypeError, ValueError, IndexError, KeyError, AttributeError) as error:
-            raise self._error(f"That call does not work here: {error}.", "Check the arguments.") from None
+            raise self._error(f"That call does not work here: {_public(error)}.", "Check the arguments.") from None
         except MemoryError:
             message = f"Your program used more than {self.limits.process_bytes // 2**20} MiB of memory and was stopped."
             raise self._error(message, "Use smaller tensors, fewer of them at once, or shorter lists.") from None
@@ -310,12 +326,19 @@ class _Interpreter:
             return
         try:
             if isinstance(op, ast.MatMult):
-                shape = (*np.broadcast_shapes(left.shape[:-2], right.shape[:-2]), left.shape[-2], right.shape[-1])
+                batch = np.broadcast_shapes(left.shape[:-2], right.shape[:-2])
+                # MLX materialises both inputs broadcast to the batch: they count like the output
+                shapes = [
+                    (*batch, left.shape[-2], right.shape[-1]),
+                    (*batch, *left.shape[-2:]),
+                    (*batch, *right.shape[-2:]),
+                ]
             else:
-                shape = np.broadcast_shapes(left.shape, right.shape)
+                shapes = [np.broadcast_shapes(left.shape, right.shape)]
         except (ValueError, IndexError):
             return  # the engine explains the mismatch
-        self._check_elements(shape)
+        for shape in shapes:
+            self._check_elements(shape)
 
     def _check_elements(self, shape: Any) -> None:
         try:
@@ -353,10 +376,12 @@ class _Interpreter:
         if isinstance(owner, _TensorClass) and name in TENSOR_CONSTRUCTORS:
             return self._constructor(name)
         if isinstance(owner, _DistributionClass) and name in DISTRIBUTIONS:
-            return getattr(Distribution, name)
+            return self._distribution(name)
         if isinstance(owner, Tensor) and name in TENSOR_METHODS:
             if name == "backward":
                 return self._backward(owner)
+            if name == "matmul":
+                return self._matmul(owner)
             if name == "tolist":
                 self._count_list_values(math.prod(owner.shape))
             return getattr(owner, name)
@@ -391,7 +416,26 @@ class _Interpreter:
             self._check_elements(shape)
             return getattr(Tensor, name)(shape, device)
 
-        return make
+        return _named(make, name)
+
+    def _matmul(self, left: Tensor) -> Callable[[Tensor], Tensor]:
+        def matmul(right: Tensor) -> Tensor:
+            self._check_result_size(ast.MatMult(), left, right)  # the same check as `@`, before it allocates
+            return left.matmul(right)
+
+        return _named(matmul, "matmul")
+
+    def _distribution(self, name: str) -> Callable[[float, float], Distribution]:
+        def make(a: float, b: float) -> Distribution:
+            for value in (a, b):
+                if not isinstance(value, int | float) or isinstance(value, bool):
+                    raise self._error(f"Distribution.{name} takes two numbers, like Distribution.{name}(0.0, 1.0).")
+                if not math.isfinite(value) or abs(value) > NUMBER_LIMIT:
+                    raise self._error(f"Distribution.{name} needs finite numbers below {NUMBER_LIMIT:g}.",
+                                      "Use numbers like 0.0 and 1.0.")  # fmt: skip
+            return getattr(Distribution, name)(a, b)
+
+        return _named(make, name)
 
     def _backward(self, tensor: Tensor) -> Callable[[], Gradients]:
         def backward() -> Gradients:
@@ -408,7 +452,7 @@ class _Interpreter:
             self.result.backward = BackwardRun(before, recorder, names)
             return grads
 
-        return backward
+        return _named(backward, "backward")
 
     # -- builtins --------------------------------------------------------------------------------
     def _print(self, *values: Any) -> None:
@@ -454,8 +498,12 @@ class _Interpreter:
     def _error(self, message: str, hint: str = "") -> PlaygroundError:
         node = self.node
         line = getattr(node, "lineno", None)
-        column = getattr(node, "col_offset", None)
-        return PlaygroundError(message, line, None if column is None else column + 1, hint)
+        offset = getattr(node, "col_offset", None)  # in UTF-8 bytes: the student counts characters
+        column = None
+        if line is not None and offset is not None:
+            text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+            column = len(text.encode("utf-8")[:offset].decode("utf-8", errors="ignore")) + 1
+        return PlaygroundError(message, line, column, hint)
 
     def _unsupported(self, node: ast.AST) -> PlaygroundError:
         self.node = node
@@ -480,15 +528,27 @@ def _kind(value: Any) -> str:
 
 
 def _count_values(data: Any, limit: int) -> int:
-    """How many numbers nested lists hold, counting no further than just past `limit`."""
+    """How many numbers nested lists hold, counting no further than just past `limit` (a `range` is as many
+    numbers as it is long: numpy converts it)."""
     count, stack = 0, [data]
     while stack and count <= limit:
         item = stack.pop()
         if isinstance(item, list | tuple):
             stack.extend(item)
         else:
-            count += 1
+            count += len(item) if isinstance(item, range) else 1
     return count
+
+
+def _named(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """`function` under the name the student called, so a message about its arguments shows no internals."""
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+def _public(error: Exception) -> str:
+    """An exception's text without the interpreter's own qualified names (`_Interpreter._x.<locals>.`)."""
+    return re.sub(r"\b(?:_?\w+\.)*<locals>\.", "", str(error))
 
 
 def _show(value: Any) -> str:

@@ -3,7 +3,9 @@
 A worker runs code a visitor typed, so the server never unpickles what it sends. A result is encoded
 to JSON here (numbers, strings, lists, dicts), and decoded in the server into a fixed set of the
 engine's plain record types (snapshots, trace events, memory figures): nothing else can be built from
-it. A tensor larger than `WHOLE_VALUES` values travels as its shape and its first values.
+it. A tensor larger than `WHOLE_VALUES` values travels as its shape and its first values (a reply that
+would be too large is written again with every tensor as a preview). Text is bounded on both sides: the
+worker writes at most `ERROR_CHARS` of an error and the server reads no more.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ import numpy as np
 from autodiff import BackwardRecorder, GraphSnapshot, MemoryUsage, NodeId, NodeSnapshot, NodeStatus, Requirement, trace
 from autodiff.trace import TensorPreview
 
-from .interpreter import BackwardRun, PlaygroundError, RunResult
+from .interpreter import ERROR_CHARS, BackwardRun, Limits, PlaygroundError, RunResult, cut
 
 WHOLE_VALUES = 4096  # a tensor up to this many values is sent whole (exercises check them)
+PREVIEW_ONLY = 16  # ... unless the reply is too large: then only tensors this small go whole
 PREVIEW_VALUES = 64  # a larger one as its shape and this many first values (the page shows 8)
+OUTPUT_LINES = Limits().print_lines  # what the server reads of a program's output
+LINE_CHARS = Limits().string_chars * 4
 DTYPES = ("float32", "float64")
 
 
@@ -42,8 +47,9 @@ class PlainDataError(ValueError):
     """Data from a worker that is not a result this module writes."""
 
 
-def encode(value: Any) -> Any:
-    """`value` as JSON-ready data, typed records tagged with their class name."""
+def encode(value: Any, whole_values: int = WHOLE_VALUES) -> Any:
+    """`value` as JSON-ready data, typed records tagged with their class name; tensors above `whole_values`
+    values as previews."""
     if isinstance(value, NodeId):
         return {"$": "NodeId", "v": int(value)}
     if isinstance(value, bool | int | float | str) or value is None:
@@ -53,21 +59,21 @@ def encode(value: Any) -> Any:
     if isinstance(value, TensorPreview):
         return {"$": "preview", "shape": list(value.shape), **_packed(value.first)}
     if isinstance(value, np.ndarray):
-        if value.size > WHOLE_VALUES:
+        if value.size > whole_values:
             return {"$": "preview", "shape": list(value.shape), **_packed(value.ravel()[:PREVIEW_VALUES])}
         return {"$": "array", "shape": list(value.shape), **_packed(value)}
     if isinstance(value, tuple | list):
-        return [encode(v) for v in value]
+        return [encode(v, whole_values) for v in value]
     if isinstance(value, dict):
-        return {"$": "dict", "items": [[encode(k), encode(v)] for k, v in value.items()]}
+        return {"$": "dict", "items": [[encode(k, whole_values), encode(v, whole_values)] for k, v in value.items()]}
     if dataclasses.is_dataclass(value) and type(value).__name__ in RECORDS:
-        fields = {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        fields = {f.name: encode(getattr(value, f.name), whole_values) for f in dataclasses.fields(value)}
         return {"$": type(value).__name__, **fields}
     raise TypeError(f"cannot send a {type(value).__name__} across the process boundary")
 
 
-def dumps(value: Any) -> bytes:
-    return json.dumps(encode(value), allow_nan=True, separators=(",", ":")).encode("utf-8")
+def dumps(value: Any, whole_values: int = WHOLE_VALUES) -> bytes:
+    return json.dumps(encode(value, whole_values), allow_nan=True, separators=(",", ":")).encode("utf-8")
 
 
 def loads(data: bytes) -> Any:
@@ -124,9 +130,10 @@ def result_to_plain(result: RunResult) -> dict[str, Any]:
     error = result.error
     backward = result.backward
     return {
-        "output": [clean_text(line) for line in result.output],
+        "output": [clean_text(line[:LINE_CHARS]) for line in result.output[:OUTPUT_LINES]],
         "error": None if error is None else
-        {"message": clean_text(error.message), "line": error.line, "column": error.column, "hint": error.hint},
+        {"message": clean_text(cut(error.message)), "line": error.line, "column": error.column,
+         "hint": clean_text(cut(error.hint))},
         "snapshot": result.snapshot,
         "names": result.names,
         "backward": None if backward is None else
@@ -147,10 +154,10 @@ def result_from_plain(data: Any) -> RunResult:
         recorder = BackwardRecorder()
         recorder.events = list(backward["events"])
     return RunResult(
-        output=[_text(line) for line in data["output"]],
+        output=[_text(line, LINE_CHARS) for line in data["output"][:OUTPUT_LINES]],
         error=None if error is None else
-        PlaygroundError(_text(error["message"]), _position(error["line"]), _position(error["column"]),
-                        _text(error["hint"])),
+        PlaygroundError(_text(error["message"], ERROR_CHARS), _position(error["line"]), _position(error["column"]),
+                        _text(error["hint"], ERROR_CHARS)),
         snapshot=data["snapshot"],
         names={_int(k): _identifier(v) for k, v in data["names"].items()},
         backward=None if backward is None else
@@ -176,7 +183,8 @@ def _identifier(value: Any) -> str:
     return value
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, limit: int) -> str:
+    """Text from a worker, at most `limit` characters (a longer one is cut, as the worker would have)."""
     if not isinstance(value, str):
         raise PlainDataError("expected text")
-    return value
+    return cut(value, limit)

@@ -1,10 +1,15 @@
 """Playground runs in worker processes: the process is the resource limit.
 
 The server never executes a visitor's program. Each run goes to a small pool of warm worker processes
-(at most one per core). A worker caps its own address space (`RLIMIT_AS`) and CPU time (`RLIMIT_CPU`)
-before it runs anything; the server kills it on a hard wall-clock deadline (terminate, then kill) and
-starts a fresh one. Only JSON comes back (`playground.plain`), never live objects or pickles. Runs queue
-in arrival order, at most one waiting per session: a second Run replaces the waiting one.
+(one per core, shared among the replicas of a deployment). A worker caps its own address space
+(`RLIMIT_AS`, never above an inherited hard limit) and CPU time (`RLIMIT_CPU`) before it runs anything; the
+server kills it on a hard wall-clock deadline (terminate, then kill) and starts a fresh one. Only JSON comes
+back (`playground.plain`), at most `RESULT_LIMIT` bytes, never live objects or pickles.
+
+Each session has at most one run, waiting or running: a second Run replaces the waiting one, or stops the
+running one (its worker is replaced), and a session that ends cancels its run. The queue is first in,
+first out, and at most `max_waiting` long. A session whose runs keep stopping their workers (crashes,
+kills) waits before its next run, so no one can keep the pool respawning.
 """
 
 from __future__ import annotations
@@ -24,17 +29,30 @@ from pathlib import Path
 
 from .interpreter import Limits, PlaygroundError, RunResult
 from .plain import PlainDataError, loads, result_from_plain
-from .worker_process import GRACE_SECONDS, MEMORY_HINT, RESULT_LIMIT, memory_message, write_frame
+from .worker_process import GRACE_SECONDS, MEMORY_HINT, RESULT_LIMIT, TOO_LARGE_HINT, memory_message, write_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_LIMIT = Limits().process_bytes  # what a program may add to a worker's own footprint
-
-
+WORKERS_VARIABLE = "PLAYGROUND_WORKERS"  # set by deploy/replicas.py: this replica's share of the cores
+MAX_WAITING = 64  # runs waiting at once, all sessions together
+STOPS_ALLOWED = 3  # a session's runs may stop their worker this often within STOPS_WINDOW seconds...
+STOPS_WINDOW = 30.0  # ... before its next run waits
+START_SECONDS = 60.0  # a worker that has not said it is ready by then is not coming
+START_RETRY = 30.0  # after a worker could not start, runs are refused this long before a worker is tried again
 TIME_HINT = "Use smaller tensors, fewer iterations, or smaller nested lists."
+TOO_LARGE = b""  # what the reader hands on for a frame longer than RESULT_LIMIT (a worker never sends b"")
 
 
 def time_message(seconds: float) -> str:
     return f"Your program ran longer than {seconds:g} seconds and was stopped."
+
+
+def default_size() -> int:
+    """Workers for this server: its share of the cores when a deployment says so, else one per core (up to 4)."""
+    share = os.environ.get(WORKERS_VARIABLE, "")
+    if share.isdigit() and int(share) > 0:
+        return int(share)
+    return max(1, min(os.cpu_count() or 1, 4))
 
 
 @dataclass
@@ -46,9 +64,12 @@ class Job:
     limits: Limits
     backend: str
     result: RunResult | None = None
-    state: str = "queued"  # queued -> running -> done, or replaced (a newer Run of the same session)
+    # queued -> running -> done; or replaced (a newer Run of the same session took its place in the queue),
+    # or cancelled (the session ended, or pressed Run again while it ran)
+    state: str = "queued"
     done: threading.Event = field(default_factory=threading.Event)
     pool: WorkerPool | None = None
+    slot: int | None = None  # the worker running it
 
     def wait(self, timeout: float) -> bool:
         return self.done.wait(timeout)
@@ -56,6 +77,11 @@ class Job:
     def position(self) -> int:
         """Runs ahead of this one in the queue (0 when it is next, or already running)."""
         return 0 if self.pool is None else self.pool.ahead_of(self)
+
+    def cancel(self) -> None:
+        """Stop this run wherever it is (nobody will read its result)."""
+        if self.pool is not None:
+            self.pool.cancel(self)
 
 
 class _Worker:
@@ -70,6 +96,9 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env,
         )  # fmt: skip
         self.replies: queue.Queue[bytes | None] = queue.Queue()
+        self.ready = False  # it said so; until then the first reply is its greeting
+        self.killed = False  # by a cancel: whatever it does next is not a run's doing
+        self.allowed = memory_limit  # what a program may use in it: less under an inherited limit (its greeting)
         threading.Thread(target=self._read, daemon=True, name=f"playground-reader-{self.process.pid}").start()
 
     def _read(self) -> None:
@@ -77,18 +106,45 @@ class _Worker:
         while True:
             try:
                 header = stream.read(8)
-                if len(header) < 8 or int.from_bytes(header, "big") > RESULT_LIMIT:
+                if len(header) < 8:
+                    break
+                if int.from_bytes(header, "big") > RESULT_LIMIT:  # never read: a worker does not send this
+                    self.replies.put(TOO_LARGE)
                     break
                 self.replies.put(stream.read(int.from_bytes(header, "big")))
             except (OSError, ValueError):
                 break
         self.replies.put(None)  # the worker ended (or sent something no worker sends)
 
+    def start_problem(self) -> str | None:
+        """Wait for the worker's greeting: None once it is ready, else why it cannot start (in words)."""
+        if self.ready:
+            return None
+        try:
+            greeting = self.replies.get(timeout=START_SECONDS)
+        except queue.Empty:
+            return f"a worker did not start within {START_SECONDS:g} s"
+        try:
+            said = json.loads(greeting) if greeting else {}
+        except ValueError:
+            said = {}
+        if isinstance(said, dict) and isinstance(said.get("ready"), int):
+            self.ready, self.allowed = True, min(said["ready"], self.allowed)
+            return None
+        reason = said.get("startup_error") if isinstance(said, dict) else None
+        return str(reason)[:500] if reason else "a worker process ended while starting"
+
     def send(self, data: bytes) -> None:
         write_frame(self.process.stdin, data)
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def kill(self) -> None:
+        """Kill at once, from any thread: the slot that runs it sees the worker end and replaces it."""
+        self.killed = True
+        with contextlib.suppress(OSError):
+            self.process.kill()
 
     def stop(self) -> None:
         """Terminate, then kill: a worker stuck in C code holding its GIL still goes."""
@@ -114,33 +170,89 @@ class _Worker:
 
 
 class WorkerPool:
-    """At most `size` warm workers serving one first-in, first-out queue."""
+    """At most `size` warm workers serving one first-in, first-out queue of at most `max_waiting` runs."""
 
-    def __init__(self, size: int | None = None, memory_limit: int = MEMORY_LIMIT) -> None:
-        self.size = size or max(1, min(os.cpu_count() or 1, 4))
+    def __init__(self, size: int | None = None, memory_limit: int = MEMORY_LIMIT, max_waiting: int = MAX_WAITING):
+        self.size = size or default_size()
         self.memory_limit = memory_limit
+        self.max_waiting = max_waiting
         self._queue: deque[Job] = deque()
+        self._running: dict[str, Job] = {}  # owner -> its run in a worker
+        self._stops: dict[str, deque[float]] = {}  # owner -> when its runs stopped a worker, newest last
         self._lock = threading.Condition()
         self._workers: list[_Worker | None] = [_Worker(memory_limit) for _ in range(self.size)]  # warm
-        self.replaced = 0  # workers killed and replaced (time, memory, crash)
+        self.replaced = 0  # workers killed and replaced (time, memory, crash, cancel)
+        self.start_failure: str | None = None  # why workers cannot start here, once one has failed to...
+        self._start_failed_at = 0.0  # ... and when: runs are refused for START_RETRY seconds, then tried again
         for slot in range(self.size):
             threading.Thread(target=self._serve, args=(slot,), daemon=True, name=f"playground-{slot}").start()
 
     def submit(self, owner: str, source: str, limits: Limits, backend: str = "numpy") -> Job:
-        """Queue a run; a run of the same `owner` still waiting is replaced by this one."""
+        """Queue a run. The same `owner`'s waiting run is replaced, its running run stopped. A run that
+        cannot be queued (the queue is full, the owner must wait, no worker can start) is done at once,
+        with a sentence saying why."""
         job = Job(owner, source, limits, backend, pool=self)
         with self._lock:
             for waiting in [j for j in self._queue if j.owner == owner]:
                 self._queue.remove(waiting)
-                waiting.state = "replaced"
-                waiting.done.set()
+                self._finish(waiting, "replaced")
+            if owner in self._running:
+                self._cancel_running(self._running[owner])
+            refusal = self._refusal(owner)
+            if refusal is not None:
+                job.result = RunResult(error=refusal)
+                self._finish(job, "done")
+                return job
             self._queue.append(job)
             self._lock.notify()
         return job
 
+    def _refusal(self, owner: str) -> PlaygroundError | None:
+        if self.start_failure is not None and time.monotonic() - self._start_failed_at < START_RETRY:
+            reason = self.start_failure.rstrip(".")
+            return PlaygroundError(f"The Playground cannot run programs on this server: {reason}.",
+                                   hint="Tell whoever runs this app; the lessons still work.")  # fmt: skip
+        if len(self._queue) >= self.max_waiting:
+            return PlaygroundError(f"The Playground is busy: {len(self._queue)} runs are waiting.",
+                                   hint="Press Run again in a minute.")  # fmt: skip
+        stops = self._stops.get(owner, deque())
+        now = time.monotonic()
+        while stops and now - stops[0] > STOPS_WINDOW:
+            stops.popleft()
+        if not stops:
+            self._stops.pop(owner, None)  # forgotten: the pool keeps nothing per session for long
+        if len(stops) >= STOPS_ALLOWED:
+            wait = STOPS_WINDOW - (now - stops[0])
+            return PlaygroundError(
+                f"Your last {len(stops)} runs each stopped a worker (too long, too much memory, a crash, or Run "
+                "pressed again while running). "
+                f"Wait {wait:.0f} s before the next run.",
+                hint="Meanwhile, make the program smaller: smaller tensors, fewer iterations.",
+            )
+        return None
+
+    def cancel(self, job: Job) -> None:
+        """Stop `job`: out of the queue if it waits, its worker killed (and replaced) if it runs."""
+        with self._lock:
+            if job.state == "queued" and job in self._queue:
+                self._queue.remove(job)
+                self._finish(job, "cancelled")
+            elif job.state == "running":
+                self._cancel_running(job)
+
+    def _cancel_running(self, job: Job) -> None:
+        job.state = "cancelled"  # the slot that runs it sees its worker end and hands back no result
+        worker = self._workers[job.slot] if job.slot is not None else None
+        if worker is not None:
+            worker.kill()
+
     def ahead_of(self, job: Job) -> int:
         with self._lock:
             return self._queue.index(job) if job in self._queue else 0
+
+    def _finish(self, job: Job, state: str) -> None:
+        job.state = state
+        job.done.set()
 
     def _serve(self, slot: int) -> None:
         while True:
@@ -148,21 +260,32 @@ class WorkerPool:
                 while not self._queue:
                     self._lock.wait()
                 job = self._queue.popleft()
-                job.state = "running"
+                job.state, job.slot = "running", slot
+                self._running[job.owner] = job
             try:
-                job.result = self._run(slot, job)
+                result = self._run(slot, job)
             except Exception as error:  # never let a slot die: the student gets a sentence
                 self._discard(slot)
                 problem = f"The Playground could not run this ({type(error).__name__})."
-                job.result = RunResult(error=PlaygroundError(problem))
-            job.state = "done"
-            job.done.set()
+                result = RunResult(error=PlaygroundError(problem))
+            with self._lock:
+                if self._running.get(job.owner) is job:
+                    del self._running[job.owner]
+                if job.state == "cancelled":
+                    self._stopped(job.owner)
+                    self._finish(job, "cancelled")  # its result, if any, is dropped here
+                else:
+                    job.result = result
+                    self._finish(job, "done")
 
     def _run(self, slot: int, job: Job) -> RunResult:
         worker = self._workers[slot]
-        if worker is None or not worker.alive():
+        if worker is None or worker.killed or not worker.alive():
             self._discard(slot)
             worker = self._workers[slot]
+        problem = worker.start_problem()
+        if problem is not None:
+            return self._died(slot, job) if worker.killed else self._cannot_start(slot, problem)
         request = {"source": job.source, "backend": job.backend, "limits": job.limits.__dict__}
         try:
             worker.send(json.dumps(request).encode("utf-8"))
@@ -173,42 +296,67 @@ class WorkerPool:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                self._discard(slot)
+                self._discard(slot, job.owner)
                 return RunResult(error=PlaygroundError(time_message(job.limits.seconds), hint=TIME_HINT))
             try:
                 data = worker.replies.get(timeout=min(left, 0.1))
                 break
             except queue.Empty:
                 if watch_resident and worker.resident_bytes() > self.memory_limit * 2:
-                    self._discard(slot)
+                    self._discard(slot, job.owner)
                     return RunResult(error=PlaygroundError(memory_message(self.memory_limit), hint=MEMORY_HINT))
         if data is None:
             return self._died(slot, job)
+        if data is TOO_LARGE:
+            self._discard(slot)
+            return RunResult(error=PlaygroundError("The program ran, but its result is too large to send back.",
+                                                   hint=TOO_LARGE_HINT))  # fmt: skip
         try:
-            return result_from_plain(loads(data))
+            result = result_from_plain(loads(data))
         except (PlainDataError, KeyError, TypeError, ValueError, AttributeError):
             self._discard(slot)
             return RunResult(error=PlaygroundError("The Playground could not read this run's result."))
+        result.reply_bytes = len(data)
+        return result
+
+    def _cannot_start(self, slot: int, problem: str) -> RunResult:
+        """No worker can run here (an inherited memory limit, say): say so to everyone, and stop respawning."""
+        worker, self._workers[slot] = self._workers[slot], None
+        if worker is not None:
+            worker.stop()
+        with self._lock:
+            self.start_failure, self._start_failed_at = problem, time.monotonic()
+            return RunResult(error=self._refusal(""))
 
     def _died(self, slot: int, job: Job) -> RunResult:
-        """The worker ended mid-run: killed for CPU time (SIGXCPU), or out of memory, or crashed."""
+        """The worker ended mid-run: killed for CPU time (SIGXCPU), or out of memory, or crashed, or cancelled."""
         worker = self._workers[slot]
         try:
             code = worker.process.wait(1)
         except subprocess.TimeoutExpired:
             code = None
-        self._discard(slot)
+        limit = worker.allowed
+        self._discard(slot, None if job.state == "cancelled" else job.owner)
         if code == -getattr(signal, "SIGXCPU", 0):
             return RunResult(error=PlaygroundError(time_message(job.limits.seconds), hint=TIME_HINT))
-        return RunResult(error=PlaygroundError(memory_message(self.memory_limit) + " (Or it crashed.)",
-                                               hint=MEMORY_HINT))  # fmt: skip
+        if code is not None and code < 0 and code != -signal.SIGKILL:  # a signal other than the OOM killer's
+            message = f"Your program crashed its worker process (most likely out of memory: the limit is " \
+                      f"{limit // 2**20} MiB) and was stopped."  # fmt: skip
+            return RunResult(error=PlaygroundError(message, hint=MEMORY_HINT))
+        return RunResult(error=PlaygroundError(memory_message(limit), hint=MEMORY_HINT))
 
-    def _discard(self, slot: int) -> None:
-        """Stop a slot's worker and start a fresh one at once, so the pool stays warm."""
+    def _stopped(self, owner: str) -> None:
+        self._stops.setdefault(owner, deque(maxlen=STOPS_ALLOWED)).append(time.monotonic())
+
+    def _discard(self, slot: int, owner: str | None = None) -> None:
+        """Stop a slot's worker and start a fresh one at once, so the pool stays warm. `owner`: whose run it was."""
         worker, self._workers[slot] = self._workers[slot], None
         if worker is not None:
             worker.stop()
             self.replaced += 1
+        if owner is not None:
+            with self._lock:
+                self._stopped(owner)
         self._workers[slot] = _Worker(self.memory_limit)
 
     def shutdown(self) -> None:

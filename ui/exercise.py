@@ -12,10 +12,13 @@ from .format import format_values
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
 RTOL, ATOL = 1e-3, 1e-4
+ANSWER_CHARS = 2_000  # an answer box takes this much (the browser stops typing there; the server checks again)
 
 
 def parse_numbers(text: str) -> list[float] | None:
-    """'1, 2.5' or '[1, 2.5]' as numbers; None when it is not a list of numbers."""
+    """'1, 2.5' or '[1, 2.5]' as numbers; None when it is not a list of numbers, or longer than ANSWER_CHARS."""
+    if len(text) > ANSWER_CHARS:  # refused before anything is split or converted
+        return None
     cleaned = text.replace("[", " ").replace("]", " ").replace(",", " ").split()
     try:
         values = [float(v) for v in cleaned]
@@ -79,6 +82,7 @@ def predict_step(recorder: BackwardRecorder, index: int, upstream: np.ndarray | 
                 f"To input {k + 1}, {node_name(parent, names)} (rule: {rule})",
                 key=f"{question}_{k}",
                 placeholder="e.g. 1.0, 2.0",
+                max_chars=ANSWER_CHARS,
             )  # fmt: skip
             for k, (parent, rule) in enumerate(zip(step.parents, step.rules, strict=True))
         ]
@@ -108,7 +112,10 @@ def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
     Returns True once the student has checked, so the page can reveal the table."""
     with st.form(f"{key}_form"):
         st.markdown("**Predict** what each call returns: type `None`, or the values (e.g. `1.0, 2.0`).")
-        answers = [st.text_input(f"`{expression}`", key=f"{key}_{k}") for k, (expression, _, _) in enumerate(rows)]
+        answers = [
+            st.text_input(f"`{expression}`", key=f"{key}_{k}", max_chars=ANSWER_CHARS)
+            for k, (expression, _, _) in enumerate(rows)
+        ]
         submitted = st.form_submit_button("Check and reveal")
     if not submitted:
         return bool(st.session_state.get(f"{key}_revealed"))
@@ -122,6 +129,6 @@ def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
         if right:
             st.success(f"`{expression}` → `{value}`: right.")
         else:
-            st.error(f"`{expression}` → `{value}`, not `{answer or '(empty)'}`. {reason}")
+            st.error(f"`{expression}` → `{value}`, not `{answer[:80] or '(empty)'}`. {reason}")
     score_caption()
     return True

@@ -1,4 +1,5 @@
-"""A Playground run on the page: waiting for its worker (with the queue position), and its error."""
+"""A Playground run on the page: waiting for its worker (with the queue position), the result held against
+the session's memory budget, and its error."""
 
 from __future__ import annotations
 
@@ -6,9 +7,18 @@ import html
 import uuid
 
 import streamlit as st
+from streamlit import runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
-from playground import PlaygroundError
+from autodiff import MemoryBudgetError
+from autodiff.memory import MemoryPool, memory_budget
+from playground import PlaygroundError, RunResult
+from playground.interpreter import source_lines
 from playground.workers import Job
+from ui.state import session_budget
+
+RESULT_CHARGE = "playground_result_charge"
 
 ERROR_CLASS = "playground-error"
 ERROR_STYLE = (
@@ -27,13 +37,44 @@ def wait_for_run(job: Job) -> None:
     """Show where the run stands until its worker answers. A rerun meanwhile (any click) leaves the job
     in the queue; the next run of the page picks up waiting where this one stopped."""
     status = st.empty()
-    while not job.wait(0.2):
-        ahead = job.position()
-        if job.state == "queued" and ahead:
-            status.info(f"Queued: {ahead} run{'s' if ahead > 1 else ''} ahead of yours. It starts by itself.")
-        else:
-            status.info("Running your program in its own worker process…")
+    try:
+        while not job.wait(0.2):
+            if not _session_active():  # the tab closed: nobody will read this run, so it stops now
+                job.cancel()
+                return
+            ahead = job.position()
+            if job.state == "queued" and ahead:
+                status.info(f"Queued: {ahead} run{'s' if ahead > 1 else ''} ahead of yours. It starts by itself.")
+            else:
+                status.info("Running your program in its own worker process…")
+    except StopException:  # the session is shutting down (a rerun, by contrast, keeps waiting on the next run)
+        job.cancel()
+        raise
     status.empty()
+
+
+def _session_active() -> bool:
+    ctx = get_script_run_ctx()
+    return ctx is None or not runtime.exists() or runtime.get_instance().is_active_session(ctx.session_id)
+
+
+def hold_result(result: RunResult) -> bool:
+    """Keep `result` in the session, its size counted against the session's memory budget (the previous
+    result's charge is given back first). False, with a sentence on the page, when it does not fit."""
+    previous = st.session_state.pop(RESULT_CHARGE, None)
+    if previous is not None:
+        previous.release(previous.bytes_in_use)
+    st.session_state.pop("playground_result", None)
+    with memory_budget(session_budget()):
+        charge = MemoryPool()
+    try:
+        charge.allocate(result.reply_bytes)
+    except MemoryBudgetError as error:
+        st.error(f"This run's result does not fit in your session's memory. {error}")
+        return False
+    st.session_state[RESULT_CHARGE] = charge
+    st.session_state.playground_result = result
+    return True
 
 
 def run_error(error: PlaygroundError, source: str) -> None:
@@ -41,7 +82,7 @@ def run_error(error: PlaygroundError, source: str) -> None:
     and Markdown would turn a typed link or image into a real one. The line it points at sits below it."""
     where = f"Line {error.line}, column {error.column}: " if error.line else ""
     hint = f"\nHint: {error.hint}" if error.hint else ""
-    lines = source.splitlines()
+    lines = source_lines(source)  # as Python numbers them: U+2028 inside a string starts no line
     shown = ""
     if error.line and 0 < error.line <= len(lines):
         caret = " " * max((error.column or 1) - 1, 0) + "^"

@@ -7,6 +7,7 @@ replay event) are mirrored into the URL's query parameters.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -100,5 +101,6 @@ def moved_from_another_replica() -> bool:
     last = st.context.cookies.get("st_replica")
     if not last:
         return False
-    here = f"{st.get_option('server.address') or '127.0.0.1'}:{st.get_option('server.port')}"
+    address = f"{st.get_option('server.address') or '127.0.0.1'}:{st.get_option('server.port')}"
+    here = os.environ.get("AUTODIFF_REPLICA") or address  # deploy/replicas.py names each replica
     return last.split(",")[-1].strip() != here

@@ -4,7 +4,7 @@ import streamlit as st
 
 from course.labs import ConsumptionLab
 from course.programs import PROGRAMS
-from ui.exercise import predict_table
+from ui.exercise import ANSWER_CHARS, parse_numbers, predict_table
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.state import session_lab
@@ -44,12 +44,15 @@ raw = cols[2].text_input(
     value=", ".join(["1.0"] * math.prod(shape)),
     help=f"Comma-separated numbers, as many as the tensor has ({shape}).",
     label_visibility="collapsed",
+    max_chars=ANSWER_CHARS,
 )
 if cols[3].button("grad_replace()", width="stretch"):
-    try:
-        values = [float(v) for v in raw.replace("[", "").replace("]", "").split(",") if v.strip()]
-    except ValueError:
-        st.error("The new gradient must be numbers separated by commas, for example `1.0, 2.0`.")
+    values = parse_numbers(raw)  # None past ANSWER_CHARS: refused before it is split
+    if values is None:
+        st.error(
+            f"The new gradient must be numbers separated by commas, for example `1.0, 2.0` "
+            f"(at most {ANSWER_CHARS:,} characters)."
+        )
     else:
         outcome = lab.grad_replace(choice, values)
 if outcome is not None:

@@ -9,7 +9,7 @@ from ui.charts import memory_charts
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
-from ui.run_view import run_error, session_owner, wait_for_run
+from ui.run_view import hold_result, run_error, session_owner, wait_for_run
 from ui.state import current_backend, publish
 
 LIMITS = Limits()
@@ -80,8 +80,7 @@ if run_clicked:  # the program runs in a worker process, never in this server
 job = st.session_state.get("playground_job")
 if job is not None:
     wait_for_run(job)
-    if job.state == "done":
-        st.session_state.playground_result = job.result
+    if job.state == "done" and hold_result(job.result):
         st.session_state.pop("playground_replay_index", None)
     del st.session_state["playground_job"]
 result = st.session_state.get("playground_result")

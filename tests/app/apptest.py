@@ -76,3 +76,11 @@ def table(at: AppTest, first_column: str):
         if frame.value.columns[0] == first_column:
             return frame.value
     raise AssertionError(f"no table starting with column {first_column!r}")
+
+
+def run_code(at: AppTest, code: str) -> AppTest:
+    """Type `code` into the Playground's editor and press Run (the run's worker answers within the rerun)."""
+    at.text_area(key="playground_editor").set_value(code).run()
+    button(at, "Run").click().run()
+    assert not at.exception
+    return at

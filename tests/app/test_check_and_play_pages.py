@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest import app, button, node_states, open_link, playground_error, stage_data, stages, table
-from streamlit.testing.v1 import AppTest
+from apptest import app, button, node_states, open_link, playground_error, run_code, stage_data, stages, table
 
 from autodiff.device import mlx_unavailable_reason
 from autodiff.trace import StepStarted
@@ -41,13 +40,6 @@ def test_check_page_flags_a_planted_bug(monkeypatch):
     frame = table(at, "Node")
     flagged = frame[frame["Local rule"] == "✗ differs"]["Node"].tolist()
     assert len(flagged) == 1 and flagged[0].startswith("out ")
-
-
-def run_code(at: AppTest, code: str) -> AppTest:
-    at.text_area(key="playground_editor").set_value(code).run()
-    button(at, "Run").click().run()
-    assert not at.exception
-    return at
 
 
 def test_playground_runs_typed_code_and_shows_output_graph_and_replay():

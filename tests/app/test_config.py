@@ -14,6 +14,7 @@ OPTIONS = (
     "server.fileWatcherType",
     "server.disconnectedSessionTTL",
     "server.enableAgentApi",
+    "server.maxMessageSize",
     "client.showErrorDetails",
     "client.toolbarMode",
     "browser.gatherUsageStats",
@@ -38,6 +39,7 @@ def test_production_settings_are_in_effect():
     assert options["server.runOnSave"] is False
     assert options["server.fileWatcherType"] == "none"
     assert options["server.enableAgentApi"] is False  # never in the shipped configuration
+    assert options["server.maxMessageSize"] == 16  # MB: a Playground result is at most 4 MiB (default 200)
     assert options["client.showErrorDetails"] == "none"  # no tracebacks for visitors
     assert options["browser.gatherUsageStats"] is False
     assert 0 < options["server.disconnectedSessionTTL"] <= 120

@@ -82,7 +82,7 @@ def test_a_stopped_replica_leaves_the_others_untouched_and_its_sessions_move_on(
             by_replica.setdefault(replica_of(context), []).append(page)
         assert len(by_replica) >= 2
         victim_address, victims = next(iter(by_replica.items()))
-        victim = next(r for r in proxied.replicas if victim_address.endswith(f":{r.port}"))
+        victim = next(r for r in proxied.replicas if r.name == victim_address)  # st_replica names it
         victim.stop()
         for page in victims:  # reconnected to a live replica: a fresh session, and a sentence saying why
             deadline = time.monotonic() + 30

@@ -94,3 +94,32 @@ def test_typed_text_never_becomes_a_link_or_an_image(page, app_url):
     assert box.locator("a").count() == 0 and box.locator("img").count() == 0
     assert not any("evil.example" in url for url in requests)
     screenshot(page, "playground_text_is_text")
+
+
+SLOW = "for i in range(1000):\n    x = Tensor.ones([512, 512], ad).exp()\n"  # runs into the 5 s limit
+
+
+def test_closed_tabs_stop_their_runs_and_keep_nobody_waiting(browser, tmp_path):
+    with streamlit_server(tmp_path / "server.log") as url:
+        seventh = browser.new_context().new_page()
+        seventh.set_default_timeout(60_000)
+        run_in(seventh, url, "print('warm')")
+        seventh.get_by_text("warm").first.wait_for()
+        start = time.monotonic()
+        run_in(seventh, url, "print('alone', 1)")
+        seventh.get_by_text("alone 1").wait_for()
+        alone = time.monotonic() - start  # the page and a run on this (shared, busy) machine
+        for _ in range(6):  # six students press Run on a 5 s program and close their tabs
+            context = browser.new_context()
+            page = context.new_page()
+            page.set_default_timeout(60_000)
+            run_in(page, url, SLOW)
+            page.get_by_text("Running your program").or_(page.get_by_text("Queued:")).first.wait_for()
+            context.close()
+        start = time.monotonic()
+        run_in(seventh, url, "print('seventh', 7)")
+        seventh.get_by_text("seventh 7").wait_for()
+        waited = time.monotonic() - start
+        print(f"the seventh student waited {waited:.1f} s behind six closed tabs, {alone:.1f} s alone")
+        assert waited < alone + 5.0  # was 14 s: the six closed tabs' 5 s runs kept every worker busy
+        seventh.context.close()

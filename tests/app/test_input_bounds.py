@@ -1,0 +1,63 @@
+"""Every free-text input of a lesson is bounded before it is parsed (issue 20, finding 4)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from apptest import app, button, run_code
+
+from ui.exercise import ANSWER_CHARS, parse_numbers
+
+HUGE = "1," * 1_000_000  # 2 MB of numbers: the attack sent 23 MB; the browser stops at max_chars, a script does not
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_parse_numbers_refuses_text_past_the_limit_before_splitting_it():
+    assert parse_numbers("1," * (ANSWER_CHARS // 2)) == [1.0] * (ANSWER_CHARS // 2)
+    start = time.perf_counter()
+    assert parse_numbers(HUGE * 10) is None
+    assert time.perf_counter() - start < 0.05  # a length check, not a parse of 20 MB
+
+
+def test_new_gradient_values_are_limited_and_refused_in_a_sentence():
+    at = app("pages/backward/gradient_consumption.py")
+    lab = at.session_state["consumption_lab"]
+    assert at.text_input[0].max_chars == ANSWER_CHARS
+    at.radio(key="consumption_tensor").set_value("x").run()
+    before = resident_bytes()
+    start = time.perf_counter()
+    at.text_input[0].set_value(HUGE).run()
+    assert len(at.text_input[0].value) == ANSWER_CHARS  # the server cuts a widget's value at max_chars
+    button(at, "grad_replace()").click().run()
+    assert "The new gradient has shape [1000], the tensor [2]" in at.error[0].value  # a sentence, in bounds
+    assert not at.exception and len(lab.log) == 1
+    assert time.perf_counter() - start < 15
+    assert resident_bytes() - before < 50 * 2**20
+
+
+def test_exercise_answers_are_limited_and_a_huge_answer_is_just_wrong():
+    at = app("pages/backward/gradient_consumption.py")
+    at.toggle(key="consumption_exercise").set_value(True).run()
+    boxes = [at.text_input(key=f"consumption_predict_{k}") for k in range(6)]
+    assert all(box.max_chars == ANSWER_CHARS for box in boxes)
+    for box in boxes:
+        box.set_value(HUGE)
+    at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
+    assert at.session_state["exercise_score"] == (0, 6) and not at.exception
+    assert all(len(e.value) < 1_000 for e in at.error)  # the answer is quoted as an excerpt, not whole
+
+
+def test_a_playground_result_is_counted_against_the_session_budget_once():
+    at = app("pages/check_and_play/playground.py")
+    budget = at.session_state["_engine_budget"]
+    before = budget.used
+    run_code(at, "x = Tensor.ones([4096], ad).require_grad()\ny = (x * x).sum()\ng = y.backward()\n")
+    held = at.session_state["playground_result"].reply_bytes
+    assert held > 4096 * 4 and budget.used == before + held  # the reply's size, while the result is held
+    run_code(at, 'print("small")')
+    assert budget.used == before + at.session_state["playground_result"].reply_bytes < before + held  # replaced
