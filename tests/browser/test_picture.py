@@ -205,3 +205,51 @@ def test_checkpointing_marks_each_recomputation_on_the_graph(page, app_url):
     sizes = graph_text_sizes(page)
     assert min(sizes) >= 12 - 0.05
     screenshot(page, "picture_checkpointing")
+
+
+def test_the_replay_is_narrated_and_its_controls_say_their_state(page, app_url):
+    total = open_replay(page, app_url)
+    run = record_program("seed")
+    region = page.locator(".stage-caption[aria-live='polite']")
+    assert region.count() == 1
+    page.keyboard.press("ArrowRight")
+    assert region.inner_text() == f"Event 2 of {total}. backward() seeds loss with ones of its shape: [1.0]."
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    assert "loss sends [1.0, 1.0] to h + x·3: a new entry in the container." in region.inner_text()
+    page.keyboard.press("ArrowLeft")
+    assert region.inner_text().startswith(f"Event 4 of {total}. The step of loss consumes its gradient")
+    scrub = page.get_by_role("slider", name="Event")
+    assert scrub.get_attribute("aria-valuetext") == f"event 4 of {total}"
+    play = page.locator(".stage-play")
+    assert play.get_attribute("aria-pressed") == "false"
+    play.click()
+    page.locator(".stage-play[aria-pressed='true']").wait_for()
+    page.keyboard.press(" ")
+    page.locator(".stage-play[aria-pressed='false']").wait_for()
+    # the graph in words: every node with its value, gradient and state, for a screen reader
+    page.get_by_text("The graph as a table").click()
+    rows = page.locator(".stage-table tbody tr").evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert len(rows) == len(run.before.nodes)
+    by_name = {row[0]: row for row in rows}
+    assert by_name["x"][2] == "[1.0, 2.0]" and by_name["h = x·x"][1] == "NodeId(2) · mul"
+    page.keyboard.press("End")
+    page.locator(".stage-table td", has_text="grad [5.0, 7.0] · kept").wait_for()
+
+
+def test_reduced_motion_stops_the_travelling_gradient(browser, app_url):
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, reduced_motion="reduce")
+    page = context.new_page()
+    try:
+        open_replay(page, app_url)
+        page.evaluate("""() => { window.__dots = 0; new MutationObserver(() => {
+          const host = [...document.querySelectorAll('*')].find(el => el.shadowRoot?.querySelector('.stage'));
+          if (host && host.shadowRoot.querySelector('.flow-dot')) window.__dots++; }).observe(document.body,
+          { subtree: true, childList: true, attributes: true }); }""")
+        for _ in range(8):
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(100)
+        assert page.locator(".stage .flow-dot").count() == 0
+        assert page.locator(".stage g.edge.flow").count() >= 1  # the edge still says where it goes
+    finally:
+        context.close()
