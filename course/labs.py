@@ -317,9 +317,9 @@ class CheckpointingComparison:
         return rows
 
     def memory_curves(self) -> list[dict[str, object]]:
-        """KiB in use after each backward step ran and dropped its saved state, per strategy."""
+        """Bytes in use after each backward step ran and dropped its saved state, per strategy."""
         return [
-            {"Step": k, "Strategy": label, "KiB in use": e.memory_after.bytes_in_use / 1024}
+            {"Step": k, "Strategy": label, "Bytes in use": e.memory_after.bytes_in_use}
             for mode, label in CHECKPOINTING_STRATEGIES.items()
             for k, e in enumerate((e for e in self.runs[mode].recorder.events if isinstance(e, SavedStateFreed)), 1)
         ]
@@ -340,9 +340,9 @@ class CheckpointingComparison:
 
 
 def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, object]]:
-    """The seed's memory experiment under Burn's lazy sweep and PyTorch's eager freeing: MiB per moment."""
+    """The seed's memory experiment under Burn's lazy sweep and PyTorch's eager freeing: bytes per moment."""
     return [
-        {"Moment": moment, "Policy": label, "MiB in use": round(usage.mib, 2)}
+        {"Moment": moment, "Policy": label, "Bytes in use": usage.bytes_in_use}
         for policy, label in (("lazy", "Burn (lazy sweep)"), ("eager", "PyTorch (eager)"))
         for moment, usage in memory_experiment(Device.named(backend), size=size, memory_policy=policy)
     ]

@@ -95,7 +95,11 @@ if result.output:
 if result.error is not None:
     run_error(result.error, st.session_state[CODE])
 if result.memory:
-    memory_charts([MemoryPoint(i, "after loop iteration", u) for i, u in result.memory], len(result.memory))
+    memory_charts(
+        [MemoryPoint(i, "after loop iteration", u) for i, u in result.memory],
+        len(result.memory),
+        x_title="Loop iteration",
+    )
 if result.snapshot is not None and result.snapshot.nodes:
     snapshot_graph(result.snapshot, result.names, "The device's graph when the program ended.", key="playground_graph")
 if result.backward is not None:

@@ -56,7 +56,7 @@ def live_experiment() -> None:
     backend_bytes = lab.history[-1].backend_bytes
     metrics = st.columns(5 if backend_bytes is not None else 4)
     metrics[0].metric("Forward passes", f"{lab.done} / {lab.iterations}")
-    metrics[1].metric("Memory in use", f"{usage.mib:.1f} MiB")
+    metrics[1].metric("Memory in use", format_bytes(usage.bytes_in_use))
     metrics[2].metric("Live buffers", f"{usage.allocations:,}")
     metrics[3].metric(
         "Abandoned steps", f"{len(abandoned):,}", help="Steps no live tensor needs, still holding memory."
@@ -64,13 +64,13 @@ def live_experiment() -> None:
     if backend_bytes is not None:
         counters = lab.ad.backend_memory()
         st.caption(
-            f"MLX's own counters (whole process): active {counters['active'] / 2**20:.1f} MiB, peak "
-            f"{counters['peak'] / 2**20:.1f} MiB. MLX is lazy, but this engine evaluates every MLX op as soon as "
+            f"MLX's own counters (whole process): active {format_bytes(counters['active'])}, peak "
+            f"{format_bytes(counters['peak'])}. MLX is lazy, but this engine evaluates every MLX op as soon as "
             "it runs (as Burn executes each op), so the engine's count is memory MLX has really allocated."
         )
         metrics[4].metric(
             "MLX active memory",
-            f"{backend_bytes / 2**20:.1f} MiB",
+            format_bytes(backend_bytes),
             help="MLX's own counter (mx.get_active_memory), for the whole process. The engine evaluates each "
             "MLX op at once, so it follows the engine's accounting.",
         )
@@ -89,7 +89,7 @@ def live_experiment() -> None:
             "Run one backward now", key="memory_backward", disabled=not lab.finished, on_click=lab.backward_now,
             help="One more forward pass, then backward: its sweep frees every abandoned graph.",
         )  # fmt: skip
-    if lab.autodiff and not presenter_mode():
+    if lab.autodiff and not presenter_mode() and not st.session_state.get(RUNNING):  # drawn once, when it stops
         snapshot_graph(
             snapshot,
             node_names({"x": lab.x}),
@@ -97,6 +97,8 @@ def live_experiment() -> None:
             "saved; *holds* only what no live tensor shares, so the holds add up to what the graph costs.",
             key="memory_graph",
         )
+    elif lab.autodiff and not presenter_mode():
+        st.caption("The graph of what holds memory is drawn when the run stops.")
 
 
 live_experiment()
@@ -116,7 +118,12 @@ if st.button("Run the abandoned-graphs experiment", key="abandoned_run"):
     rows = list(abandoned_graphs_experiment(size=st.session_state.get("memory_size", 512)))
     data_table(
         [
-            {"Moment": label, "In use (MiB)": f"{usage.mib:.1f}", "Live buffers": usage.allocations, "Why": why}
+            {
+                "Moment": label,
+                "In use": format_bytes(usage.bytes_in_use) if usage.bytes_in_use else "nothing",
+                "Live buffers": usage.allocations,
+                "Why": why,
+            }
             for (label, usage), why in zip(rows, EXPLANATIONS, strict=True)
         ]
     )
