@@ -10,7 +10,7 @@ from autodiff import GraphSnapshot
 from course.labs import Outcome
 from course.naming import node_name
 
-from .format import format_values
+from .format import format_shape, format_values
 
 
 def data_table(rows: list[dict[str, object]]) -> None:
@@ -18,17 +18,26 @@ def data_table(rows: list[dict[str, object]]) -> None:
     st.table(pd.DataFrame(rows), hide_index=True, border="horizontal")
 
 
-def gradients_table(container: dict[int, np.ndarray], names: dict[int, str], kept: set[int]) -> None:
-    """The `Gradients` container: one row per entry."""
+def gradients_table(
+    container: dict[int, np.ndarray], names: dict[int, str], kept: set[int], replaced: set[int] = frozenset()
+) -> None:
+    """The `Gradients` container after backward: one row per entry, its values apart from its shape, and
+    why it is there (backward has finished, so no entry is waiting for a step)."""
     if not container:
         st.info("The Gradients container is empty.")
         return
+
+    def why(node_id: int) -> str:
+        if node_id in replaced:
+            return "put in with grad_replace" + ("" if node_id in kept else "; no step is left to consume it")
+        return "kept by its step (a Grad leaf)" if node_id in kept else "left by backward"
+
     rows = [
         {
             "Node": node_name(node_id, names),
-            "Shape": str(list(np.shape(value))),
             "Gradient": format_values(value),
-            "Kind": "kept (Grad leaf)" if node_id in kept else "registered, awaiting its step",
+            "Shape": format_shape(np.shape(value)),
+            "Why it is there": why(node_id),
         }
         for node_id, value in sorted(container.items())
     ]
@@ -54,7 +63,8 @@ def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, na
 def outcome_message(outcome: Outcome) -> None:
     """A button's result: success with the value, or an explained error (never a traceback)."""
     if outcome.ok:
-        st.success(f"`{outcome.action}` → `{outcome.result}`\n\n{outcome.explanation}")
+        done = f"`{outcome.action}` ran; then `{outcome.query}`" if outcome.query else f"`{outcome.action}`"
+        st.success(f"{done} → `{outcome.result}`\n\n{outcome.explanation}")
     else:
         st.error(f"`{outcome.action}` was refused.\n\n> {outcome.result}\n\n**Why:** {outcome.explanation}")
 
@@ -63,7 +73,13 @@ def outcome_log(log: list[Outcome]) -> None:
     if not log:
         return
     rows = [
-        {"#": i + 1, "Action": o.action, "Result": o.result if o.ok else "refused", "Why": o.explanation}
+        {"#": i + 1, "Action": o.action, "Result": _result(o), "Why": o.explanation}
         for i, o in enumerate(log)
     ]
     data_table(rows)
+
+
+def _result(outcome: Outcome) -> str:
+    if not outcome.ok:
+        return "refused"
+    return f"{outcome.query} → {outcome.result}" if outcome.query else outcome.result
