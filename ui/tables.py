@@ -72,10 +72,7 @@ def outcome_message(outcome: Outcome) -> None:
 def outcome_log(log: list[Outcome]) -> None:
     if not log:
         return
-    rows = [
-        {"#": i + 1, "Action": o.action, "Result": _result(o), "Why": o.explanation}
-        for i, o in enumerate(log)
-    ]
+    rows = [{"#": i + 1, "Action": o.action, "Result": _result(o), "Why": o.explanation} for i, o in enumerate(log)]
     data_table(rows)
 
 
