@@ -51,7 +51,12 @@ def line_chart(
     presenter = presenter_mode()
     font = 18 if presenter else 12
     if x_order is not None:
-        x_encoding = alt.X(field=x, type="ordinal", sort=list(x_order), axis=alt.Axis(labelAngle=-30, title=x_title))
+        x_encoding = alt.X(
+            field=x,
+            type="ordinal",
+            sort=list(x_order),
+            axis=alt.Axis(labelAngle=-45, labelOverlap=False, title=x_title),
+        )
     else:
         scale = alt.Scale(domain=list(x_domain), nice=False) if x_domain is not None else alt.Scale(zero=False)
         x_encoding = alt.X(
@@ -70,13 +75,19 @@ def line_chart(
                 field=series,
                 type="nominal",
                 scale=alt.Scale(domain=names, range=SERIES_COLOURS[: len(names)]),
-                legend=alt.Legend(orient="bottom", title=None, labelLimit=0),
+                legend=alt.Legend(orient="bottom", title=None, labelLimit=0) if len(names) > 1 else None,
             ),
             strokeDash=alt.StrokeDash(field=series, type="nominal", legend=None),
             tooltip=[alt.Tooltip(field=f, type="nominal") for f in (series, x, *tooltip)]
             + [alt.Tooltip(field=y, type="quantitative", format=",.3~f")],
         )
-        .properties(height=380 if presenter else 260)
+        # "fit-x": the width fits the page; the height is the plot's own, with axes, title and legend added
+        # (Streamlit's default "fit" squeezed the plot to nothing under long rotated labels: flat, one tick)
+        .properties(
+            height=340 if presenter else 220,
+            autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
+            padding={"top": 10, "left": 5, "right": 5, "bottom": 5},  # room above the title: it is never clipped
+        )
         .configure_axis(labelFontSize=font, titleFontSize=font, labelLimit=0)
         .configure_legend(labelFontSize=font)
     )
