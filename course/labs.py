@@ -258,6 +258,13 @@ class MemoryLab:
         self.done += 1
         self.history.append(self._point(self.done, "forward, loss dropped"))
 
+    def catch_up(self, elapsed: float, tick: float, most: int = 4) -> None:
+        """The passes due `elapsed` seconds after the start at one per `tick`: at least one more, at most `most`
+        at once. A late tick (a busy machine) catches up, so the run takes its ticks' time, not more."""
+        due = min(self.iterations, max(self.done + 1, min(int(elapsed / tick), self.done + most)))
+        while self.done < due and not self.finished:
+            self.forward_once()
+
     def backward_now(self) -> None:
         if not self._refused(lambda: memory_forward(self.x).backward()):  # gradients dropped at once
             self.history.append(self._point(self.done, "one backward"))

@@ -1,4 +1,5 @@
 import inspect
+import time
 
 import streamlit as st
 
@@ -24,7 +25,8 @@ lesson_intro(
 )
 st.code(inspect.getsource(memory_forward), language="python")
 
-RUNNING = "memory_running"
+RUNNING, STARTED = "memory_running", "memory_started"
+TICK_S = 0.3  # one forward pass per tick of the live fragment
 SIZES = [128, 256, 512]
 controls = st.columns([1, 1, 1.3, 1])
 size = controls[0].selectbox("Tensor size (n × n)", SIZES, index=2, key="memory_size")
@@ -33,20 +35,21 @@ mode = controls[2].radio("Mode", ["autodiff", "without_autodiff()"], horizontal=
 if controls[3].button("Start", type="primary", width="stretch", key="memory_start"):
     st.session_state.memory_lab = MemoryLab(size, iterations, autodiff=mode == "autodiff", backend=current_backend())
     st.session_state[RUNNING] = True
+    st.session_state[STARTED] = time.monotonic()
     st.rerun()
 
 
-@st.fragment(run_every=0.3 if st.session_state.get(RUNNING) else None)
+@st.fragment(run_every=TICK_S if st.session_state.get(RUNNING) else None)
 def live_experiment() -> None:
     lab: MemoryLab | None = st.session_state.get("memory_lab")
     if lab is None:
         st.info("Choose a size and a number of passes, then press **Start**.")
         return
     if st.session_state.get(RUNNING):
-        if lab.finished:
+        if lab.finished:  # the tick after the last pass: the whole page once more, without the timer
             st.session_state[RUNNING] = False
             st.rerun()
-        lab.forward_once()
+        lab.catch_up(time.monotonic() - st.session_state[STARTED], TICK_S)
     if lab.refusal:
         st.error(f"The experiment stopped after {lab.done} forward passes: {lab.refusal}")
     usage = lab.history[-1].usage
