@@ -44,19 +44,39 @@ def gradients_table(
     data_table(rows)
 
 
+TAPE_ROWS = 10  # a longer tape shows its first and last buckets, with the ones between summarised in one row
+CELL_NAMES = 6  # a bucket with more steps names its first ones and says how many
+
+
 def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, names: dict[int, str]) -> None:
-    """The tape: one row per order bucket, highest order first (the order they run in)."""
-    rows = []
-    for order in range(len(buckets) - 1, -1, -1):
-        if not buckets[order]:
-            continue
+    """The tape: one row per order bucket, highest order first (the order they run in); a long tape summarised
+    ("orders 290 down to 6: 285 buckets, 300 steps")."""
+    orders = [order for order in range(len(buckets) - 1, -1, -1) if buckets[order]]
+    half = TAPE_ROWS // 2
+    hidden = orders[half:-half] if len(orders) > TAPE_ROWS else []
+
+    def row(order: int) -> dict[str, object]:
+        steps = buckets[order]
+        listed = ", ".join(node_name(i, names) for i in steps[:CELL_NAMES])
+        ops = dict.fromkeys(snapshot.node(i).op for i in steps)
+        return {
+            "Order": str(order),
+            "Steps (in tape order)": listed if len(steps) <= CELL_NAMES else f"{listed}, … ({len(steps)} steps)",
+            "Ops": ", ".join(ops),
+        }
+
+    rows = [row(order) for order in orders[:half]] if hidden else [row(order) for order in orders]
+    if hidden:
+        steps = sum(len(buckets[order]) for order in hidden)
+        ops = dict.fromkeys(snapshot.node(i).op for order in hidden for i in buckets[order])
         rows.append(
             {
-                "Order": order,
-                "Steps (in tape order)": ", ".join(node_name(i, names) for i in buckets[order]),
-                "Ops": ", ".join(snapshot.node(i).op for i in buckets[order]),
+                "Order": f"{hidden[0]} down to {hidden[-1]}",
+                "Steps (in tape order)": f"{len(hidden)} buckets, {steps} steps",
+                "Ops": ", ".join(ops),
             }
         )
+        rows += [row(order) for order in orders[-half:]]
     data_table(rows)
 
 

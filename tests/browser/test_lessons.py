@@ -162,3 +162,17 @@ def test_the_consumption_exercise_cannot_be_skipped_for_points(page, app_url):
     assert page.get_by_text("right", exact=False).filter(has_text="predictions right").count() == 0
     assert page.locator(SUCCESS).count() == 0
     no_exception(page)
+
+
+def test_the_playground_prints_float32_as_the_seed(page, app_url):
+    from playground.examples import EXAMPLES
+    from playground.share import encode
+
+    open_page(page, app_url, f"play?code={encode(EXAMPLES['Seed: shared subgraph'])}")
+    page.get_by_role("button", name="Run", exact=True).click()
+    output = page.locator('[data-testid="stCode"]').filter(has_text="l1 -> x.grad")
+    output.wait_for()
+    lines = output.inner_text().splitlines()
+    assert "l1 -> x.grad = Tensor([5.4365635, 14.778112])" in lines  # the seed: Some([5.4365635, 14.778112])
+    assert "l1+l2 -> x.grad = Tensor([13.591409, 36.945282])" in lines
+    no_exception(page)
