@@ -28,12 +28,14 @@ from .errors import (
 )
 from .grads import Gradients
 from .graph import Node, NodeId, Op, Requirement, Rule, Step, UntrackedOpsStep, per_constant
+from .printing import format_array
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
     from .trace import BackwardRecorder
 
 FLOAT_DTYPES = ("float32", "float64")
+REPR_VALUES = 64  # a repr shows every value up to this many, else only the shape
 Scalar = float | int
 
 
@@ -148,8 +150,11 @@ class Tensor:
         return self.requirement is Requirement.Grad
 
     def __repr__(self) -> str:
-        node = "" if self.node is None else f", id={self.node.id!r}, requirement={self.requirement.value}"
-        return f"Tensor(shape={self.dims()}, dtype={self.dtype}, device={self.device.name}{node})"
+        """`Tensor([5.4365635, 14.778112])`: the values as the seed prints them; a large tensor by its shape."""
+        size = math.prod(self.dims())
+        if size > REPR_VALUES:
+            return f"Tensor(shape={self.dims()}, {size:,} values)"
+        return f"Tensor({format_array(self.numpy())})"
 
     # -- graph control -------------------------------------------------------------------------
     def require_grad(self) -> Tensor:

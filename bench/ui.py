@@ -5,6 +5,7 @@
   from a key press to the frame with the updated picture, for every event (target: at most 50 ms), and
   the size of the data the stage gets.
 - Thirty sessions opening the traversal lesson at once (agent API); stepping costs the server nothing.
+- The Memory growth run at 512 x 512, twenty passes, in Chromium: its time against its ticks' time (target <= 1.3x).
 
 Run: python bench/ui.py   (the browser part needs /usr/bin/chromium and playwright)
 """
@@ -147,8 +148,51 @@ def classroom_stepping(sessions: int = 30) -> None:
         )
 
 
+MEMORY_TICK_S = 0.3  # pages/memory/memory_growth.py: one forward pass per tick of its live fragment
+
+
+def memory_growth_run(passes: int = 20) -> None:
+    """Start the Memory growth run (512 x 512, the page's defaults) and time it to its last pass, and to the
+    graph drawn once it stops; against the ticks' own time, passes x the tick."""
+    if not Path(CHROMIUM).exists():
+        print("Memory growth run: /usr/bin/chromium is missing, skipped")
+        return
+    from playwright.sync_api import sync_playwright
+
+    done = (
+        f"[...document.querySelectorAll('[data-testid=stMetricValue]')].some(e => e.innerText == '{passes} / {passes}')"
+    )
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        streamlit_server(Path(tmp) / "server.log") as url,
+        sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        runs = []
+        for _ in range(3):
+            page.goto(f"{url}/memory")
+            page.get_by_role("button", name="Start").wait_for()
+            page.wait_for_load_state("networkidle")
+            start = time.perf_counter()
+            page.get_by_role("button", name="Start").click()
+            page.wait_for_function(done, timeout=120_000, polling=20)
+            last_pass = time.perf_counter() - start
+            page.get_by_text("Which nodes hold memory").wait_for(timeout=120_000)
+            runs.append((last_pass, time.perf_counter() - start))
+        browser.close()
+    ticks = passes * MEMORY_TICK_S
+    last_pass, with_graph = (statistics.median(r[k] for r in runs) for k in (0, 1))
+    print(
+        f"Memory growth, 512 x 512, {passes} passes (median of {len(runs)}): last pass after {last_pass:.2f} s, "
+        f"graph drawn after {with_graph:.2f} s; the ticks take {ticks:.1f} s: {last_pass / ticks:.2f}x to the last "
+        f"pass, {with_graph / ticks:.2f}x with the graph (target <= 1.3x)"
+    )
+
+
 if __name__ == "__main__":
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {platform.python_version()}")
     server_side()
     browser_side()
     classroom_stepping()
+    memory_growth_run()

@@ -42,19 +42,20 @@ class Outcome:
     result: str
     explanation: str
     refused_at: int | None = None
+    query: str = ""  # the expression `result` is the value of, when it is not the action itself
 
 
 class ConsumptionLab:
-    """The seed's gradient table, then free queries on the same `Gradients` container."""
+    """The seed's gradient table, then free queries on the `Gradients` container of a fresh backward of the
+    same program (on a device of its own, so the table's `grad_remove` does not carry over)."""
 
     def __init__(self, backend: str = "numpy") -> None:
         self.backend = backend
-        run = gradient_consumption(Device.named(backend).autodiff())
-        self.ad = run.ad
-        self.rows = run.rows
-        self.tensors: dict[str, Tensor] = {"x": run.x, "unused": run.unused, "h": run.h, "loss": run.loss}
-        self.grads: Gradients = run.grads
-        self.removed: set[str] = {"x"}  # the seed's table ends with x.grad_remove
+        self.rows = gradient_consumption(Device.named(backend).autodiff()).rows
+        self.ad = Device.named(backend).autodiff(keep_values=True)  # its graph shows each value
+        self.tensors: dict[str, Tensor] = seed_program(self.ad)
+        self.grads: Gradients = self.tensors["loss"].backward()
+        self.removed: set[str] = set()
         self.replaced: set[str] = set()
         self.log: list[Outcome] = []
 
@@ -69,6 +70,10 @@ class ConsumptionLab:
     def kept_leaves(self) -> set[int]:
         """Node ids of the `Grad` leaves: their entries are kept through backward."""
         return {int(t.node_id) for t in self.tensors.values() if t.requirement is Requirement.Grad}
+
+    def replaced_ids(self) -> set[int]:
+        """Node ids whose entry the student put in with grad_replace (and has not removed since)."""
+        return {int(self.tensors[name].node_id) for name in self.replaced}
 
     def reason(self, name: str) -> str:
         tensor = self.tensors[name]
@@ -123,6 +128,11 @@ class ConsumptionLab:
 LOSSES = ("l1", "l2", "l3", "l1 + l2")
 
 
+def backward_code(name: str) -> str:
+    """The Python that runs backward on `name`: `l1.backward()`, `(l1 + l2).backward()`."""
+    return f"({name}).backward()" if "+" in name else f"{name}.backward()"
+
+
 class TapeLab:
     """Backward twice, the shared-subgraph losses in any order, and detach()."""
 
@@ -136,7 +146,7 @@ class TapeLab:
         self.losses: dict[str, Tensor] = {**shared, "l3": (self.x * 4.0).sum()}
         self.log: list[Outcome] = []
         self.refused_at: int | None = None
-        # the last backward that ran: its name, the graph before it, and its recorded events (for a replay)
+        # the last backward that ran: its code, the graph before it, and its recorded events (for a replay)
         self.last_backward: tuple[str, GraphSnapshot, BackwardRecorder] | None = None
 
     @property
@@ -144,50 +154,63 @@ class TapeLab:
         return node_names({**self.seed, "shared": self.shared, **self.losses})
 
     def backward(self, name: str) -> Outcome:
+        """`name.backward()` for the seed's loss, one of `LOSSES`, or their sum ("l1 + l2")."""
         if name == "loss":
             target = self.loss
         elif name == "l1 + l2":
             target = self.losses["l1"] + self.losses["l2"]
         else:
             target = self.losses[name]
+        action = backward_code(name)
         before, recorder = self.ad.snapshot(), BackwardRecorder()
         try:
             grads = target.backward(recorder=recorder)
         except TapeConsumedError as refusal:
             self.refused_at = int(refusal.node_id)
             who = self.names.get(self.refused_at, f"NodeId({self.refused_at})")
+            where = (
+                f"{name}'s own step was already run by an earlier backward, and consumed."
+                if who == name
+                else f"The path from {name} to x passes through {who}, whose step an earlier backward already ran "
+                "and consumed."
+            )
             return self._log(
                 Outcome(
-                    f"{name}.backward()",
+                    action,
                     False,
                     str(refusal),
-                    f"The path from {name} to x passes through {who}, whose step an earlier backward already "
-                    "ran and consumed. Burn keeps no copy (no retain_graph): recompute the forward pass, or "
-                    "add the losses together before a single backward.",
+                    f"{where} Burn keeps no copy (no retain_graph): recompute the forward pass, or add the losses "
+                    "together before a single backward.",
                     self.refused_at,
                 )
             )
         self.refused_at = None
-        self.last_backward = (name, before, recorder)
+        self.last_backward = (action, before, recorder)
         return self._log(
             Outcome(
-                f"{name}.backward()",
+                action,
                 True,
-                f"x.grad = {format_option(self.x.grad(grads))}",
-                "Every step on the path from the loss to x ran once and is now consumed.",
+                format_option(self.x.grad(grads)),
+                f"Every step on the path from {name} to x ran once and is now consumed.",
+                query="x.grad(&grads)",
             )
         )
 
     def detach_demo(self) -> Outcome:
+        action = "(shared.detach() * x).sum().backward()"
         detached = self.shared.detach()
-        grads = (detached * self.x).sum().backward()
+        before, recorder = self.ad.snapshot(), BackwardRecorder()
+        grads = (detached * self.x).sum().backward(recorder=recorder)
+        self.refused_at = None
+        self.last_backward = (action, before, recorder)
         return self._log(
             Outcome(
-                "(shared.detach() * x).sum().backward()",
+                action,
                 True,
-                f"x.grad = {format_option(self.x.grad(grads))}",
+                format_option(self.x.grad(grads)),
                 "detach() gives a new untracked leaf with the same values: gradient flows only through the "
-                "direct use of x (so x.grad = exp(x)), never into shared's step, consumed or not.",
+                "direct use of x (so x's gradient is exp(x)), never into shared's step, consumed or not.",
+                query="x.grad(&grads)",
             )
         )
 
@@ -220,7 +243,7 @@ class MemoryLab:
 
     def __post_init__(self) -> None:
         self.device = Device.named(self.backend)
-        self.ad = self.device.autodiff()
+        self.ad = self.device.autodiff(keep_values=True)  # its graph shows each value
         self.x = Tensor.random([self.size, self.size], Distribution.Default, self.ad).require_grad()
         self.input = self.x if self.autodiff else self.x.without_autodiff()
         self.history = [self._point(0, "x created")]
@@ -234,6 +257,13 @@ class MemoryLab:
             return
         self.done += 1
         self.history.append(self._point(self.done, "forward, loss dropped"))
+
+    def catch_up(self, elapsed: float, tick: float, most: int = 4) -> None:
+        """The passes due `elapsed` seconds after the start at one per `tick`: at least one more, at most `most`
+        at once. A late tick (a busy machine) catches up, so the run takes its ticks' time, not more."""
+        due = min(self.iterations, max(self.done + 1, min(int(elapsed / tick), self.done + most)))
+        while self.done < due and not self.finished:
+            self.forward_once()
 
     def backward_now(self) -> None:
         if not self._refused(lambda: memory_forward(self.x).backward()):  # gradients dropped at once
@@ -317,9 +347,9 @@ class CheckpointingComparison:
         return rows
 
     def memory_curves(self) -> list[dict[str, object]]:
-        """KiB in use after each backward step ran and dropped its saved state, per strategy."""
+        """Bytes in use after each backward step ran and dropped its saved state, per strategy."""
         return [
-            {"Step": k, "Strategy": label, "KiB in use": e.memory_after.bytes_in_use / 1024}
+            {"Step": k, "Strategy": label, "Bytes in use": e.memory_after.bytes_in_use}
             for mode, label in CHECKPOINTING_STRATEGIES.items()
             for k, e in enumerate((e for e in self.runs[mode].recorder.events if isinstance(e, SavedStateFreed)), 1)
         ]
@@ -340,9 +370,9 @@ class CheckpointingComparison:
 
 
 def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, object]]:
-    """The seed's memory experiment under Burn's lazy sweep and PyTorch's eager freeing: MiB per moment."""
+    """The seed's memory experiment under Burn's lazy sweep and PyTorch's eager freeing: bytes per moment."""
     return [
-        {"Moment": moment, "Policy": label, "MiB in use": round(usage.mib, 2)}
+        {"Moment": moment, "Policy": label, "Bytes in use": usage.bytes_in_use}
         for policy, label in (("lazy", "Burn (lazy sweep)"), ("eager", "PyTorch (eager)"))
         for moment, usage in memory_experiment(Device.named(backend), size=size, memory_policy=policy)
     ]

@@ -554,10 +554,7 @@ def _public(error: Exception) -> str:
 def _show(value: Any) -> str:
     """How `print` writes a value: plain names for the engine's classes, never a module path or address."""
     if isinstance(value, Tensor):
-        values = value.numpy()
-        if values.size > 64:
-            return f"Tensor(shape={value.dims()}, {values.size:,} values)"
-        return f"Tensor({values.tolist()})"
+        return repr(value)  # values as the seed prints them (float32 `5.4365635`), a large one by its shape
     if isinstance(value, Gradients):
         return f"Gradients({len(value)} entries)"
     if isinstance(value, Device):

@@ -1,15 +1,25 @@
-"""Memory curves: one line-chart helper (the app's two series colours, legend below) for every page."""
+"""Charts: one line-chart helper on Altair for every page, readable at every size and in presenter mode
+(a scale on both axes, a short title, bytes in the unit that suits them)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
 from course.labs import MemoryPoint
 
+from .state import presenter_mode
+
 SERIES_COLOURS = ["#e8590c", "#1971c2"]
+BYTE_UNITS = (("MiB", 2**20), ("KiB", 2**10), ("B", 1))
+
+
+def byte_unit(largest: float) -> tuple[str, int]:
+    """The unit in which `largest` bytes reads as at least 1 (`MiB` for 41 MiB, `B` for 8 bytes)."""
+    return next(((name, size) for name, size in BYTE_UNITS if largest >= size), BYTE_UNITS[-1])
 
 
 def line_chart(
@@ -18,66 +28,85 @@ def line_chart(
     y: str,
     series: str,
     *,
+    title: str,
+    y_title: str,
+    y_bytes: bool = False,
+    x_title: str | None = None,
     x_order: Sequence[str] | None = None,
     x_domain: tuple[float, float] | None = None,
-    y_domain: tuple[float, float] | None = None,
     series_order: Sequence[str] | None = None,
-    title: str | None = None,
-    height: int = 280,
     tooltip: Sequence[str] = (),
     container: object = st,
-) -> None:
-    """One line per `series` value, points marked. `x_order` makes x an ordered category axis (labels
-    such as "forward x5"); fixed domains keep a live chart from rescaling as it grows; `tooltip` names
-    further columns to show on hover."""
-    x_encoding: dict[str, object] = {"field": x, "type": "quantitative"}
+) -> alt.Chart:
+    """One line per `series` value, points marked, y from zero. `y_bytes`: `y` holds bytes, drawn in the unit
+    that suits the largest (the axis title says which). `x_order` makes x an ordered category axis (labels such
+    as "forward x5"); a fixed `x_domain` keeps a live chart from moving as it grows. Returns the chart drawn."""
+    data = data.copy()
+    y_axis_title = y_title
+    if y_bytes:
+        unit, size = byte_unit(float(data[y].max()) if len(data) else 0.0)
+        y_axis_title = f"{y_title} ({unit})"
+        data[y_axis_title] = data.pop(y) / size  # the data says its unit too (the tooltip, a download)
+        y = y_axis_title
+    presenter = presenter_mode()
+    font = 18 if presenter else 12
     if x_order is not None:
-        x_encoding = {"field": x, "type": "ordinal", "sort": list(x_order), "axis": {"labelAngle": -30, "title": None}}
-    elif x_domain is not None:
-        x_encoding["scale"] = {"domain": list(x_domain)}
-    y_encoding: dict[str, object] = {"field": y, "type": "quantitative", "title": title or y}
-    if y_domain is not None:
-        y_encoding["scale"] = {"domain": list(y_domain)}
+        x_encoding = alt.X(
+            field=x,
+            type="ordinal",
+            sort=list(x_order),
+            axis=alt.Axis(labelAngle=-45, labelOverlap=False, title=x_title),
+        )
+    else:
+        scale = alt.Scale(domain=list(x_domain), nice=False) if x_domain is not None else alt.Scale(zero=False)
+        x_encoding = alt.X(
+            field=x, type="quantitative", scale=scale, axis=alt.Axis(title=x_title or x, tickMinStep=1, format="d")
+        )
+    top = float(data[y].max()) if len(data) else 0.0
+    y_scale = alt.Scale(domain=[0, max(top * 1.1, 1.0)], nice=True)  # from zero; a flat zero still has a scale
     names = list(series_order) if series_order is not None else list(dict.fromkeys(data[series]))
-    spec = {
-        "height": height,
-        "mark": {"type": "line", "point": True},
-        "encoding": {
-            "x": x_encoding,
-            "y": y_encoding,
-            "color": {"field": series, "type": "nominal",
-                      "scale": {"domain": names, "range": SERIES_COLOURS[: len(names)]},
-                      "legend": {"orient": "bottom", "title": None}},
-            "strokeDash": {"field": series, "type": "nominal", "legend": None},
-            "tooltip": [{"field": series}, {"field": x}, *({"field": f} for f in tooltip),
-                        {"field": y, "format": ".2f"}],
-        },
-    }  # fmt: skip
-    if title:
-        spec["title"] = title
-    container.vega_lite_chart(data, spec, width="stretch")
-
-
-def memory_charts(history: list[MemoryPoint], iterations: int) -> None:
-    """MiB in use and live buffers per forward pass, with fixed axes so the curves grow in place.
-    On MLX, MLX's own active-memory counter is drawn beside the engine's accounting."""
-    rows = []
-    for p in history:
-        common = {"Iteration": p.iteration, "Event": p.label}
-        rows.append({**common, "Counter": "engine: MiB in use", "Value": p.usage.mib})
-        rows.append({**common, "Counter": "engine: live buffers", "Value": p.usage.allocations})
-        if p.backend_bytes is not None:
-            rows.append({**common, "Counter": "MLX: active MiB", "Value": p.backend_bytes / 2**20})
-    data = pd.DataFrame(rows)
-    left, right = st.columns(2)
-    charts = (
-        (left, ["engine: MiB in use", "MLX: active MiB"], "Memory in use (MiB)"),
-        (right, ["engine: live buffers"], "Live buffers"),
+    chart = (
+        alt.Chart(data, title=alt.TitleParams(title, anchor="start", fontSize=font + 2, limit=0))
+        .mark_line(point=alt.OverlayMarkDef(size=60 if presenter else 30), strokeWidth=3 if presenter else 2)
+        .encode(
+            x=x_encoding,
+            y=alt.Y(field=y, type="quantitative", scale=y_scale, axis=alt.Axis(title=y_axis_title, tickCount=5)),
+            color=alt.Color(
+                field=series,
+                type="nominal",
+                scale=alt.Scale(domain=names, range=SERIES_COLOURS[: len(names)]),
+                legend=alt.Legend(orient="bottom", title=None, labelLimit=0) if len(names) > 1 else None,
+            ),
+            strokeDash=alt.StrokeDash(field=series, type="nominal", legend=None),
+            tooltip=[alt.Tooltip(field=f, type="nominal") for f in (series, x, *tooltip)]
+            + [alt.Tooltip(field=y, type="quantitative", format=",.3~f")],
+        )
+        # "fit-x": the width fits the page; the height is the plot's own, with axes, title and legend added
+        # (Streamlit's default "fit" squeezed the plot to nothing under long rotated labels: flat, one tick)
+        .properties(
+            height=340 if presenter else 220,
+            autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
+            padding={"top": 10, "left": 5, "right": 5, "bottom": 5},  # room above the title: it is never clipped
+        )
+        .configure_axis(labelFontSize=font, titleFontSize=font, labelLimit=0)
+        .configure_legend(labelFontSize=font)
     )
-    present = set(data["Counter"])
-    for column, wanted, title in charts:
-        counters = [c for c in wanted if c in present]  # MLX's counter only on the MLX backend
-        part = data[data["Counter"].isin(counters)]
-        top = max(1.0, float(part["Value"].max()) * 1.15)
-        line_chart(part, "Iteration", "Value", "Counter", x_domain=(0, iterations), y_domain=(0, top),
-                   series_order=counters, title=title, height=260, tooltip=["Event"], container=column)  # fmt: skip
+    container.altair_chart(chart, width="stretch")
+    return chart
+
+
+def memory_charts(history: list[MemoryPoint], iterations: int, x_title: str = "Forward pass") -> None:
+    """Memory in use and live buffers per forward pass (or per `x_title`), the x axis fixed so the curves grow
+    in place. On MLX, MLX's own active-memory counter is drawn beside the engine's accounting."""
+    memory, buffers = [], []
+    for p in history:
+        common = {x_title: p.iteration, "Event": p.label}
+        memory.append({**common, "Counter": "engine", "Bytes": p.usage.bytes_in_use})
+        if p.backend_bytes is not None:
+            memory.append({**common, "Counter": "MLX active memory", "Bytes": p.backend_bytes})
+        buffers.append({**common, "Counter": "engine", "Buffers": p.usage.allocations})
+    left, right = (st.container(), st.container()) if presenter_mode() else st.columns(2)  # a projector: full width
+    line_chart(pd.DataFrame(memory), x_title, "Bytes", "Counter", title="Memory in use", y_title="Memory",
+               y_bytes=True, x_domain=(0, iterations), tooltip=["Event"], container=left)  # fmt: skip
+    line_chart(pd.DataFrame(buffers), x_title, "Buffers", "Counter", title="Live buffers",
+               y_title="Live buffers", x_domain=(0, iterations), tooltip=["Event"], container=right)  # fmt: skip

@@ -11,6 +11,7 @@ from course.naming import node_name
 from .format import format_values
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
+REVEALED = "exercise_revealed"  # how many questions were revealed without an answer
 RTOL, ATOL = 1e-3, 1e-4
 ANSWER_CHARS = 2_000  # an answer box takes this much (the browser stops typing there; the server checks again)
 
@@ -36,20 +37,43 @@ def matches(expected: np.ndarray, answer: str) -> bool | None:
     return len(values) == flat.size and bool(np.allclose(values, flat, rtol=RTOL, atol=ATOL))
 
 
+def _first_time(key: str) -> bool:
+    """Whether question `key` is met for the first time: each counts once, answered or revealed."""
+    seen = st.session_state.setdefault("exercise_answered", set())
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
 def record_answer(key: str, right: bool) -> None:
     """Count an answer once per question."""
-    answered = st.session_state.setdefault("exercise_answered", set())
-    if key in answered:
-        return
-    answered.add(key)
+    if _first_time(key):
+        hits, total = st.session_state.get(SCORE, (0, 0))
+        st.session_state[SCORE] = (hits + int(right), total + 1)
+
+
+def record_reveal(key: str) -> None:
+    """Count a question revealed without an answer (never as right), once per question."""
+    if _first_time(key):
+        st.session_state[REVEALED] = st.session_state.get(REVEALED, 0) + 1
+
+
+def score_sentence() -> str:
+    """The session's score in words; "" before any question was met."""
     hits, total = st.session_state.get(SCORE, (0, 0))
-    st.session_state[SCORE] = (hits + int(right), total + 1)
+    revealed = st.session_state.get(REVEALED, 0)
+    parts = []
+    if total:
+        parts.append(f"{hits} of {total} answered prediction{'s' if total != 1 else ''} right")
+    if revealed:
+        parts.append(f"{revealed} revealed without an answer")
+    return f"Your score this session: {'; '.join(parts)}." if parts else ""
 
 
 def score_caption() -> None:
-    hits, total = st.session_state.get(SCORE, (0, 0))
-    if total:
-        st.caption(f"Your score this session: {hits} of {total} predictions right.")
+    if sentence := score_sentence():
+        st.caption(sentence)
 
 
 def sent_values(recorder: BackwardRecorder, index: int) -> list[np.ndarray]:
@@ -89,21 +113,29 @@ def predict_step(recorder: BackwardRecorder, index: int, upstream: np.ndarray | 
         submitted = st.form_submit_button("Check my prediction")
     if not submitted:
         return
+    explained = [
+        f"- to {node_name(parent, names)}: the rule is `{rule}` with `grad` = `{format_values(upstream)}`, "
+        f"which gives `{format_values(value)}`"
+        for parent, rule, value in zip(step.parents, step.rules, expected, strict=True)
+    ]
+    if not any(answer.strip() for answer in answers):
+        record_reveal(question)
+        st.info("Revealed without an answer (not scored). Each input gets the local rule applied to the upstream "
+                "gradient:\n" + "\n".join(explained))  # fmt: skip
+        return
     verdicts = [matches(value, answer) for value, answer in zip(expected, answers, strict=True)]
     if any(v is None for v in verdicts):
-        st.warning("Enter numbers separated by commas, as many as the input has values (e.g. `1.0, 2.0`).")
+        st.warning(
+            "Enter numbers separated by commas for every input, as many as it has values (e.g. `1.0, 2.0`); "
+            "or leave them all blank to reveal the answer without scoring."
+        )
         return
     right = all(verdicts)
     record_answer(question, right)
     if right:
         st.success("Right: every value matches.")
     else:
-        lines = [
-            f"- to {node_name(parent, names)}: the rule is `{rule}` with `grad` = `{format_values(upstream)}`, "
-            f"which gives `{format_values(value)}`"
-            for parent, rule, value in zip(step.parents, step.rules, expected, strict=True)
-        ]
-        st.error("Not quite. Each input gets the local rule applied to the upstream gradient:\n" + "\n".join(lines))
+        st.error("Not quite. Each input gets the local rule applied to the upstream gradient:\n" + "\n".join(explained))
 
 
 def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
@@ -121,14 +153,19 @@ def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
         return bool(st.session_state.get(f"{key}_revealed"))
     st.session_state[f"{key}_revealed"] = True
     for k, ((expression, value, reason), answer) in enumerate(zip(rows, answers, strict=True)):
+        if not answer.strip():
+            record_reveal(f"{key}_{k}")
+            st.info(f"`{expression}` → `{value}` (not answered). {reason}")
+            continue
         if value == "None":
-            right = answer.strip().lower() in ("none", "")
+            right = answer.strip().lower() == "none"
         else:
             right = bool(matches(np.array(parse_numbers(value.removeprefix("Some(").removesuffix(")"))), answer))
         record_answer(f"{key}_{k}", right)
         if right:
             st.success(f"`{expression}` → `{value}`: right.")
         else:
-            st.error(f"`{expression}` → `{value}`, not `{answer[:80] or '(empty)'}`. {reason}")
+            shown = answer.strip().replace("`", "'")[:80]  # visitor text, inside code: no Markdown
+            st.error(f"`{expression}` → `{value}`, not `{shown}`. {reason}")
     score_caption()
     return True

@@ -10,7 +10,7 @@ from autodiff import GraphSnapshot
 from course.labs import Outcome
 from course.naming import node_name
 
-from .format import format_values
+from .format import format_shape, format_values
 
 
 def data_table(rows: list[dict[str, object]]) -> None:
@@ -18,43 +18,73 @@ def data_table(rows: list[dict[str, object]]) -> None:
     st.table(pd.DataFrame(rows), hide_index=True, border="horizontal")
 
 
-def gradients_table(container: dict[int, np.ndarray], names: dict[int, str], kept: set[int]) -> None:
-    """The `Gradients` container: one row per entry."""
+def gradients_table(
+    container: dict[int, np.ndarray], names: dict[int, str], kept: set[int], replaced: set[int] = frozenset()
+) -> None:
+    """The `Gradients` container after backward: one row per entry, its values apart from its shape, and
+    why it is there (backward has finished, so no entry is waiting for a step)."""
     if not container:
         st.info("The Gradients container is empty.")
         return
+
+    def why(node_id: int) -> str:
+        if node_id in replaced:
+            return "put in with grad_replace" + ("" if node_id in kept else "; no step is left to consume it")
+        return "kept by its step (a Grad leaf)" if node_id in kept else "left by backward"
+
     rows = [
         {
             "Node": node_name(node_id, names),
-            "Shape": str(list(np.shape(value))),
             "Gradient": format_values(value),
-            "Kind": "kept (Grad leaf)" if node_id in kept else "registered, awaiting its step",
+            "Shape": format_shape(np.shape(value)),
+            "Why it is there": why(node_id),
         }
         for node_id, value in sorted(container.items())
     ]
     data_table(rows)
 
 
+TAPE_ROWS = 10  # a longer tape shows its first and last buckets, with the ones between summarised in one row
+CELL_NAMES = 6  # a bucket with more steps names its first ones and says how many
+
+
 def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, names: dict[int, str]) -> None:
-    """The tape: one row per order bucket, highest order first (the order they run in)."""
-    rows = []
-    for order in range(len(buckets) - 1, -1, -1):
-        if not buckets[order]:
-            continue
+    """The tape: one row per order bucket, highest order first (the order they run in); a long tape summarised
+    ("orders 290 down to 6: 285 buckets, 300 steps")."""
+    orders = [order for order in range(len(buckets) - 1, -1, -1) if buckets[order]]
+    half = TAPE_ROWS // 2
+    hidden = orders[half:-half] if len(orders) > TAPE_ROWS else []
+
+    def row(order: int) -> dict[str, object]:
+        steps = buckets[order]
+        listed = ", ".join(node_name(i, names) for i in steps[:CELL_NAMES])
+        ops = dict.fromkeys(snapshot.node(i).op for i in steps)
+        return {
+            "Order": str(order),
+            "Steps (in tape order)": listed if len(steps) <= CELL_NAMES else f"{listed}, … ({len(steps)} steps)",
+            "Ops": ", ".join(ops),
+        }
+
+    rows = [row(order) for order in orders[:half]] if hidden else [row(order) for order in orders]
+    if hidden:
+        steps = sum(len(buckets[order]) for order in hidden)
+        ops = dict.fromkeys(snapshot.node(i).op for order in hidden for i in buckets[order])
         rows.append(
             {
-                "Order": order,
-                "Steps (in tape order)": ", ".join(node_name(i, names) for i in buckets[order]),
-                "Ops": ", ".join(snapshot.node(i).op for i in buckets[order]),
+                "Order": f"{hidden[0]} down to {hidden[-1]}",
+                "Steps (in tape order)": f"{len(hidden)} buckets, {steps} steps",
+                "Ops": ", ".join(ops),
             }
         )
+        rows += [row(order) for order in orders[-half:]]
     data_table(rows)
 
 
 def outcome_message(outcome: Outcome) -> None:
     """A button's result: success with the value, or an explained error (never a traceback)."""
     if outcome.ok:
-        st.success(f"`{outcome.action}` → `{outcome.result}`\n\n{outcome.explanation}")
+        done = f"`{outcome.action}` ran; then `{outcome.query}`" if outcome.query else f"`{outcome.action}`"
+        st.success(f"{done} → `{outcome.result}`\n\n{outcome.explanation}")
     else:
         st.error(f"`{outcome.action}` was refused.\n\n> {outcome.result}\n\n**Why:** {outcome.explanation}")
 
@@ -62,8 +92,11 @@ def outcome_message(outcome: Outcome) -> None:
 def outcome_log(log: list[Outcome]) -> None:
     if not log:
         return
-    rows = [
-        {"#": i + 1, "Action": o.action, "Result": o.result if o.ok else "refused", "Why": o.explanation}
-        for i, o in enumerate(log)
-    ]
+    rows = [{"#": i + 1, "Action": o.action, "Result": _result(o), "Why": o.explanation} for i, o in enumerate(log)]
     data_table(rows)
+
+
+def _result(outcome: Outcome) -> str:
+    if not outcome.ok:
+        return "refused"
+    return f"{outcome.query} → {outcome.result}" if outcome.query else outcome.result

@@ -30,6 +30,10 @@ st.markdown("**The seed's table**, computed live on your device:")
 data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows])
 
 st.subheader("Ask the container yourself")
+st.markdown(
+    "A fresh run of the same program and one `backward()`: its `Gradients` container is yours to query. "
+    "(The table above ended with `x.grad_remove`; this one starts whole.)"
+)
 names = list(lab.tensors)
 choice = st.radio("Tensor", names, horizontal=True, key="consumption_tensor")
 cols = st.columns([1, 1, 2, 1])
@@ -42,7 +46,7 @@ shape = lab.tensors[choice].dims()
 raw = cols[2].text_input(
     "New gradient values",
     value=", ".join(["1.0"] * math.prod(shape)),
-    help=f"Comma-separated numbers, as many as the tensor has ({shape}).",
+    help=f"Comma-separated numbers: {math.prod(shape)}, as many as {choice} has values.",
     label_visibility="collapsed",
     max_chars=ANSWER_CHARS,
 )
@@ -59,7 +63,7 @@ if outcome is not None:
     outcome_message(outcome)
 
 st.markdown("**The `Gradients` container now**")
-gradients_table(lab.container(), lab.names, lab.kept_leaves())
+gradients_table(lab.container(), lab.names, lab.kept_leaves(), lab.replaced_ids())
 st.markdown("**Why each tensor has (or lacks) a gradient now**")
 data_table([{"Tensor": n, "Why": lab.reason(n)} for n in names])
 

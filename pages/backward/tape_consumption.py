@@ -2,7 +2,7 @@ import inspect
 
 import streamlit as st
 
-from course.labs import LOSSES, TapeLab
+from course.labs import LOSSES, TapeLab, backward_code
 from course.programs import PROGRAMS, shared_losses
 from ui.graph_dot import Overlay
 from ui.graph_view import snapshot_graph
@@ -20,7 +20,6 @@ lesson_intro(
 )
 
 lab = session_lab("tape_lab", TapeLab)
-outcome = None
 
 st.subheader("1. Backward twice on the same loss")
 st.code(
@@ -28,27 +27,26 @@ st.code(
     language="python",
 )
 if st.button("loss.backward()", key="backward_loss"):
-    outcome = lab.backward("loss")
+    outcome_message(lab.backward("loss"))  # the result right below the button that made it
 
 st.subheader("2. Two losses over one shared subgraph")
 st.code(
     inspect.getsource(shared_losses) + "\nlosses = shared_losses(x)  # shared, l1, l2\nl3 = (x * 4.0).sum()",
     language="python",
 )
-st.markdown("Run the backward passes in any order. `l1 + l2` builds the sum of the two losses first.")
+st.markdown("Run the backward passes in any order. `(l1 + l2).backward()` builds the sum of the two losses first.")
 columns = st.columns(len(LOSSES))
-for column, name in zip(columns, LOSSES, strict=True):
-    if column.button(f"{name} .backward()", key=f"backward_{name}", width="stretch"):
-        outcome = lab.backward(name)
+pressed = [name for column, name in zip(columns, LOSSES, strict=True)
+           if column.button(backward_code(name), key=f"backward_{name}", width="stretch")]  # fmt: skip
+for name in pressed:
+    outcome_message(lab.backward(name))
 
 st.subheader("3. detach()")
 st.markdown("`detach()` makes a new untracked leaf with the same values: gradients stop there.")
 if st.button("(shared.detach() * x).sum().backward()", key="detach"):
-    outcome = lab.detach_demo()
+    outcome_message(lab.detach_demo())
 
-if outcome is not None:
-    outcome_message(outcome)
-
+st.subheader("The graph now")
 snapshot_graph(
     lab.ad.snapshot(),
     lab.names,
@@ -56,8 +54,17 @@ snapshot_graph(
     Overlay(refused=lab.refused_at),
 )
 if lab.last_backward is not None:
-    name, before, recorder = lab.last_backward
-    st.subheader(f"Replay of the last backward: {name}")
+    code, before, recorder = lab.last_backward
+    st.subheader("Replay of the last backward that ran")
+    refused_since = lab.log and not lab.log[-1].ok
+    st.markdown(
+        f"`{code}`"
+        + (
+            " (the refused backward after it changed nothing, so there is nothing of it to replay)"
+            if refused_since
+            else ""
+        )
+    )
     replay_view(before, recorder, lab.names, "tape_replay", file_stem="tape-consumption")
 if lab.log:
     st.markdown("**What you did**")

@@ -94,7 +94,11 @@ if result.output:
 if result.error is not None:
     run_error(result.error, st.session_state[CODE])
 if result.memory:
-    memory_charts([MemoryPoint(i, "after loop iteration", u) for i, u in result.memory], len(result.memory))
+    memory_charts(
+        [MemoryPoint(i, "after loop iteration", u) for i, u in result.memory],
+        len(result.memory),
+        x_title="Loop iteration",
+    )
 if result.backward is None and result.snapshot is not None and result.snapshot.nodes:
     snapshot_graph(result.snapshot, result.names, "The device's graph when the program ended.", key="playground_graph")
 if result.backward is not None:  # its graph, once: the replay's last event is the graph after that backward

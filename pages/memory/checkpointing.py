@@ -33,7 +33,16 @@ else:
     st.error("The gradients differ between the two strategies: this is a bug, please report it.")
 
 st.subheader("Memory within the backward, after each step")
-line_chart(pd.DataFrame(comparison.memory_curves()), "Step", "KiB in use", "Strategy")
+line_chart(
+    pd.DataFrame(comparison.memory_curves()),
+    "Step",
+    "Bytes in use",
+    "Strategy",
+    title="Device memory after each backward step",
+    y_title="Memory",
+    y_bytes=True,
+    x_title="Backward step",
+)
 st.caption(
     "Each point is the device's memory after one step ran and dropped its saved state. With checkpointing "
     "the curve starts lower (less was saved); recomputed values appear just before the steps that need them."

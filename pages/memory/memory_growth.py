@@ -1,4 +1,5 @@
 import inspect
+import time
 
 import streamlit as st
 
@@ -24,7 +25,8 @@ lesson_intro(
 )
 st.code(inspect.getsource(memory_forward), language="python")
 
-RUNNING = "memory_running"
+RUNNING, STARTED = "memory_running", "memory_started"
+TICK_S = 0.3  # one forward pass per tick of the live fragment
 SIZES = [128, 256, 512]
 controls = st.columns([1, 1, 1.3, 1])
 size = controls[0].selectbox("Tensor size (n × n)", SIZES, index=2, key="memory_size")
@@ -33,20 +35,21 @@ mode = controls[2].radio("Mode", ["autodiff", "without_autodiff()"], horizontal=
 if controls[3].button("Start", type="primary", width="stretch", key="memory_start"):
     st.session_state.memory_lab = MemoryLab(size, iterations, autodiff=mode == "autodiff", backend=current_backend())
     st.session_state[RUNNING] = True
+    st.session_state[STARTED] = time.monotonic()
     st.rerun()
 
 
-@st.fragment(run_every=0.3 if st.session_state.get(RUNNING) else None)
+@st.fragment(run_every=TICK_S if st.session_state.get(RUNNING) else None)
 def live_experiment() -> None:
     lab: MemoryLab | None = st.session_state.get("memory_lab")
     if lab is None:
         st.info("Choose a size and a number of passes, then press **Start**.")
         return
     if st.session_state.get(RUNNING):
-        if lab.finished:
+        if lab.finished:  # the tick after the last pass: the whole page once more, without the timer
             st.session_state[RUNNING] = False
             st.rerun()
-        lab.forward_once()
+        lab.catch_up(time.monotonic() - st.session_state[STARTED], TICK_S)
     if lab.refusal:
         st.error(f"The experiment stopped after {lab.done} forward passes: {lab.refusal}")
     usage = lab.history[-1].usage
@@ -56,7 +59,7 @@ def live_experiment() -> None:
     backend_bytes = lab.history[-1].backend_bytes
     metrics = st.columns(5 if backend_bytes is not None else 4)
     metrics[0].metric("Forward passes", f"{lab.done} / {lab.iterations}")
-    metrics[1].metric("Memory in use", f"{usage.mib:.1f} MiB")
+    metrics[1].metric("Memory in use", format_bytes(usage.bytes_in_use))
     metrics[2].metric("Live buffers", f"{usage.allocations:,}")
     metrics[3].metric(
         "Abandoned steps", f"{len(abandoned):,}", help="Steps no live tensor needs, still holding memory."
@@ -64,13 +67,13 @@ def live_experiment() -> None:
     if backend_bytes is not None:
         counters = lab.ad.backend_memory()
         st.caption(
-            f"MLX's own counters (whole process): active {counters['active'] / 2**20:.1f} MiB, peak "
-            f"{counters['peak'] / 2**20:.1f} MiB. MLX is lazy, but this engine evaluates every MLX op as soon as "
+            f"MLX's own counters (whole process): active {format_bytes(counters['active'])}, peak "
+            f"{format_bytes(counters['peak'])}. MLX is lazy, but this engine evaluates every MLX op as soon as "
             "it runs (as Burn executes each op), so the engine's count is memory MLX has really allocated."
         )
         metrics[4].metric(
             "MLX active memory",
-            f"{backend_bytes / 2**20:.1f} MiB",
+            format_bytes(backend_bytes),
             help="MLX's own counter (mx.get_active_memory), for the whole process. The engine evaluates each "
             "MLX op at once, so it follows the engine's accounting.",
         )
@@ -89,7 +92,7 @@ def live_experiment() -> None:
             "Run one backward now", key="memory_backward", disabled=not lab.finished, on_click=lab.backward_now,
             help="One more forward pass, then backward: its sweep frees every abandoned graph.",
         )  # fmt: skip
-    if lab.autodiff and not presenter_mode():
+    if lab.autodiff and not presenter_mode() and not st.session_state.get(RUNNING):  # drawn once, when it stops
         snapshot_graph(
             snapshot,
             node_names({"x": lab.x}),
@@ -97,6 +100,8 @@ def live_experiment() -> None:
             "saved; *holds* only what no live tensor shares, so the holds add up to what the graph costs.",
             key="memory_graph",
         )
+    elif lab.autodiff and not presenter_mode():
+        st.caption("The graph of what holds memory is drawn when the run stops.")
 
 
 live_experiment()
@@ -116,7 +121,12 @@ if st.button("Run the abandoned-graphs experiment", key="abandoned_run"):
     rows = list(abandoned_graphs_experiment(size=st.session_state.get("memory_size", 512)))
     data_table(
         [
-            {"Moment": label, "In use (MiB)": f"{usage.mib:.1f}", "Live buffers": usage.allocations, "Why": why}
+            {
+                "Moment": label,
+                "In use": format_bytes(usage.bytes_in_use) if usage.bytes_in_use else "nothing",
+                "Live buffers": usage.allocations,
+                "Why": why,
+            }
             for (label, usage), why in zip(rows, EXPLANATIONS, strict=True)
         ]
     )

@@ -3,6 +3,7 @@ import streamlit as st
 
 from course.labs import policy_comparison, policy_memory_curves
 from ui.charts import line_chart
+from ui.format import format_bytes
 from ui.navigation import lesson_intro
 from ui.state import current_backend, session_cached
 from ui.tables import data_table
@@ -22,9 +23,10 @@ backend = current_backend()
 rows = session_cached(f"policies_{size}_{backend}", lambda: policy_memory_curves(size, backend))
 data = pd.DataFrame(rows)
 order = list(dict.fromkeys(data["Moment"]))
-line_chart(data, "Moment", "MiB in use", "Policy", x_order=order, height=300)
-wide = data.pivot(index="Moment", columns="Policy", values="MiB in use").loc[order]
-data_table([{"Moment": moment, **{p: f"{v:.1f} MiB" for p, v in row.items()}} for moment, row in wide.iterrows()])
+line_chart(data, "Moment", "Bytes in use", "Policy", title="Memory in use at each moment", y_title="Memory",
+           y_bytes=True, x_order=order)  # fmt: skip
+wide = data.pivot(index="Moment", columns="Policy", values="Bytes in use").loc[order]
+data_table([{"Moment": moment, **{p: format_bytes(v) for p, v in row.items()}} for moment, row in wide.iterrows()])
 st.caption(
     "Under Burn's policy each forward pass whose loss is dropped leaves its graph's saved tensors behind until "
     "the backward; under PyTorch's they go with the loss. Both free the tensors a backward consumed."

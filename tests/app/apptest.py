@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from ui.navigation import LESSONS
@@ -69,6 +71,15 @@ def button(at: AppTest, label: str):
     matches = [b for b in at.button if b.label == label]
     assert matches, f"no button {label!r} among {[b.label for b in at.button]}"
     return matches[0]
+
+
+def chart(at: AppTest, title: str) -> tuple[dict, pd.DataFrame]:
+    """The Altair chart titled `title`: its Vega-Lite spec and the data it plots."""
+    for element in at.get("vega_lite_chart"):
+        spec = json.loads(element.proto.spec)
+        if spec.get("title", {}).get("text") == title:
+            return spec, convert_arrow_bytes_to_pandas_df(element.proto.datasets[0].data.data)
+    raise AssertionError(f"no chart titled {title!r}")
 
 
 def table(at: AppTest, first_column: str):

@@ -50,47 +50,81 @@ def test_downloads_offer_the_replay_the_graph_and_the_trace():
 def test_gradient_consumption_controls():
     at = app("pages/backward/gradient_consumption.py")
     lab = at.session_state["consumption_lab"]
+    assert table(at, "Node")["Gradient"].tolist() == ["[5.0, 7.0]"]  # a fresh backward: x's entry is there
     at.radio(key="consumption_tensor").set_value("x").run()
     button(at, "grad()").click().run()
-    assert "→ `None`" in at.success[0].value  # the seed's table removed it
+    assert "→ `Some([5.0, 7.0])`" in at.success[0].value  # the sandbox does not inherit the table's grad_remove
     at.text_input[0].set_value("2.5, -1").run()
     button(at, "grad_replace()").click().run()
     assert "[2.5, -1.0]" in at.success[0].value
-    assert table(at, "Node")["Gradient"].tolist() == ["[2.5, -1.0]"]
+    frame = table(at, "Node")
+    assert frame["Gradient"].tolist() == ["[2.5, -1.0]"] and frame["Shape"].tolist() == ["[2]"]
+    assert frame["Why it is there"].tolist() == ["put in with grad_replace"]
     button(at, "grad_remove()").click().run()
     assert "[2.5, -1.0]" in at.success[0].value
     at.radio(key="consumption_tensor").set_value("h").run()
     button(at, "grad()").click().run()
     assert "GradInBackward" in at.success[0].value
+    at.text_input[0].set_value("9, 9").run()
+    button(at, "grad_replace()").click().run()
+    why = table(at, "Node").set_index("Node")["Why it is there"]
+    assert why["h (NodeId(2))"] == "put in with grad_replace; no step is left to consume it"  # backward has finished
+    assert not any("awaiting" in cell for cell in why)
     at.text_input[0].set_value("one, two").run()
     button(at, "grad_replace()").click().run()
     assert "numbers separated by commas" in at.error[0].value
     at.text_input[0].set_value("1, 2, 3").run()
     button(at, "grad_replace()").click().run()
     assert "shape" in at.error[0].value
-    assert len(lab.log) == 5 and not at.exception
+    assert len(lab.log) == 6 and not at.exception
 
 
 def test_tape_consumption_refusals_match_the_seed():
     at = app("pages/backward/tape_consumption.py")
     button(at, "loss.backward()").click().run()
-    assert "x.grad = Some([5.0, 7.0])" in at.success[0].value
+    assert "`x.grad(&grads)` → `Some([5.0, 7.0])`" in at.success[0].value
     button(at, "loss.backward()").click().run()
     assert "NodeId(5)" in at.error[0].value and "retain_graph" in at.error[0].value
+    assert "loss's own step was already run" in at.error[0].value  # not "the path from loss passes through loss"
     assert node_states(stage_data(at, "static"))[5] == "refused"  # the consumed loss, marked where it was refused
-    button(at, "l1 .backward()").click().run()
+    button(at, "l1.backward()").click().run()
     assert "Some([5.4365635, 14.778112])" in at.success[0].value
-    button(at, "l2 .backward()").click().run()
-    assert "NodeId(6)" in at.error[0].value
-    button(at, "l3 .backward()").click().run()
+    button(at, "l2.backward()").click().run()
+    assert "NodeId(6)" in at.error[0].value and "passes through shared" in at.error[0].value
+    button(at, "l3.backward()").click().run()
     assert "Some([4.0, 4.0])" in at.success[0].value
-    button(at, "l1 + l2 .backward()").click().run()
+    button(at, "(l1 + l2).backward()").click().run()
     assert "NodeId(" in at.error[0].value  # l1's own steps are consumed too
+    assert "`l3.backward()`" in replay_heading(at)  # the last backward that ran, said so after a refusal
+    assert "refused backward after it changed nothing" in replay_heading(at)
     button(at, "(shared.detach() * x).sum().backward()").click().run()
     assert "Some([2.7182817, 7.389056])" in at.success[0].value
+    assert replay_heading(at) == "`(shared.detach() * x).sum().backward()`"  # the heading follows the state
+    assert not any("l3" in h.value for h in at.subheader)
     assert len(at.session_state["tape_lab"].log) == 7
     button(at, "Start over").click().run()
     assert "tape_lab" in at.session_state and not at.session_state["tape_lab"].log
+
+
+def replay_heading(at) -> str:
+    """What the tape page says the replay shows: the line under its "Replay of the last backward" heading."""
+    elements = list(at.main)
+    at_heading = next(i for i, e in enumerate(elements) if e.type == "subheader" and "Replay" in e.value)
+    return next(e.value for e in elements[at_heading + 1 :] if e.type == "markdown")
+
+
+def test_tape_results_appear_right_after_their_button():
+    at = app("pages/backward/tape_consumption.py")
+    for label, section in (("loss.backward()", "1. "), ("l3.backward()", "2. "),
+                           ("(shared.detach() * x).sum().backward()", "3. ")):  # fmt: skip
+        button(at, label).click().run()
+        elements = [e for e in at.main if e.type in ("subheader", "button", "alert", "success", "error")]
+        kinds = [(e.type, e.label if e.type == "button" else e.value) for e in elements]
+        result = next(i for i, (kind, _) in enumerate(kinds) if kind in ("success", "error", "alert"))
+        heading = max(i for i, (kind, text) in enumerate(kinds[:result]) if kind == "subheader")
+        assert kinds[heading][1].startswith(section), kinds  # in the section whose button made it
+        between = kinds[heading + 1 : result]  # right below that button (or the row of buttons it is in)
+        assert ("button", label) in between and {kind for kind, _ in between} == {"button"}, kinds
 
 
 def test_traversal_exercise_checks_predictions_and_keeps_a_score():
@@ -133,3 +167,37 @@ def test_consumption_exercise_hides_the_table_until_checked():
     assert len(at.success) == 5 and len(at.error) == 1 and "removed" in at.error[0].value
     assert at.session_state["exercise_score"] == (5, 6)
     assert table(at, "Expression")["Value"].tolist()[0] == "Some([5.0, 7.0])"
+
+
+def test_blank_predictions_are_revealed_not_right():
+    at = app("pages/backward/gradient_consumption.py")
+    at.toggle(key="consumption_exercise").set_value(True).run()
+    at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()  # all six blank
+    assert "exercise_score" not in at.session_state  # nothing answered, nothing right
+    assert at.session_state["exercise_revealed"] == 6
+    assert not at.success and not at.error and len([i for i in at.info if "(not answered)" in i.value]) == 6
+    score = " ".join(c.value for c in at.caption)
+    assert "6 revealed without an answer" in score and "right" not in score
+    assert table(at, "Expression")["Value"].tolist()[0] == "Some([5.0, 7.0])"  # revealing shows the table
+
+
+def test_partly_answered_predictions_score_only_the_answers():
+    at = app("pages/backward/gradient_consumption.py")
+    at.toggle(key="consumption_exercise").set_value(True).run()
+    at.text_input(key="consumption_predict_0").set_value("5, 7")
+    at.text_input(key="consumption_predict_1").set_value("4, 4")  # wrong: h's entry was consumed
+    at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
+    assert at.session_state["exercise_score"] == (1, 2) and at.session_state["exercise_revealed"] == 4
+    assert "1 of 2 answered predictions right; 4 revealed without an answer" in " ".join(c.value for c in at.caption)
+
+
+def test_a_blank_step_prediction_reveals_the_rule_unscored():
+    at = app("pages/backward/backward_traversal.py")
+    at.toggle(key="traversal_exercise").set_value(True).run()
+    events = at.session_state["traversal_run"].recorder.events
+    index = next(i for i, e in enumerate(events) if isinstance(e, StepStarted) and e.op == "mul")
+    at.session_state["replay_index"] = index
+    at.run()
+    at.button(key=f"FormSubmitter:replay_{index}_form-Check my prediction").click().run()
+    assert "Revealed without an answer" in at.info[0].value and "grad * b" in at.info[0].value
+    assert "exercise_score" not in at.session_state and at.session_state["exercise_revealed"] == 1

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from apptest import app, button, node_states, open_link, playground_error, run_code, stage_data, stages, table
 
 from autodiff.device import mlx_unavailable_reason
 from autodiff.trace import StepStarted
 from course.programs import PROGRAMS
+from playground.examples import EXAMPLES
 
 
 def test_check_against_mlx_page_for_every_program():
@@ -40,6 +44,20 @@ def test_check_page_flags_a_planted_bug(monkeypatch):
     frame = table(at, "Node")
     flagged = frame[frame["Local rule"] == "✗ differs"]["Node"].tolist()
     assert len(flagged) == 1 and flagged[0].startswith("out ")
+
+
+SEED = Path(__file__).resolve().parents[3] / "shared" / "seed" / "burn-autodiff-notes.txt"  # beside the clone
+
+
+@pytest.mark.skipif(not SEED.exists(), reason="the seed's notes are not on this machine")
+def test_playground_prints_float32_as_the_seed_does():
+    """The seed's shared-subgraph lines, printed by the Playground: the same digits (shortest float32 form)."""
+    seed = dict(re.findall(r"^(l1(?:\+l2)? -> x\.grad =) Some\((\[.*\])\)$", SEED.read_text(), re.MULTILINE))
+    assert seed == {"l1 -> x.grad =": "[5.4365635, 14.778112]", "l1+l2 -> x.grad =": "[13.591409, 36.945282]"}
+    at = run_code(app("pages/check_and_play/playground.py"), EXAMPLES["Seed: shared subgraph"])
+    printed = at.code[0].value.splitlines()
+    for label, values in seed.items():
+        assert f"{label} Tensor({values})" in printed, printed
 
 
 def test_playground_runs_typed_code_and_shows_output_graph_and_replay():

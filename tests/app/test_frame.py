@@ -56,9 +56,10 @@ def test_two_sessions_do_not_share_state():
     assert lab_a is not lab_b and lab_a.ad is not lab_b.ad
     a.text_input[0].set_value("9, 9").run()
     button(a, "grad_replace()").click().run()
-    assert lab_a.grads.node_ids() and not lab_b.grads.node_ids()
+    x = int(lab_a.tensors["x"].node_id)
+    assert lab_a.container()[x].tolist() == [9.0, 9.0]
     b.run()
-    assert any("empty" in i.value for i in b.info)
+    assert {k: v.tolist() for k, v in lab_b.container().items()} == {x: [5.0, 7.0]}  # b's own x, untouched
 
 
 def test_labs_in_concurrent_threads_do_not_cross_talk():
@@ -79,7 +80,7 @@ def test_labs_in_concurrent_threads_do_not_cross_talk():
         t.join()
     assert [len(results[n]) for n in (1, 2, 3, 4)] == [1, 2, 3, 4]
     for n in (1, 2, 3, 4):
-        assert results[n][0] == "x.grad = Some([5.0, 7.0])"
+        assert results[n][0] == "Some([5.0, 7.0])"
         assert all("NodeId(5)" in r for r in results[n][1:])  # each session's own counter
 
 

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import pytest
-from apptest import app, button, node_states, stage_data, table
+from apptest import app, button, chart, node_states, stage_data, stages, table
 from streamlit.testing.v1 import AppTest
 
 
-def memory_run(mode: str, passes: int = 5, size: int = 128) -> AppTest:
-    at = app("pages/memory/memory_growth.py")
+def memory_run(
+    mode: str, passes: int = 5, size: int = 128, at: AppTest | None = None, ticks: int | None = None
+) -> AppTest:
+    if at is None:
+        at = app()
+    at.query_params.clear()
+    at.switch_page("pages/memory/memory_growth.py").run()
     at.selectbox(key="memory_size").set_value(size).run()
     at.slider(key="memory_iterations").set_value(passes).run()
     at.radio(key="memory_mode").set_value(mode).run()
     button(at, "Start").click().run()
-    for _ in range(passes + 2):
+    for _ in range(passes + 2 if ticks is None else ticks):
         at.run()  # each run is one tick of the live fragment
     assert not at.exception
     return at
@@ -26,12 +31,41 @@ def test_memory_rises_with_autodiff_and_backward_frees_it():
     in_use = [p.usage.bytes_in_use for p in lab.history]
     tensor = 128 * 128 * 4
     assert in_use == [tensor * (1 + 2 * i) for i in range(6)]
-    assert at.metric[1].value == f"{in_use[-1] / 2**20:.1f} MiB"
+    assert at.metric[1].value == f"{in_use[-1] / 2**10:.1f} KiB"  # 704 KiB: the unit that suits it
     assert len(at.get("vega_lite_chart")) == 2
+    spec, data = chart(at, "Memory in use")  # charted in KiB too, from zero to above the last value
+    assert spec["encoding"]["y"]["axis"]["title"] == "Memory (KiB)"
+    assert data["Memory (KiB)"].tolist() == [b / 2**10 for b in in_use]
     assert "abandoned" in node_states(stage_data(at, "static")).values()  # abandoned steps are drawn
     button(at, "Run one backward now").click().run()
     assert lab.history[-1].usage.bytes_in_use == tensor  # only x: the gradients were dropped at once
     assert lab.history[-1].label == "one backward"
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+def test_memory_growth_charts_the_seed_experiment_from_1_to_41_mib(presenter):
+    at = app()
+    at.toggle(key="presenter").set_value(presenter).run()
+    at = memory_run("autodiff", passes=20, size=512, at=at)
+    spec, data = chart(at, "Memory in use")
+    assert data["Memory (MiB)"].tolist() == [1.0 + 2 * k for k in range(21)]  # the seed: 1 -> 41 MiB
+    y = spec["encoding"]["y"]
+    assert y["axis"]["title"] == "Memory (MiB)" and y["scale"]["domain"][0] == 0 and y["scale"]["domain"][1] > 41
+    assert spec["encoding"]["x"]["scale"]["domain"] == [0, 20]
+    assert spec["config"]["axis"]["labelFontSize"] == (18 if presenter else 12)
+    assert len(spec["title"]["text"]) < 20 and spec["title"]["limit"] == 0  # short, and never clipped
+    spec, data = chart(at, "Live buffers")
+    assert data["Buffers"].tolist() == [1 + 2 * k for k in range(21)]
+
+
+def test_memory_growth_draws_its_graph_once_the_run_stops():
+    at = memory_run("autodiff", passes=5, size=128, ticks=2)
+    assert at.session_state["memory_running"] and not [s for s in stages(at) if s["mode"] == "static"]  # charts only
+    assert "drawn when the run stops" in " ".join(c.value for c in at.caption)
+    for _ in range(6):
+        at.run()
+    assert at.session_state["memory_lab"].done == 5
+    assert not at.session_state["memory_running"] and stage_data(at, "static")["nodes"]
 
 
 def test_memory_stays_flat_without_autodiff():
@@ -45,7 +79,7 @@ def test_abandoned_graphs_experiment_table():
     button(at, "Run the abandoned-graphs experiment").click().run()
     frame = table(at, "Moment")
     mib = 128 * 128 * 4 * 15 / 2**20
-    assert frame["In use (MiB)"].tolist() == [f"{mib:.1f}", f"{mib:.1f}", f"{mib:.1f}", "0.0"]
+    assert frame["In use"].tolist() == [f"{mib * 1024:.1f} KiB"] * 3 + ["8 B"]  # the two-element loss's x
 
 
 def test_large_memory_graph_is_collapsed_with_a_way_to_expand():
@@ -92,7 +126,10 @@ def test_memory_policies_page():
         "runs; x.grad accumulates to Some([13.591409, 36.945282])",
     ]
     at.select_slider(key="policies_size").set_value(64).run()
-    assert table(at, "Moment")["PyTorch (eager)"].tolist()[0] == "0.0 MiB"  # 16 KiB
+    assert table(at, "Moment")["PyTorch (eager)"].tolist()[0] == "16.0 KiB"
+    spec, data = chart(at, "Memory in use at each moment")  # 16 KiB to 656 KiB: charted in KiB, not a flat zero
+    assert spec["encoding"]["y"]["axis"]["title"] == "Memory (KiB)"
+    assert data["Memory (KiB)"].max() == 41 * 16
 
 
 def test_checkpointing_page_compares_the_two_strategies():

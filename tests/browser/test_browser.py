@@ -213,6 +213,6 @@ def test_exercise_mode_in_the_browser(page, app_url):
     inputs.nth(1).fill("1, 2")
     page.get_by_role("button", name="Check my prediction").click()
     page.get_by_text("Right: every value matches.").wait_for()
-    page.get_by_text("1 of 1 predictions right").wait_for()
+    page.get_by_text("1 of 1 answered prediction right").wait_for()
     no_exception(page)
     screenshot(page, "backward_traversal_exercise")
