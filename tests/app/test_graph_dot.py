@@ -107,3 +107,17 @@ def test_visitor_text_in_labels_is_escaped():
     x = Tensor.from_floats([1.0], ad).require_grad()
     dot = graph_dot(ad.snapshot(), {int(x.node_id): "a<b>&c"})
     assert "a&lt;b&gt;&amp;c" in dot and "a<b>" not in dot
+
+
+def test_the_narration_is_sentences_not_raw_fields():
+    from course.programs import CHECKPOINTING_PROGRAMS
+
+    for key in CHECKPOINTING_PROGRAMS:
+        run = record_program(key, checkpointing="balanced" if key == "chain" else "none")
+        payload = replay_payload(run.before, run.recorder, run.names)
+        for event in payload["events"]:
+            text = event["text"]
+            assert text.endswith("."), text  # a sentence (it may start with a variable: `loss sends ...`)
+            for raw in ("in_use", "allocs", " 0 B", "(0 B)", "MemoryUsage", "array(", "Tensor(", " = "):
+                assert raw not in text, (key, text)
+            assert len(text) < 300, text  # long lists are summarised
