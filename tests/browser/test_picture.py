@@ -10,10 +10,16 @@ import pytest
 from course.programs import PROGRAMS, record_program
 
 from .conftest import screenshot
+from .test_lessons import run_growth
+from .test_playground_load import run_in
 
 pytestmark = pytest.mark.browser
 NODES = ".stage svg g.node"
 CAPTION = ".stage-caption"
+PLAYGROUND = "\n".join(
+    ["x = Tensor.from_floats([1.0, 2.0], ad).require_grad()", "h = x * x", "loss = (h + x * 3.0).sum()",
+     "g = loss.backward()", ""]
+)  # fmt: skip
 
 
 def open_replay(page, url: str, program: str = "seed", extra: str = "") -> int:
@@ -123,6 +129,15 @@ def test_graph_text_is_at_least_12px_on_every_program_and_lesson(page, app_url):
         page.wait_for_timeout(500)
         sizes = graph_text_sizes(page)
         assert sizes and min(sizes) >= 12 - 0.05, (path, min(sizes))
+    page.goto(f"{app_url}/memory")
+    run_growth(page)  # 81 nodes after 20 passes
+    sizes = graph_text_sizes(page)
+    assert sizes and min(sizes) >= 12 - 0.05, ("memory", min(sizes))
+    run_in(page, app_url, PLAYGROUND)
+    page.locator(CAPTION).first.wait_for(timeout=60_000)
+    sizes = graph_text_sizes(page)
+    assert sizes and min(sizes) >= 12 - 0.05, ("play", min(sizes))
+    assert page.locator(".stage").count() == 1  # the Playground shows its graph once
 
 
 def test_presenter_mode_is_legible_on_one_screen_and_survives_a_reload(page, app_url):
