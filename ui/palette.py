@@ -40,11 +40,11 @@ STATES: tuple[State, ...] = (
     State("untracked", "untracked input: no gradient flows to it", "2 3", 2,
           Look("#f8f9fa", "#495057"), Look("#1d1f24", "#adb5bd")),
     State("unreached", "not reached by this backward: no gradient", "9 3 2 3", 2,
-          Look("#ffffff", "#495057"), Look("#0e1117", "#adb5bd")),
+          Look("#ffffff", "#495057"), Look("#14171a", "#adb5bd")),
     State("abandoned", "abandoned: no live tensor needs it, yet it holds memory until a backward", "12 4", 2,
           Look("#ffe3c2", "#9c4a06"), Look("#4d2c07", "#ffa94d")),
     State("swept", "freed without running (a backward's sweep, or dropped)", "1 4", 2,
-          Look("#ffffff", "#6c757d"), Look("#0e1117", "#909296")),
+          Look("#ffffff", "#6c757d"), Look("#14171a", "#909296")),
     State("bucket", "a box of many nodes of one order (expand it with the picker above the graph)", "", 2,
           Look("#fff3bf", "#7a5c00"), Look("#3d3200", "#ffd43b")),
     State("refused", "where a second backward was refused: the tape is consumed", "8 3", 5,
@@ -60,8 +60,8 @@ EDGE_LEGEND = {
     "flow": "a gradient being sent along this edge now",
 }
 
-BACKGROUND = {"light": "#ffffff", "dark": "#0e1117"}
-TEXT = {"light": "#1f2933", "dark": "#f1f3f5"}
+BACKGROUND = {"light": "#ffffff", "dark": "#14171a"}  # the app theme's backgrounds (.streamlit/config.toml)
+TEXT = {"light": "#1f2933", "dark": "#e6e9ec"}
 MUTED = {"light": "#495057", "dark": "#c1c2c5"}  # still 4.5:1 on every fill
 EDGE = {"light": "#5f6b76", "dark": "#a6adb5"}
 FLOW = {"light": "#c2410c", "dark": "#ff922b"}  # a gradient being sent: the edge, its label, the moving dot
