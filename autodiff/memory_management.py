@@ -188,6 +188,8 @@ class GraphMemoryManagement:
         unavailable: set[NodeId] = set()
         for node_id in sorted(steps):  # ids grow with creation: a parent is seen before its children
             for parent in steps[node_id].node.parents:
+                if parent.is_leaf:
+                    continue  # a leaf has no step to run: a path through it needs nothing consumed
                 record = self.records.get(parent.id)
                 if parent.id in unavailable or record is None or record.gone:
                     unavailable.add(node_id)
