@@ -37,7 +37,7 @@ class NodeStatus(enum.Enum):
     CONSTANT = "constant"  # an untracked leaf (from data, random, detach) with a live handle
 
 
-_CONSUMED, _FREED = NodeStatus.CONSUMED, NodeStatus.FREED
+_FREED = NodeStatus.FREED
 
 
 class NodeRecord:
@@ -194,19 +194,13 @@ class GraphMemoryManagement:
         record.node, record.forward = node, None
         self._forget_inputs(record)
 
-    def consume_node(self, node_id: NodeId, backward: int) -> None:
-        """A step ran in a backward (Burn's `consume_node`)."""
-        self._decide(node_id, _CONSUMED, backward)
-
-    def free_node(self, node_id: NodeId, backward: int) -> None:
-        """A step left the server without running: it never will."""
-        self._decide(node_id, _FREED, backward)
-
-    def _decide(self, node_id: NodeId, outcome: NodeStatus, backward: int) -> None:
+    def step_left(self, node_id: NodeId, outcome: NodeStatus, backward: int) -> None:
+        """A node's step left the server: CONSUMED (it ran in a backward: Burn's `consume_node`) or FREED
+        (it never will). Unless it is a leaf, the node is removed from the graph when no tensor refers to it."""
         record = self.records.get(node_id)
         if record is not None:
             record.outcome, record.outcome_in = outcome, backward
-            record.removed = not record.node.is_leaf and (outcome is _FREED or record.handle() is None)
+            record.removed = record.node.order > 0 and (outcome is _FREED or record.handle() is None)
             self._decided.append(record)
 
     # -- dropping ------------------------------------------------------------------------------------
@@ -250,7 +244,7 @@ class GraphMemoryManagement:
         useless = [node_id for node_id in steps if node_id in unavailable or node_id not in needed]
         for node_id in useless:
             self.free_step(node_id)
-            self.free_node(node_id, backward)
+            self.step_left(node_id, _FREED, backward)
         return useless
 
     def _unavailable(self, steps: dict[NodeId, Step]) -> set[NodeId]:

@@ -18,7 +18,7 @@ from .errors import TapeConsumedError
 from .grads import Gradients
 from .graph import NodeId, RootStep, Step
 from .memory import MemoryPool
-from .memory_management import GraphMemoryManagement, LazyFreeing, MemoryPolicy
+from .memory_management import GraphMemoryManagement, LazyFreeing, MemoryPolicy, NodeStatus
 from .trace import NO_RECORDER, Recorder
 
 if TYPE_CHECKING:
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from .backends.base import Buffer
     from .snapshot import GraphNode, GraphSnapshot
     from .tensor import Tensor
+
+_CONSUMED = NodeStatus.CONSUMED
 
 
 class AutodiffServer:
@@ -94,7 +96,7 @@ class AutodiffServer:
             checkpointer = self.strategy.checkpointer(tape, self.memory.records, recorder)
             self.execute_steps(tape, grads, checkpointer, recorder, _keep if retain_graph else self.consume)
             self.cleanup(recorder)
-            recorder.backward_finished(self.pool, tuple(grads.node_ids()))
+            recorder.backward_finished(self.pool, grads)
         finally:
             grads.recorder = NO_RECORDER
         return grads
@@ -144,7 +146,7 @@ class AutodiffServer:
 
     def consume(self, step: Step, recorder: Recorder) -> None:
         """A step that ran: memory management learns it, and what it saved is freed."""
-        self.memory.consume_node(step.node.id, self.backward_count)
+        self.memory.step_left(step.node.id, _CONSUMED, self.backward_count)
         bytes_before = self.pool.bytes_in_use
         step.free_saved()
         recorder.saved_state_freed(step, bytes_before, self.pool)

@@ -19,6 +19,7 @@ from .memory import MemoryUsage
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
+    from .grads import Gradients
     from .graph import Step
     from .memory import MemoryPool
 
@@ -151,7 +152,7 @@ class Recorder:
     def swept(self, node_ids: tuple[NodeId, ...], bytes_released: int) -> None:
         pass
 
-    def backward_finished(self, pool: MemoryPool, gradient_ids: tuple[NodeId, ...]) -> None:
+    def backward_finished(self, pool: MemoryPool, grads: Gradients) -> None:
         pass
 
 
@@ -198,8 +199,8 @@ class BackwardRecorder(Recorder):
     def swept(self, node_ids: tuple[NodeId, ...], bytes_released: int) -> None:
         self.record(SweepFreed(node_ids, bytes_released))
 
-    def backward_finished(self, pool: MemoryPool, gradient_ids: tuple[NodeId, ...]) -> None:
-        self.record(BackwardFinished(pool.usage(), gradient_ids, pool.peak_bytes))
+    def backward_finished(self, pool: MemoryPool, grads: Gradients) -> None:
+        self.record(BackwardFinished(pool.usage(), tuple(grads.node_ids()), pool.peak_bytes))
 
     def container_after(self, index: int) -> dict[NodeId, np.ndarray]:
         """The `Gradients` entries after events[0..index] (inclusive) have happened."""
