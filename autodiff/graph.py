@@ -157,8 +157,8 @@ class Step:
     def run(self, grads: Gradients, checkpointer: Checkpointer) -> None:
         """Consume this node's gradient and send one to each tracked parent, by its rule (Burn's `step`)."""
         node = self.node
-        grad = grads.consume(node)
         saved = checkpointer.retrieve(self)  # the saved state, recomputed values included
+        grad = grads.consume(node)
         for parent, rule, shape in zip(node.parents, self.rules, self.input_shapes, strict=True):
             parent_grad = rule.fn(grad, saved)
             if parent_grad.array.shape != shape:  # the input was broadcast
