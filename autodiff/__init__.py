@@ -30,7 +30,10 @@ from .snapshot import GraphSnapshot, NodeSnapshot
 from .tensor import Tensor
 from .trace import BackwardRecorder
 
+__version__ = "0.1.0"
+
 __all__ = [
+    "__version__",
     "AutodiffError",
     "AutodiffServer",
     "BackendUnavailableError",

@@ -1,35 +1,71 @@
-"""Burn's balanced checkpointing (`checkpoint/strategy.rs`, `checkpoint/base.rs`).
+"""Checkpointing strategies (Burn's `checkpoint/strategy.rs`, `checkpoint/base.rs`): what an op keeps for its
+backward, and how backward gets back what was not kept.
 
-At registration, an elementwise (memory-bound) op whose inputs are all tracked keeps a *recipe*
-instead of the tensors its backward needs: during backward those are recomputed once from the nearest
-kept values (checkpoints: leaves, constants, compute-bound outputs) and freed after their last use.
-An op with an untracked input, and every compute-bound op (matmul, sums), keeps its output as usual.
+`NoCheckpointing` (the default) keeps every tensor a rule needs. `BalancedCheckpointing`: at registration, an
+elementwise (memory-bound) op whose inputs are all tracked keeps a *recipe* instead of the tensors its backward
+needs; during backward those are recomputed once from the nearest kept values (checkpoints: leaves, constants,
+compute-bound outputs) and dropped after their last use. An op with an untracked input, and every compute-bound
+op (matmul, sums), keeps its output as usual.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .graph import Node, NodeId, Step
-from .trace import Recomputed
+from .graph import Node, NodeId, Op, Step
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
     from .memory_management import NodeRecord
     from .tensor import Tensor
-    from .trace import BackwardRecorder
+    from .trace import Recorder
 
 
-class BalancedCheckpointing:
-    """The server's checkpoints, kept between registration and the backward that needs them."""
+class Checkpointer:
+    """One backward's access to the saved state of its steps (Burn's `Checkpointer`). This one recomputes
+    nothing: each step's saved state is what it kept."""
+
+    def retrieve(self, step: Step) -> dict[str, Buffer]:
+        return step.saved
+
+
+_KEPT = Checkpointer()
+
+
+class CheckpointStrategy:
+    """Burn's `CheckpointStrategy`: the hooks the server calls. The default is `NoCheckpointing`'s: keep all."""
+
+    name = "none"
 
     def __init__(self) -> None:
-        self.checkpoints: dict[NodeId, Buffer] = {}
+        self.checkpoints: dict[NodeId, Buffer] = {}  # values kept for recomputation (none without recipes)
 
-    def prepare(self, step: Step, producers: dict[str, Node], inputs: tuple[Tensor, ...]) -> None:
+    def checkpoint(self, step: Step, op: Op, nodes: tuple[Node, ...], inputs: tuple[Tensor, ...]) -> None:
+        """At registration of a tracked op: decide what its step keeps."""
+
+    def checkpointer(
+        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], recorder: Recorder
+    ) -> Checkpointer:
+        """At the start of a backward: how its steps get their saved state."""
+        return _KEPT
+
+    def prune(self, steps: dict[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
+        """After steps left the server: forget what no pending step can be recomputed from."""
+
+
+class NoCheckpointing(CheckpointStrategy):
+    """Every op keeps the tensors its rules need (Burn's default)."""
+
+
+class BalancedCheckpointing(CheckpointStrategy):
+    """Elementwise ops keep a recipe; compute-bound ops and the inputs recipes start from are kept."""
+
+    name = "balanced"
+
+    def checkpoint(self, step: Step, op: Op, nodes: tuple[Node, ...], inputs: tuple[Tensor, ...]) -> None:
         """A saved tensor made by a tracked elementwise node becomes a recipe (that node's id); the inputs
         an elementwise step would be recomputed from are kept as checkpoints."""
+        producers = {"y": step.node} | {name: nodes[k] for k, name in enumerate(op.names[: len(inputs)])}
         for name in list(step.saved):
             producer = producers[name]
             if producer.memory_bound and producer.requirement.is_tracked:
@@ -41,8 +77,12 @@ class BalancedCheckpointing:
                 if not (node.memory_bound and node.requirement.is_tracked):
                     self.checkpoints[node.id] = tensor.data
 
+    def checkpointer(
+        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], recorder: Recorder
+    ) -> Checkpointer:
+        return RecomputingCheckpointer(tape, self.checkpoints, records, recorder)
+
     def prune(self, steps: dict[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
-        """Keep only the checkpoints a pending elementwise step could still be recomputed from."""
         if not self.checkpoints:
             return
         needed: set[NodeId] = set()
@@ -52,48 +92,49 @@ class BalancedCheckpointing:
         self.checkpoints = {k: v for k, v in self.checkpoints.items() if k in needed}
 
 
-class Checkpointer:
-    """One backward's recomputations (Burn's `Checkpointer`): each recipe's value is computed once,
-    cached while steps still need it, and freed after its last use."""
+STRATEGIES: dict[str, type[CheckpointStrategy]] = {"none": NoCheckpointing, "balanced": BalancedCheckpointing}
+
+
+class RecomputingCheckpointer(Checkpointer):
+    """Balanced checkpointing's recomputations in one backward: each recipe's value is computed once, cached
+    while steps still need it, and dropped when its last step retrieves it."""
 
     def __init__(
         self,
         tape: list[list[Step]],
-        strategy: BalancedCheckpointing | None,
-        forward_of: Callable[[NodeId], NodeRecord],
-        recorder: BackwardRecorder | None,
+        checkpoints: dict[NodeId, Buffer],
+        records: dict[NodeId, NodeRecord],
+        recorder: Recorder,
     ) -> None:
-        self._strategy = strategy
-        self._record = forward_of
+        self._checkpoints = checkpoints
+        self._records = records
         self._recorder = recorder
         self._cache: dict[NodeId, Buffer] = {}
-        self._uses: dict[NodeId, int] = {}  # steps still to read each recomputed node
+        self._uses: dict[NodeId, int] = {}  # steps still to retrieve each recomputed node
         for bucket in tape:
             for step in bucket:
                 for node_id in step.recipes.values():
                     self._uses[node_id] = self._uses.get(node_id, 0) + 1
 
-    def retrieve(self, step: Step) -> None:
-        """Put the recomputed values a step's rules need into its saved state."""
+    def retrieve(self, step: Step) -> dict[str, Buffer]:
+        if not step.recipes:
+            return step.saved
+        saved = dict(step.saved)
         for name, node_id in step.recipes.items():
-            step.saved[name] = self._recompute(node_id)
-
-    def release(self, step: Step) -> None:
-        """After the step ran: drop each recomputed value it was the last to need."""
-        for node_id in step.recipes.values():
+            saved[name] = self._recompute(node_id)
             self._uses[node_id] -= 1
             if self._uses[node_id] == 0:
                 self._cache.pop(node_id, None)
+        return saved
 
     def _recompute(self, node_id: NodeId) -> Buffer:
         if node_id in self._cache:
             return self._cache[node_id]
-        if self._strategy is not None and node_id in self._strategy.checkpoints:
-            return self._strategy.checkpoints[node_id]
-        record = self._record(node_id)
+        if node_id in self._checkpoints:
+            return self._checkpoints[node_id]
+        record = self._records[node_id]
         value = record.forward(*(self._recompute(i) for i in record.inputs))
-        if self._recorder is not None:
-            self._recorder.record(Recomputed(node_id, record.op))
+        self._recorder.recomputed(node_id, record.op)
         if self._uses.get(node_id, 0) > 0:
             self._cache[node_id] = value
         return value

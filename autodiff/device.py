@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 from .backends.base import Backend
 from .backends.numpy_backend import NumpyBackend
+from .checkpointing import STRATEGIES
 from .errors import BackendUnavailableError, UnsupportedOperationError
 from .memory import MemoryUsage
+from .memory_management import POLICIES
 from .server import AutodiffServer
 from .snapshot import GraphSnapshot
 
@@ -38,14 +40,10 @@ class Device:
     and sharing the inner device's pool (so memory is measured the same way with or without
     autodiff)."""
 
-    def __init__(
-        self, backend: Backend, inner: Device | None = None, memory_policy: str = "lazy", checkpointing: str = "none"
-    ) -> None:
+    def __init__(self, backend: Backend, inner: Device | None = None, server: AutodiffServer | None = None) -> None:
         self.backend = backend
         self.inner: Device = inner if inner is not None else self
-        self.server: AutodiffServer | None = (
-            AutodiffServer(backend.pool, memory_policy, checkpointing) if inner is not None else None
-        )
+        self.server = server  # an autodiff device's (None for an inner device)
 
     @classmethod
     def numpy(cls, seed: int | None = 0) -> Device:
@@ -78,17 +76,17 @@ class Device:
         min/mean/max) so that `snapshot()` can show it: for pictures, at the price of a copy per op."""
         if self.is_autodiff:
             raise UnsupportedOperationError("This device already has autodiff; call autodiff() on its inner device.")
-        if memory_policy not in MEMORY_POLICIES:
+        if memory_policy not in POLICIES:
             raise UnsupportedOperationError(
                 f"Unknown memory policy {memory_policy!r}: use 'lazy' (Burn) or 'eager' (PyTorch)."
             )
-        if checkpointing not in CHECKPOINTING:
+        if checkpointing not in STRATEGIES:
             raise UnsupportedOperationError(
                 f"Unknown checkpointing {checkpointing!r}: use 'none' (the default) or 'balanced'."
             )
-        device = Device(self.backend, inner=self, memory_policy=memory_policy, checkpointing=checkpointing)
-        device.server.memory.keep_values = keep_values
-        return device
+        server = AutodiffServer(self.backend.pool, POLICIES[memory_policy](), STRATEGIES[checkpointing]())
+        server.memory.keep_values = keep_values
+        return Device(self.backend, inner=self, server=server)
 
     @property
     def is_autodiff(self) -> bool:
@@ -98,7 +96,7 @@ class Device:
     def name(self) -> str:
         if self.server is None:
             return self.backend.name
-        notes = [n for n in (self.server.memory_policy, self.server.checkpointing) if n not in ("lazy", "none")]
+        notes = [n for n in (self.server.policy.name, self.server.strategy.name) if n not in ("lazy", "none")]
         return f"{self.backend.name}+autodiff" + (f" ({', '.join(notes)})" if notes else "")
 
     def memory_usage(self) -> MemoryUsage:
@@ -118,8 +116,6 @@ class Device:
 
 
 BACKENDS = ("numpy", "mlx")
-MEMORY_POLICIES = ("lazy", "eager")
-CHECKPOINTING = ("none", "balanced")
 
 
 def mlx_unavailable_reason() -> str | None:

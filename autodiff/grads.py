@@ -6,11 +6,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .graph import Node, NodeId, Requirement
-from .trace import GradientConsumed, GradientRegistered
+from .trace import NO_RECORDER, Recorder
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
-    from .trace import BackwardRecorder
 
 
 _GRAD, _GRAD_IN_BACKWARD = Requirement.Grad, Requirement.GradInBackward
@@ -26,16 +25,13 @@ class Gradients:
 
     def __init__(self) -> None:
         self._container: dict[NodeId, Buffer] = {}
-        self.recorder: BackwardRecorder | None = None  # set by the server for the length of one backward
+        self.recorder: Recorder = NO_RECORDER  # the server's recorder, for the length of one backward
 
     def register(self, node_id: NodeId, grad: Buffer, source: NodeId | None = None) -> None:
         previous = self._container.get(node_id)
         total = grad if previous is None else previous + grad
         self._container[node_id] = total
-        if self.recorder is not None:
-            self.recorder.record(
-                GradientRegistered(node_id, source, grad.to_numpy(), total.to_numpy(), previous is not None)
-            )
+        self.recorder.gradient_registered(node_id, source, grad, total)
 
     def consume(self, node: Node) -> Buffer:
         requirement = node.requirement
@@ -47,8 +43,7 @@ class Gradients:
             raise RuntimeError("Trying to consume the gradients for an untracked tensor")
         if grad is None:
             raise RuntimeError(f"Can't consume the gradients of {node.id} before they are registered at least once.")
-        if self.recorder is not None:
-            self.recorder.record(GradientConsumed(node.id, kept=requirement is _GRAD))
+        self.recorder.gradient_consumed(node.id, requirement is _GRAD)
         return grad
 
     # -- public access, through Tensor.grad / grad_remove / grad_replace -----------------------------

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
+    from .checkpointing import Checkpointer
     from .grads import Gradients
 
 
@@ -153,11 +154,11 @@ class Step:
         owners = {id(b.allocation): b.allocation.owned_bytes for b in self.saved.values()}
         return sum(owners.values())
 
-    def run(self, grads: Gradients) -> None:
-        """Consume this node's gradient and send one to each tracked parent, by its rule."""
+    def run(self, grads: Gradients, checkpointer: Checkpointer) -> None:
+        """Consume this node's gradient and send one to each tracked parent, by its rule (Burn's `step`)."""
         node = self.node
+        saved = checkpointer.retrieve(self)  # the saved state, recomputed values included
         grad = grads.consume(node)
-        saved = self.saved
         for parent, rule, shape in zip(node.parents, self.rules, self.input_shapes, strict=True):
             parent_grad = rule.fn(grad, saved)
             if parent_grad.array.shape != shape:  # the input was broadcast
@@ -177,7 +178,7 @@ class RootStep(Step):
     def __init__(self, node: Node) -> None:
         super().__init__(node, "leaf", (), (), {})
 
-    def run(self, grads: Gradients) -> None:
+    def run(self, grads: Gradients, checkpointer: Checkpointer) -> None:
         grads.consume(self.node)
 
 

@@ -3,8 +3,13 @@
 
 Burn frees nothing while you build graphs. At the end of each backward it frees every pending step
 that can no longer be useful: steps no live tensor depends on (abandoned graphs), and steps that can
-never run because a step they depend on was consumed (unavailable). PyTorch's policy is here too, for
-comparison: a graph is freed the moment no tensor refers to it.
+never run because a step they depend on was consumed (unavailable). That is the `LazyFreeing` policy.
+PyTorch's is here too, for comparison, as `EagerFreeing`: a graph is freed the moment no tensor refers to it.
+
+Words, each with one meaning: a step is *consumed* when it runs in a backward and *freed* when it leaves the
+server without running; either way that is its record's `outcome`. A node is *removed* from the graph when
+steps that need it can never run again. A tensor is *dropped* when its last handle goes. A record is
+*forgotten* when nothing is left to show of it. Bytes are *released* when the device gets them back.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ class NodeRecord:
     """One node as the server remembers it, for snapshots, the sweep and recomputation."""
 
     __slots__ = (
-        "node", "op", "shape", "inputs", "forward", "handle", "value", "finished", "finished_in", "users", "gone"
+        "node", "op", "shape", "inputs", "forward", "handle", "value", "outcome", "outcome_in", "users", "removed"
     )  # fmt: skip
 
     def __init__(
@@ -59,27 +64,109 @@ class NodeRecord:
         self.forward = forward  # the op's forward on buffers, so a graph can be recomputed elsewhere
         self.handle = handle
         self.value = value  # the forward value as pictures show it (`keep_values`), else None
-        self.finished: NodeStatus | None = None  # CONSUMED or FREED once its step is gone
-        self.finished_in = -1  # the backward that finished it (records are forgotten one backward later)
+        self.outcome: NodeStatus | None = None  # CONSUMED or FREED once its step has left the server
+        self.outcome_in = -1  # the backward that decided it (records are forgotten one backward later)
         self.users = 0  # records that list this node among their inputs
         # Burn removes a node from its graph when its step is consumed with no tensor referring to it, or
-        # freed: steps that need it can never run again, and the next cleanup frees them (unavailable)
-        self.gone = False
+        # freed: steps that need it can never run again, and the next cleanup frees them (unavailable).
+        # Never a leaf: a leaf has no step to run, so a path through it needs nothing that was consumed.
+        self.removed = False
+
+
+class MemoryPolicy:
+    """When a graph's memory is given back: the hooks memory management calls. The defaults are Burn's."""
+
+    name = "lazy"
+    allows_retain_graph = False  # whether backward(retain_graph=True) and backward(into=...) may run
+    watches_op_outputs = False  # whether memory management is told when an op's output is dropped (a leaf always)
+
+    def new_steps(self) -> dict[NodeId, Step]:
+        """The server's table of pending steps."""
+        return {}
+
+    def dropped(self, memory: GraphMemoryManagement, node_id: NodeId) -> None:
+        """A watched tensor was dropped. Burn frees nothing here; a constant no op used is forgotten, so a loop
+        of constants leaves nothing behind."""
+        memory.forget_if_unused(node_id)
+
+
+class LazyFreeing(MemoryPolicy):
+    """Burn's: nothing is freed while graphs are built; each backward's cleanup frees what can no longer be
+    useful (abandoned or unavailable steps)."""
+
+
+class EagerFreeing(MemoryPolicy):
+    """PyTorch's: a graph is freed the moment no tensor refers to it, and `retain_graph=True` keeps a graph
+    for a second backward."""
+
+    name = "eager"
+    allows_retain_graph = True
+    watches_op_outputs = True
+
+    def new_steps(self) -> dict[NodeId, Step]:
+        return CountedSteps()
+
+    def dropped(self, memory: GraphMemoryManagement, node_id: NodeId) -> None:
+        """Free the dropped node's step, and then each ancestor's, as soon as no live tensor and no pending
+        step needs it; forget each at once (nothing is left to show)."""
+        steps = memory.steps
+        stack = [node_id]
+        while stack:
+            current = stack.pop()
+            record = memory.records.get(current)
+            if record is None or record.handle() is not None or current in steps.dependents:
+                continue
+            step = memory.free_step(current)
+            if step is not None:
+                stack.extend(p.id for p in step.node.parents)
+            memory.forget(current)
+
+
+class CountedSteps(dict):
+    """The pending steps under PyTorch's policy, counting for each node the pending steps that need it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dependents: dict[NodeId, int] = {}
+
+    def __setitem__(self, node_id: NodeId, step: Step) -> None:
+        super().__setitem__(node_id, step)
+        for parent in step.node.parents:
+            self.dependents[parent.id] = self.dependents.get(parent.id, 0) + 1
+
+    def pop(self, node_id: NodeId, *default: Step | None) -> Step | None:
+        if node_id not in self:
+            return super().pop(node_id, *default)
+        step = super().pop(node_id)
+        for parent in step.node.parents:
+            left = self.dependents[parent.id] - 1
+            if left:
+                self.dependents[parent.id] = left
+            else:
+                del self.dependents[parent.id]  # no entry per dead node: memory stays flat
+        return step
+
+
+POLICIES: dict[str, type[MemoryPolicy]] = {"lazy": LazyFreeing, "eager": EagerFreeing}
 
 
 class GraphMemoryManagement:
     """The node records of one server, and the decisions about which steps to free."""
 
-    def __init__(self, policy: str, release: Callable[[NodeId], Step | None]) -> None:
-        self.eager = policy == "eager"  # PyTorch's policy; else Burn's ("lazy")
+    def __init__(
+        self, policy: MemoryPolicy, steps: dict[NodeId, Step], free_step: Callable[[NodeId], Step | None]
+    ) -> None:
+        self.policy = policy
+        self.steps = steps  # the server's pending steps (read here; only the server adds and takes them)
         self.keep_values = False  # keep each node's forward value (small, or summarised) for the pictures
         self.records: dict[NodeId, NodeRecord] = {}
-        # takes a pending step off the server (eager policy); weak, so the server and this need no cycle
+        # frees a pending step without running it (the server's); weak, so the server and this need no cycle
         # collection to go away with the session that held them
-        self._release_step = weakref.WeakMethod(release)
-        self._dependents: dict[NodeId, int] = {}  # eager policy: pending steps that list each node as a parent
-        # records consumed or freed, to forget once their tensor is gone (a cleanup visits only these)
-        self._finished: list[NodeRecord] = []
+        self._free_step = weakref.WeakMethod(free_step)
+        self._watch_op_outputs = policy.watches_op_outputs
+        # records whose step was consumed or freed, to forget once their tensor is dropped (a cleanup visits
+        # only these)
+        self._decided: list[NodeRecord] = []
 
     # -- tracking ----------------------------------------------------------------------------------
     def track(
@@ -92,8 +179,8 @@ class GraphMemoryManagement:
         """Remember a new node: a leaf, or an op's output with its inputs."""
         node = tensor.node
         records = self.records
-        # told of the drop: every node under PyTorch's policy; under Burn's only a leaf (see _on_drop)
-        handle = weakref.ref(tensor, self._on_drop(node.id) if self.eager or not inputs else None)
+        # told of the drop: a leaf always, an op's output when the policy frees graphs on drops
+        handle = weakref.ref(tensor, self._on_drop(node.id) if self._watch_op_outputs or not inputs else None)
         value = keep_value(tensor.data.to_numpy()) if self.keep_values else None
         records[node.id] = NodeRecord(node, op, tensor.data.array.shape, inputs, handle, forward, value)
         for input_id in inputs:
@@ -107,62 +194,34 @@ class GraphMemoryManagement:
         record.node, record.forward = node, None
         self._forget_inputs(record)
 
-    def step_registered(self, step: Step) -> None:
-        """Eager policy: count the pending steps that need each node."""
-        for parent in step.node.parents:
-            self._dependents[parent.id] = self._dependents.get(parent.id, 0) + 1
-
-    def step_taken(self, step: Step) -> None:
-        """Eager policy: a pending step is gone."""
-        for parent in step.node.parents:
-            left = self._dependents[parent.id] - 1
-            if left:
-                self._dependents[parent.id] = left
-            else:
-                del self._dependents[parent.id]  # no entry per dead node: memory stays flat
-
-    def finish(self, node_id: NodeId, status: NodeStatus, backward_count: int) -> None:
-        """A step was consumed (it ran) or freed (it never will)."""
+    def step_left(self, node_id: NodeId, outcome: NodeStatus, backward: int) -> None:
+        """A node's step left the server: CONSUMED (it ran in a backward: Burn's `consume_node`) or FREED
+        (it never will). Unless it is a leaf, the node is removed from the graph when no tensor refers to it."""
         record = self.records.get(node_id)
         if record is not None:
-            record.finished, record.finished_in = status, backward_count
-            record.gone = status is _FREED or record.handle() is None
-            self._finished.append(record)
+            record.outcome, record.outcome_in = outcome, backward
+            record.removed = record.node.order > 0 and (outcome is _FREED or record.handle() is None)
+            self._decided.append(record)
 
     # -- dropping ------------------------------------------------------------------------------------
     def _on_drop(self, node_id: NodeId) -> Callable[[weakref.ref], None]:
         def dropped(_: weakref.ref) -> None:
-            if self.eager:
-                self._release(node_id)
-            else:
-                self._forget_if_unused(node_id)
+            self.policy.dropped(self, node_id)
 
         return dropped
 
-    def _forget_if_unused(self, node_id: NodeId) -> None:
-        """A dropped untracked leaf that no recorded op used is part of no graph: forget it now, so a loop
-        of constants leaves nothing behind."""
+    def free_step(self, node_id: NodeId) -> Step | None:
+        """Free a pending step without running it (the policy's, when a tensor is dropped)."""
+        free = self._free_step()
+        return None if free is None else free(node_id)
+
+    def forget_if_unused(self, node_id: NodeId) -> None:
+        """A dropped untracked leaf that no recorded op used is part of no graph: forget it now."""
         record = self.records.get(node_id)
         if record is not None and _is_constant(record) and record.users == 0:
             del self.records[node_id]
 
-    def _release(self, node_id: NodeId) -> None:
-        """Eager policy: a tensor handle died. Free its step, and then each ancestor's, as soon as no
-        live tensor and no pending step needs it (PyTorch frees a graph this way)."""
-        stack = [node_id]
-        while stack:
-            current = stack.pop()
-            record = self.records.get(current)
-            if record is None or record.handle() is not None or current in self._dependents:
-                continue
-            release = self._release_step()
-            step = None if release is None else release(current)
-            if step is not None:
-                step.free_saved()
-                stack.extend(p.id for p in step.node.parents)
-            self._forget(current)  # nothing left to show: PyTorch forgets it at once
-
-    def _forget(self, node_id: NodeId) -> None:
+    def forget(self, node_id: NodeId) -> None:
         record = self.records.pop(node_id)
         self._forget_inputs(record)
 
@@ -173,23 +232,30 @@ class GraphMemoryManagement:
             if used is not None:
                 used.users -= 1
                 if used.users == 0 and used.handle() is None and _is_constant(used):
-                    self._forget(input_id)
+                    self.forget(input_id)
 
     # -- the cleanup at the end of a backward --------------------------------------------------------
-    def steps_to_free(self, steps: dict[NodeId, Step]) -> list[NodeId]:
-        """Pending steps that can no longer be useful: unavailable (a step they need was consumed or
-        freed, so they can never run) or abandoned (no live tensor depends on them)."""
+    def free_unavailable_nodes(self, backward: int) -> list[NodeId]:
+        """Free every pending step that can no longer be useful: unavailable (a step it needs was consumed
+        or freed, so it can never run) or abandoned (no live tensor depends on it). Returns their ids."""
+        steps = self.steps
         unavailable = self._unavailable(steps)
         needed = self.needed_steps(steps, unavailable)
-        return [node_id for node_id in steps if node_id in unavailable or node_id not in needed]
+        useless = [node_id for node_id in steps if node_id in unavailable or node_id not in needed]
+        for node_id in useless:
+            self.free_step(node_id)
+            self.step_left(node_id, _FREED, backward)
+        return useless
 
     def _unavailable(self, steps: dict[NodeId, Step]) -> set[NodeId]:
-        """Steps with a parent that is gone from the graph, and every step that depends on one."""
+        """Steps with a parent removed from the graph, and every step that depends on one."""
         unavailable: set[NodeId] = set()
         for node_id in sorted(steps):  # ids grow with creation: a parent is seen before its children
             for parent in steps[node_id].node.parents:
+                if parent.is_leaf:
+                    continue  # a leaf has no step to run: a path through it needs nothing consumed
                 record = self.records.get(parent.id)
-                if parent.id in unavailable or record is None or record.gone:
+                if parent.id in unavailable or record is None or record.removed:
                     unavailable.add(node_id)
                     break
         return unavailable
@@ -206,19 +272,19 @@ class GraphMemoryManagement:
             stack.extend(p.id for p in steps[node_id].node.parents if p.id in steps)
         return needed
 
-    def forget_finished(self, backward_count: int) -> None:
-        """Forget records finished before this backward whose tensors are gone (kept one backward
-        longer, so a snapshot right after a backward still shows what it consumed)."""
-        finished, self._finished = self._finished, []
+    def forget_decided(self, backward: int) -> None:
+        """Forget records whose step was consumed or freed before this backward and whose tensor is dropped
+        (kept one backward longer, so a snapshot right after a backward still shows what it consumed)."""
+        decided, self._decided = self._decided, []
         records = self.records
-        for record in finished:
+        for record in decided:
             node_id = record.node.id
             if records.get(node_id) is not record:
                 continue  # already forgotten
-            if record.finished_in < backward_count and record.handle() is None:
-                self._forget(node_id)
+            if record.outcome_in < backward and record.handle() is None:
+                self.forget(node_id)
             else:
-                self._finished.append(record)
+                self._decided.append(record)
 
     def held_bytes(self, steps: dict[NodeId, Step]) -> dict[NodeId, int]:
         """Per pending step, the bytes it alone keeps alive: saved buffers that no live tensor
@@ -238,10 +304,6 @@ class GraphMemoryManagement:
             tensor = record.handle()
             if tensor is not None:
                 yield tensor
-
-    def dependents(self) -> int:
-        """How many nodes the eager policy currently counts dependents for (for leak tests)."""
-        return len(self._dependents)
 
 
 def _is_constant(record: NodeRecord) -> bool:

@@ -73,8 +73,8 @@ def snapshot(server: AutodiffServer) -> GraphSnapshot:
         alive = record.handle() is not None
         if step is not None:
             status = NodeStatus.LIVE if node_id in needed else NodeStatus.ABANDONED
-        elif record.finished is not None:
-            status = record.finished
+        elif record.outcome is not None:
+            status = record.outcome
         else:
             status = NodeStatus.CONSTANT if alive else NodeStatus.FREED
         nodes.append(

@@ -29,10 +29,11 @@ from .errors import (
 from .grads import Gradients
 from .graph import Node, NodeId, Op, Requirement, Rule, Step, UntrackedOpsStep, per_constant
 from .printing import format_array
+from .trace import NO_RECORDER
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
-    from .trace import BackwardRecorder
+    from .trace import Recorder
 
 FLOAT_DTYPES = ("float32", "float64")
 REPR_VALUES = 64  # a repr shows every value up to this many, else only the shape
@@ -188,7 +189,7 @@ class Tensor:
 
     # -- backward and gradients ----------------------------------------------------------------
     def backward(
-        self, recorder: BackwardRecorder | None = None, retain_graph: bool = False, into: Gradients | None = None
+        self, recorder: Recorder | None = None, retain_graph: bool = False, into: Gradients | None = None
     ) -> Gradients:
         """Run backward from this tensor. `retain_graph` and `into` exist only on a device with the
         PyTorch memory policy (`autodiff(memory_policy="eager")`): `retain_graph=True` keeps every step
@@ -206,13 +207,14 @@ class Tensor:
                 "nothing to differentiate. Call require_grad() on the inputs you want gradients for, "
                 "then recompute it."
             )
-        if (retain_graph or into is not None) and server.memory_policy != "eager":
+        if (retain_graph or into is not None) and not server.policy.allows_retain_graph:
             raise UnsupportedOperationError(
                 "Burn does not support retain_graph: each step runs once. Combine losses before backward or "
                 "recompute the forward pass. (retain_graph and into are for comparing with PyTorch, on "
                 "autodiff(memory_policy='eager').)"
             )
-        return server.backward(self, into if into is not None else Gradients(), recorder, retain_graph)
+        grads = into if into is not None else Gradients()
+        return server.backward(self, grads, NO_RECORDER if recorder is None else recorder, retain_graph)
 
     def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in `grads`, as a tensor on the inner device (None when it has none)."""
@@ -557,9 +559,7 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
         node = Node(server.new_node_id(), parents, order, _GRAD_IN_BACKWARD, every and not op.compute_bound)
         saved = {name: out if source < 0 else inputs[source].data for name, source in needs}
         step = Step(node, op.name, rules, shapes, saved)
-        if server.checkpointing == "balanced":
-            producers = {"y": node} | {name: nodes[k] for k, name in enumerate(op.names[: len(inputs)])}
-            server.checkpoint(step, producers, inputs)
+        server.strategy.checkpoint(step, op, nodes, inputs)
     tensor = Tensor(out, device, node)
     server.register(tensor, step, (nodes[0].id,) if len(nodes) == 1 else (nodes[0].id, nodes[1].id), op.forward)
     return tensor

@@ -1,19 +1,27 @@
 """Typed events of one backward pass, so a UI can replay it step by step.
 
-Pass a `BackwardRecorder` to `backward(recorder=...)`. Without one, backward skips every
-`if recorder is not None` branch and pays nothing else. Values are copied to numpy when
-recorded, so the trace stays valid after the engine frees or reuses its buffers.
+Backward tells a `Recorder` what happens, hook by hook; the default one does nothing, so a backward
+nobody watches pays a call per hook and nothing else. Pass a `BackwardRecorder` to
+`backward(recorder=...)` to keep the events. Values are copied to numpy when recorded, so the trace
+stays valid after the engine frees or reuses its buffers.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .graph import NodeId
 from .memory import MemoryUsage
+
+if TYPE_CHECKING:
+    from .backends.base import Buffer
+    from .grads import Gradients
+    from .graph import Step
+    from .memory import MemoryPool
 
 
 @dataclass(frozen=True)
@@ -119,17 +127,80 @@ Event = (
 )
 
 
-class BackwardRecorder:
+class Recorder:
+    """What a backward tells whoever watches it, one hook per moment. This one watches nothing: it is the
+    default, so the server's backward reads the same with or without a recorder."""
+
+    def tape_built(self, root: NodeId, tape: list[list[Step]]) -> None:
+        pass
+
+    def step_started(self, step: Step) -> None:
+        pass
+
+    def recomputed(self, node_id: NodeId, op: str) -> None:
+        pass
+
+    def gradient_registered(self, node_id: NodeId, source: NodeId | None, grad: Buffer, total: Buffer) -> None:
+        pass
+
+    def gradient_consumed(self, node_id: NodeId, kept: bool) -> None:
+        pass
+
+    def saved_state_freed(self, step: Step, bytes_before: int, pool: MemoryPool) -> None:
+        pass
+
+    def swept(self, node_ids: tuple[NodeId, ...], bytes_released: int) -> None:
+        pass
+
+    def backward_finished(self, pool: MemoryPool, grads: Gradients) -> None:
+        pass
+
+
+NO_RECORDER = Recorder()
+
+
+class BackwardRecorder(Recorder):
     """Collects the events of one backward, in the order they happened."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
         self.bytes_recorded = 0  # bytes of the value copies the events hold (not counted by the device)
+        self._saved_bytes = 0  # what the running step holds, measured when it starts
 
     def record(self, event: Event) -> None:
         self.events.append(event)
         if isinstance(event, GradientRegistered):
             self.bytes_recorded += sum(v.nbytes for v in (event.value, event.total) if isinstance(v, np.ndarray))
+
+    # -- the hooks -----------------------------------------------------------------------------------
+    def tape_built(self, root: NodeId, tape: list[list[Step]]) -> None:
+        self.record(TapeBuilt(root, tuple(tuple(s.node.id for s in bucket) for bucket in tape)))
+
+    def step_started(self, step: Step) -> None:
+        self._saved_bytes = step.saved_bytes
+        parents = tuple(p.id for p in step.node.parents)
+        rules = tuple(r.text for r in step.rules)
+        self.record(StepStarted(step.node.id, step.op, step.node.order, parents, rules))
+
+    def recomputed(self, node_id: NodeId, op: str) -> None:
+        self.record(Recomputed(node_id, op))
+
+    def gradient_registered(self, node_id: NodeId, source: NodeId | None, grad: Buffer, total: Buffer) -> None:
+        accumulated = total is not grad
+        self.record(GradientRegistered(node_id, source, grad.to_numpy(), total.to_numpy(), accumulated))
+
+    def gradient_consumed(self, node_id: NodeId, kept: bool) -> None:
+        self.record(GradientConsumed(node_id, kept))
+
+    def saved_state_freed(self, step: Step, bytes_before: int, pool: MemoryPool) -> None:
+        released = bytes_before - pool.bytes_in_use
+        self.record(SavedStateFreed(step.node.id, self._saved_bytes, released, pool.usage()))
+
+    def swept(self, node_ids: tuple[NodeId, ...], bytes_released: int) -> None:
+        self.record(SweepFreed(node_ids, bytes_released))
+
+    def backward_finished(self, pool: MemoryPool, grads: Gradients) -> None:
+        self.record(BackwardFinished(pool.usage(), tuple(grads.node_ids()), pool.peak_bytes))
 
     def container_after(self, index: int) -> dict[NodeId, np.ndarray]:
         """The `Gradients` entries after events[0..index] (inclusive) have happened."""

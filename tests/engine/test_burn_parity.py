@@ -137,7 +137,7 @@ def test_should_diff_sqrt():  # sqrt.rs
     np.testing.assert_allclose(grad_of(t2, grads), [[30.309311, 33.120457], [34.581974, 38.769463]], rtol=1e-5)
 
 
-# -- memory_management.rs ------------------------------------------------------------------------------
+# -- memory_management.rs (all of its tests, in its order) -----------------------------------------------
 
 
 def test_mm_independent_trees():
@@ -176,6 +176,37 @@ def test_mm_crossover_trees_with_referred_subtree():
     t6.backward()
     grads = t9.backward()  # t9 is still referenced: its own tree stays usable
     assert t7.grad(grads) is not None and t8.grad(grads) is not None
+
+
+def three_crossover_trees(d: Device) -> tuple[Tensor, Tensor, Tensor, tuple[Tensor, ...]]:
+    """The first tree (t6) and the third (t13) share their right halves with a second one (t14) between them;
+    last, the third tree's leaves."""
+    t0, t1, t2, t3 = (leaf(DATA, d) for _ in range(4))
+    t5 = t2 * t3
+    t6 = (t0 * t1) * t5
+    t7, t8, t9, t10 = (leaf(DATA, d) for _ in range(4))
+    t12 = t9 * t10
+    t13 = (t7 * t8) * t12
+    t14 = t5 * t12  # moves t5 and t12 in Rust
+    return t6, t13, t14, (t7, t8, t9, t10)
+
+
+def test_mm_three_crossover_trees_last_still_usable():
+    d = ad()
+    t6, t13, _t14, t13_leaves = three_crossover_trees(d)  # `_tensor_14` lives to the end, unused
+    t6.backward()
+    grads = t13.backward()
+    assert len(grads) == 4  # t7, t8, t9, t10: each gets the product of the other three
+    for t in t13_leaves:
+        np.testing.assert_allclose(grad_of(t, grads), np.array(DATA) ** 3)
+
+
+def test_mm_three_crossover_trees_middle_one_unavailable():
+    d = ad()
+    t6, _t13, t14, _ = three_crossover_trees(d)  # `_tensor_13` lives to the end, unused
+    t6.backward()
+    with pytest.raises(TapeConsumedError):
+        t14.backward()
 
 
 def test_mm_self_referencing_tree():
@@ -219,6 +250,22 @@ def test_mm_deletables_propagate_well():
     t2.backward()
     with pytest.raises(TapeConsumedError):
         t3.backward()
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp")  # exp applied five times: inf, as in Burn
+def test_mm_node_explored_once_can_still_be_tagged_as_useful_when_found_again_deeper():
+    # t2 is reached first through the shallow t4, then again deeper through t8: it must stay useful
+    d = ad()
+    for _ in range(12):
+        t0, t1 = leaf(DATA, d), leaf(DATA, d)
+        t2 = t1.exp()
+        t3 = t0.exp()
+        _t4 = t3 * t2
+        t8 = t2.exp().exp().exp().exp()
+        del t2  # moved into `t2.exp()` in Rust
+        t3.backward()
+        grads = t8.backward()
+        assert t1.grad(grads) is not None
 
 
 # -- where this engine used to differ from Burn ----------------------------------------------------------
@@ -296,7 +343,7 @@ def test_no_bookkeeping_grows_with_iterations(policy):
     if policy == "lazy":  # Burn keeps abandoned graphs until a backward: x and 4 steps a pass, no constants
         assert len(memory.records) == 1 + 4 * 1000
     else:  # PyTorch frees each graph with its loss; no dependents entry is left per dropped node
-        assert memory.dependents() <= 2 and len(memory.records) <= 10
+        assert len(d.server.steps.dependents) <= 2 and len(memory.records) <= 10
     for _ in range(5):
         (x * 2.0).sum().backward()
     assert len(memory.records) <= 10

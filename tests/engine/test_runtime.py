@@ -215,3 +215,43 @@ def test_a_dropped_constant_stays_in_the_pictures_while_a_graph_uses_it(ad):
     pending.backward()
     (x * 2.0).sum().backward()
     assert c_id not in {n.id for n in ad.snapshot().nodes}  # forgotten with the last graph that used it
+
+
+def test_the_device_names_its_memory_policy_and_checkpointing_strategy_objects():
+    from autodiff.checkpointing import BalancedCheckpointing, NoCheckpointing
+    from autodiff.memory_management import EagerFreeing, LazyFreeing
+
+    burn = Device.numpy().autodiff()
+    pytorch = Device.numpy().autodiff(memory_policy="eager", checkpointing="balanced")
+    assert isinstance(burn.server.policy, LazyFreeing) and isinstance(burn.server.strategy, NoCheckpointing)
+    assert isinstance(pytorch.server.policy, EagerFreeing)
+    assert isinstance(pytorch.server.strategy, BalancedCheckpointing)
+    assert (burn.name, pytorch.name) == ("numpy+autodiff", "numpy+autodiff (eager, balanced)")
+
+
+def test_a_recorder_hears_each_moment_of_a_backward(ad):
+    from autodiff.trace import Recorder
+
+    class Counting(Recorder):
+        def __init__(self) -> None:
+            self.heard: list[str] = []
+
+        def step_started(self, step) -> None:
+            self.heard.append(f"run {int(step.node.id)}")
+
+        def saved_state_freed(self, step, bytes_before, pool) -> None:
+            self.heard.append(f"consumed {int(step.node.id)}")
+
+        def swept(self, node_ids, bytes_released) -> None:
+            self.heard.append(f"swept {len(node_ids)}")
+
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    loss = (x * x + x * 3.0).sum()  # nodes 1 (x*x), 2 (x*3), 3 (+), 4 (sum) over the leaf 0
+    recorder = Counting()
+    grads = loss.backward(recorder=recorder)
+    assert recorder.heard == [
+        "run 4", "consumed 4", "run 3", "consumed 3",
+        "run 2", "consumed 2", "run 1", "consumed 1",  # order 1: the stack reaches x*3 first
+        "run 0", "consumed 0", "swept 0",
+    ]  # fmt: skip
+    assert grads.recorder is not recorder  # held for that backward only
