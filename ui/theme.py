@@ -44,7 +44,25 @@ _PRIMARY_BUTTON = (
 # Captions are the text colour at opacity 0.6 (4.0:1 on white): 0.8 keeps them lighter and above 4.5:1.
 _CAPTIONS = "[data-testid='stCaptionContainer'] {opacity: 0.8 !important;}"
 
-ACCESSIBLE_CSS = "\n".join([_token_rules(), _PRIMARY_BUTTON, _CAPTIONS])
+# A code block wider than the screen scrolls sideways, and a scroll region must be reachable by keyboard (WCAG
+# 2.1.1); Streamlit's `pre` takes no focus. Wrapped lines (indentation kept) need no scrolling, down to 320 px.
+_CODE_WRAP = (
+    "[data-testid='stCode'] pre, [data-testid='stCode'] code "
+    "{white-space: pre-wrap !important; overflow-wrap: anywhere !important;}"
+)
+
+# A collapsed sidebar only slides off the left edge: its links still take Tab focus (focus lands out of sight,
+# WCAG 2.4.7) and its squeezed content scrolls. Hidden while collapsed, it leaves the tab order and the page.
+_COLLAPSED_SIDEBAR = "[data-testid='stSidebar'][data-collapsed='true'] {visibility: hidden;}"
+
+# Tables (st.table) likewise scroll sideways in an unfocusable box on a phone or at 200% zoom: let long cells wrap
+# anywhere (values, sentences) so the table fits its column.
+_TABLE_WRAP = (
+    "[data-testid='stTable'] :is(th, td), [data-testid='stTable'] :is(th, td) * "
+    "{white-space: normal !important; overflow-wrap: anywhere !important;}"
+)
+
+ACCESSIBLE_CSS = "\n".join([_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_WRAP, _TABLE_WRAP, _COLLAPSED_SIDEBAR])
 
 
 def accessible_styles() -> None:
