@@ -62,7 +62,18 @@ _TABLE_WRAP = (
     "{white-space: normal !important; overflow-wrap: anywhere !important;}"
 )
 
-ACCESSIBLE_CSS = "\n".join([_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_WRAP, _TABLE_WRAP, _COLLAPSED_SIDEBAR])
+# Keyboard focus must show (WCAG 2.4.7). Streamlit draws nothing on a focused page link or element-toolbar
+# button, and a toggle's, checkbox's or radio's real input is invisible: outline them (or their label) in the
+# text colour, which has the text's contrast in both themes.
+_FOCUS = (
+    "a:focus-visible, button:focus-visible, [role='button']:focus-visible, summary:focus-visible, "
+    "label:has(input:is([type='checkbox'], [type='radio']):focus-visible) "
+    "{outline: 2px solid currentColor !important; outline-offset: 2px !important;}"
+)
+
+ACCESSIBLE_CSS = "\n".join(
+    [_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_WRAP, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _FOCUS]
+)
 
 
 def accessible_styles() -> None:

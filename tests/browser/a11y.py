@@ -7,9 +7,11 @@ components (which render in one) are checked too.
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from axe_playwright_python.base import AXE_SCRIPT
+from PIL import Image
 
 WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 BLOCKING = ("critical", "serious")  # the impacts a page must have none of
@@ -98,28 +100,24 @@ def focused(page: Any) -> dict[str, Any] | None:
     return page.evaluate(FOCUSED)
 
 
-def _around(page: Any, box: dict[str, float], margin: float = 5) -> bytes:
-    viewport = page.viewport_size
-    x, y = max(box["x"] - margin, 0), max(box["y"] - margin, 0)
-    width = min(box["width"] + 2 * margin, viewport["width"] - x)
-    height = min(box["height"] + 2 * margin, viewport["height"] - y)
-    return page.screenshot(
-        clip={"x": x, "y": y, "width": max(width, 1), "height": max(height, 1)}, animations="disabled"
-    )
+def _region(shot: bytes, box: dict[str, float], margin: float = 5) -> bytes:
+    image = Image.open(io.BytesIO(shot))
+    left, top = max(int(box["x"] - margin), 0), max(int(box["y"] - margin), 0)
+    right = min(int(box["x"] + box["width"] + margin) + 1, image.width)
+    bottom = min(int(box["y"] + box["height"] + margin) + 1, image.height)
+    return image.crop((left, top, max(right, left + 1), max(bottom, top + 1))).tobytes()
 
 
 def tab(page: Any) -> tuple[dict[str, Any] | None, bool]:
     """Press Tab; return what has focus now, and whether focus shows on screen (WCAG 2.4.7): the pixels around
-    the element differ with and without focus (Shift+Tab takes it away and Tab brings it back)."""
+    the newly focused element differ from those just before the key press."""
+    before = page.screenshot(animations="disabled")
     page.keyboard.press("Tab")
     now = focused(page)
     if now is None or now["box"]["width"] == 0 or now["box"]["height"] == 0:
         return now, False
-    with_focus = _around(page, now["box"])
-    page.keyboard.press("Shift+Tab")
-    without_focus = _around(page, now["box"])
-    page.keyboard.press("Tab")
-    return focused(page), with_focus != without_focus
+    after = page.screenshot(animations="disabled")
+    return now, _region(before, now["box"]) != _region(after, now["box"])
 
 
 def tab_until(page: Any, wanted: Any, limit: int = 60) -> list[dict[str, Any]]:
