@@ -47,7 +47,7 @@ def line_chart(
             "y": y_encoding,
             "color": {"field": series, "type": "nominal",
                       "scale": {"domain": names, "range": SERIES_COLOURS[: len(names)]},
-                      "legend": {"orient": "bottom", "title": None}},
+                      "legend": {"orient": "bottom", "title": None, "columns": 1}},  # fits 320 px
             "strokeDash": {"field": series, "type": "nominal", "legend": None},
             "tooltip": [{"field": series}, {"field": x}, *({"field": f} for f in tooltip),
                         {"field": y, "format": ".2f"}],

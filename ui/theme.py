@@ -62,6 +62,14 @@ _TABLE_WRAP = (
     "{white-space: normal !important; overflow-wrap: anywhere !important;}"
 )
 
+# Widget labels and page links are cut to one line with an ellipsis: at 320 px or 200% zoom the end of a long
+# label is lost (WCAG 1.4.10). Let them wrap.
+_LABEL_WRAP = (
+    "[data-testid='stWidgetLabel'] :is([data-testid='stMarkdownContainer'], p), "
+    "[data-testid='stPageLink-NavLink'] :is([data-testid='stMarkdownContainer'], p) "
+    "{white-space: normal !important; text-overflow: clip !important; overflow-wrap: anywhere;}"
+)
+
 # Keyboard focus must show (WCAG 2.4.7). Streamlit draws nothing on a focused page link or element-toolbar
 # button, and a toggle's, checkbox's or radio's real input is invisible: outline them (or their label) in the
 # text colour, which has the text's contrast in both themes.
@@ -72,7 +80,7 @@ _FOCUS = (
 )
 
 ACCESSIBLE_CSS = "\n".join(
-    [_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_WRAP, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _FOCUS]
+    [_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_WRAP, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _LABEL_WRAP, _FOCUS]
 )
 
 

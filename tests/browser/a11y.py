@@ -63,6 +63,17 @@ def settle(page: Any) -> None:
     for i in range(charts.count()):
         charts.nth(i).locator("svg").first.wait_for()
     page.wait_for_function(f"() => ({SIDEBAR_LEFT})() >= 0 || ({SIDEBAR_RIGHT})() <= 0")
+    page.wait_for_function(STILL)
+
+
+# The page has stopped changing: the same height 0.7 s apart, and no run in progress (pages that compute draw
+# in more than one pass).
+STILL = """() => new Promise(resolve => {
+  const main = document.querySelector('[data-testid=stMain]');
+  const height = main.scrollHeight;
+  setTimeout(() => resolve(main.scrollHeight === height
+    && document.querySelector('.stApp').dataset.testScriptState === 'notRunning'), 700);
+})"""
 
 
 def turn_on_presenter(page: Any) -> None:
