@@ -13,7 +13,8 @@ import streamlit as st
 # Streamlit's code highlighting pins mid-tone hues (keywords #1c83e1 = 3.8:1, numbers #29b09d = 2.6:1 on its light
 # code background) that fail 4.5:1 in both themes. Mixing 45% of the theme's text colour into each hue darkens it on
 # light and lightens it on dark: at least 4.8:1 in both (the smallest is green on light), hues still told apart.
-_TOKEN_HUES = {
+TEXT_SHARE = 0.45  # of the theme's text colour in each token colour
+TOKEN_HUES = {
     ".token.keyword, .token.tag, .token.function, .token.class-name, .token.selector": "#1c83e1",
     ".token.number, .token.regex": "#29b09d",
     ".token.string, .token.char, .token.attr-value, .token.boolean, .token.constant, .token.symbol": "#09ab3b",
@@ -27,9 +28,9 @@ _TOKEN_HUES = {
 
 def _token_rules() -> str:
     rules = []
-    for tokens, hue in _TOKEN_HUES.items():
+    for tokens, hue in TOKEN_HUES.items():
         selector = ", ".join(f"[data-testid='stCode'] {token.strip()}" for token in tokens.split(","))
-        rules.append(f"{selector} {{color: color-mix(in srgb, currentColor 45%, {hue}) !important;}}")
+        rules.append(f"{selector} {{color: color-mix(in srgb, currentColor {TEXT_SHARE:.0%}, {hue}) !important;}}")
     return "\n".join(rules)
 
 
