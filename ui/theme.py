@@ -56,11 +56,13 @@ _CODE_WRAP = (
 # WCAG 2.4.7) and its squeezed content scrolls. Hidden while collapsed, it leaves the tab order and the page.
 _COLLAPSED_SIDEBAR = "[data-testid='stSidebar'][data-collapsed='true'] {visibility: hidden;}"
 
-# Tables (st.table) likewise scroll sideways in an unfocusable box on a phone or at 200% zoom: let long cells wrap
-# anywhere (values, sentences) so the table fits its column.
+# Tables (st.table) likewise scroll sideways in an unfocusable box on a phone or at 200% zoom: cells wrap, and on
+# a narrow screen (640 CSS px is 1280 px at 200%) even inside a word, so the table fits its column. Only there:
+# breaking anywhere also lets a wide table squeeze words ("Frame|work") where it had room.
+_TABLE_CELLS = "[data-testid='stTable'] :is(th, td), [data-testid='stTable'] :is(th, td) *"
 _TABLE_WRAP = (
-    "[data-testid='stTable'] :is(th, td), [data-testid='stTable'] :is(th, td) * "
-    "{white-space: normal !important; overflow-wrap: anywhere !important;}"
+    f"{_TABLE_CELLS} {{white-space: normal !important;}}\n"
+    f"@media (max-width: 640px) {{{_TABLE_CELLS} {{overflow-wrap: anywhere !important;}}}}"
 )
 
 # Widget labels and page links are cut to one line with an ellipsis: at 320 px or 200% zoom the end of a long
