@@ -7,8 +7,9 @@ import streamlit as st
 
 from autodiff import AutodiffError, memory_budget
 from autodiff.device import mlx_unavailable_reason
-from ui.navigation import navigation_pages
+from ui.navigation import navigation_pages, sidebar_links
 from ui.state import moved_from_another_replica, publish_presenter, restore_presenter, session_budget
+from ui.theme import accessible_styles
 
 restore_presenter()  # before anything reads it: a reload or a shared link keeps presenter mode
 
@@ -19,9 +20,14 @@ st.set_page_config(
     initial_sidebar_state="collapsed" if st.session_state.get("presenter") else "auto",  # a projector: all stage
 )
 
-page = st.navigation(navigation_pages())
+# Accessibility (issue 18): the sidebar draws its own links (Streamlit's navigation list fails WCAG), and one
+# style sheet keeps code colours, captions and the primary button above 4.5:1 in both themes.
+sections = navigation_pages()
+page = st.navigation(sections, position="hidden")
+accessible_styles()
 
 with st.sidebar:
+    sidebar_links(sections)
     st.toggle("Presenter mode", key="presenter", help="Larger text and graphs, fewer controls: for a projector.")
     publish_presenter()
     mlx_missing = mlx_unavailable_reason()

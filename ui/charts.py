@@ -75,7 +75,7 @@ def line_chart(
                 field=series,
                 type="nominal",
                 scale=alt.Scale(domain=names, range=SERIES_COLOURS[: len(names)]),
-                legend=alt.Legend(orient="bottom", title=None, labelLimit=0) if len(names) > 1 else None,
+                legend=alt.Legend(orient="bottom", title=None, labelLimit=0, columns=1) if len(names) > 1 else None,
             ),
             strokeDash=alt.StrokeDash(field=series, type="nominal", legend=None),
             tooltip=[alt.Tooltip(field=f, type="nominal") for f in (series, x, *tooltip)]

@@ -1,4 +1,5 @@
-"""The app's pages, listed once: `app.py` hands them to `st.navigation` by section, and Home lists them.
+"""The app's pages, listed once: `app.py` hands them to `st.navigation` by section and draws the sidebar's links,
+and Home lists them.
 
 Why the layout of `pages/` looks as it does: until some session has run `st.navigation`, Streamlit serves a
 `pages/` folder beside `app.py` as legacy pages, by file stem, without `app.py`. So every lesson lives in a
@@ -54,6 +55,17 @@ def navigation_pages() -> dict[str, list[st.Page]]:
             page = st.Page(lesson.path, title=lesson.title, default=True)
         sections.setdefault(lesson.section, []).append(page)
     return sections
+
+
+def sidebar_links(sections: dict[str, list[st.Page]]) -> None:
+    """The sidebar's navigation: one link per page under plain section names. `app.py` hides Streamlit's own
+    navigation (`position="hidden"`) because its markup fails WCAG (a `ul` whose children are `div`s, `li`
+    outside any list); links are plain anchors, so a screen reader lists them and Tab walks them in order."""
+    for section, pages in sections.items():
+        if section:
+            st.markdown(f"**{section}**")
+        for page in pages:
+            st.page_link(page)
 
 
 def lesson_intro(title: str, text: str) -> None:

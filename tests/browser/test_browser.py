@@ -99,7 +99,7 @@ def test_every_deep_link_opens_with_the_frame_on_a_fresh_server(browser, fresh_a
         page.locator(SIDEBAR).get_by_text("Presenter mode").wait_for()  # the frame ran
         page.wait_for_load_state("networkidle")
         assert page.locator('[role="dialog"]').count() == 0  # no "Page not found" on the way
-        nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        nav = page.locator(SIDEBAR).inner_text()  # the frame's own links (ui/navigation.py: sidebar_links)
         for section in ("Backward", "Memory", "Check and play"):
             assert section.upper() in nav.upper()
         assert all(other.title in nav for other in LESSONS)

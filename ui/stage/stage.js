@@ -53,6 +53,12 @@ function mountStage(component, loadGraphviz) {
   };
   root.__stage = stage;
   root.classList.toggle("dark", isDark(root));
+  // the viewer may switch the theme at any time (the app's menu, or the system's): follow it
+  stage.themeTimer = setInterval(() => {
+    if (!root.isConnected) return clearInterval(stage.themeTimer);
+    const dark = isDark(root);
+    if (dark !== root.classList.contains("dark")) root.classList.toggle("dark", dark);
+  }, 250);
   let width = window.innerWidth;
   stage.onResize = () => {
     if (window.innerWidth === width) return;  // a phone's toolbar showing or hiding is not a new layout
@@ -62,6 +68,7 @@ function mountStage(component, loadGraphviz) {
   };
   stage.dispose = () => {
     clearInterval(stage.timer);
+    clearInterval(stage.themeTimer);
     clearTimeout(stage.reportTimer);
     if (window.__replayStageKeys === stage.onKey) {
       document.removeEventListener("keydown", stage.onKey, true);
@@ -112,6 +119,7 @@ function buildSkeleton(parent, replay, presenter) {
   const svgBox = element("div", "stage-svg");
   svgBox.setAttribute("role", "img");
   svgBox.setAttribute("aria-label", "The graph: the same nodes are listed in the table below it.");
+  svgBox.tabIndex = 0;  // a graph larger than its box scrolls, from the keyboard too
   graph.append(svgBox);
   const side = element("div", "stage-side");
   if (replay) {
@@ -321,6 +329,7 @@ function place(stage) {
   stage.svg.style.height = `${h * scale}px`;
   if (!stage.replay || narrow) box.style.height = `${Math.min(h * scale, narrow ? Infinity : stage.maxStatic)}px`;
   stage.scrollable = box.scrollHeight > box.clientHeight + 1 || box.scrollWidth > box.clientWidth + 1;
+
 }
 
 function scrollerOf(el) {

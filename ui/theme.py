@@ -1,0 +1,92 @@
+"""The frame's style sheet for WCAG 2.1 AA in both themes (.streamlit/config.toml designs a light and a dark one).
+
+Streamlit exposes no theme class or CSS variable to the page itself (only to components v2, as `--st-*`), and
+a viewer may pick Light or Dark in the menu against the system's `prefers-color-scheme`. So every colour here is
+derived from the text colour it inherits (`currentColor`), which is the theme's own: one rule holds in both themes
+and follows the viewer's pick, with no media query.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+# Streamlit's code highlighting pins mid-tone hues (keywords #1c83e1 = 3.8:1, numbers #29b09d = 2.6:1 on its light
+# code background) that fail 4.5:1 in both themes. Mixing 45% of the theme's text colour into each hue darkens it on
+# light and lightens it on dark: at least 4.8:1 in both (the smallest is green on light), hues still told apart.
+TEXT_SHARE = 0.45  # of the theme's text colour in each token colour
+TOKEN_HUES = {
+    ".token.keyword, .token.tag, .token.function, .token.class-name, .token.selector": "#1c83e1",
+    ".token.number, .token.regex": "#29b09d",
+    ".token.string, .token.char, .token.attr-value, .token.boolean, .token.constant, .token.symbol": "#09ab3b",
+    ".token.operator, .token.entity, .token.decorator, .token.atrule": "#ed6f13",
+    ".token.attr-name, .token.property, .token.variable": "#0ea5e9",
+    ".token.comment, .token.prolog, .token.doctype, .token.cdata, .token.punctuation": "#808495",
+    ".token.important, .token.deleted": "#ff2b2b",
+    ".token.url": "#803df5",
+}
+
+
+def _token_rules() -> str:
+    rules = []
+    for tokens, hue in TOKEN_HUES.items():
+        selector = ", ".join(f"[data-testid='stCode'] {token.strip()}" for token in tokens.split(","))
+        rules.append(f"{selector} {{color: color-mix(in srgb, currentColor {TEXT_SHARE:.0%}, {hue}) !important;}}")
+    return "\n".join(rules)
+
+
+# The primary button: white text on the light theme's dark orange, black text on the dark theme's light orange
+# (Streamlit keeps it white in both, 2.3:1 on dark). `currentColor` here is the inherited theme text colour:
+# dark text (channels under 128) gives white, light text gives black.
+_BINARY = "clamp(0, (128 - r) * 1000, 255)"
+_PRIMARY_BUTTON = (
+    f"[data-testid='stBaseButton-primary'] {{color: rgb(from currentColor {_BINARY} {_BINARY} {_BINARY}) !important;}}"
+)
+
+# Captions are the text colour at opacity 0.6 (4.0:1 on white): 0.8 keeps them lighter and above 4.5:1.
+_CAPTIONS = "[data-testid='stCaptionContainer'] {opacity: 0.8 !important;}"
+
+# A code block wider than the screen scrolls sideways, and a scroll region must be reachable by keyboard (WCAG
+# 2.1.1); Streamlit's `pre` takes no focus. Wrapped lines (indentation kept) need no scrolling, down to 320 px.
+_CODE_WRAP = (
+    "[data-testid='stCode'] pre, [data-testid='stCode'] code "
+    "{white-space: pre-wrap !important; overflow-wrap: anywhere !important;}"
+)
+
+# A collapsed sidebar only slides off the left edge: its links still take Tab focus (focus lands out of sight,
+# WCAG 2.4.7) and its squeezed content scrolls. Hidden while collapsed, it leaves the tab order and the page.
+_COLLAPSED_SIDEBAR = "[data-testid='stSidebar'][data-collapsed='true'] {visibility: hidden;}"
+
+# Tables (st.table) likewise scroll sideways in an unfocusable box on a phone or at 200% zoom: cells wrap, and on
+# a narrow screen (640 CSS px is 1280 px at 200%) even inside a word, so the table fits its column. Only there:
+# breaking anywhere also lets a wide table squeeze words ("Frame|work") where it had room.
+_TABLE_CELLS = "[data-testid='stTable'] :is(th, td), [data-testid='stTable'] :is(th, td) *"
+_TABLE_WRAP = (
+    f"{_TABLE_CELLS} {{white-space: normal !important;}}\n"
+    f"@media (max-width: 640px) {{{_TABLE_CELLS} {{overflow-wrap: anywhere !important;}}}}"
+)
+
+# Widget labels and page links are cut to one line with an ellipsis: at 320 px or 200% zoom the end of a long
+# label is lost (WCAG 1.4.10). Let them wrap.
+_LABEL_WRAP = (
+    "[data-testid='stWidgetLabel'] :is([data-testid='stMarkdownContainer'], p), "
+    "[data-testid='stPageLink-NavLink'] :is([data-testid='stMarkdownContainer'], p) "
+    "{white-space: normal !important; text-overflow: clip !important; overflow-wrap: anywhere;}"
+)
+
+# Keyboard focus must show (WCAG 2.4.7). Streamlit draws nothing on a focused page link or element-toolbar
+# button, and a toggle's, checkbox's or radio's real input is invisible: outline them (or their label) in the
+# text colour, which has the text's contrast in both themes.
+_FOCUS = (
+    "a:focus-visible, button:focus-visible, [role='button']:focus-visible, summary:focus-visible, "
+    "label:has(input:is([type='checkbox'], [type='radio']):focus-visible) "
+    "{outline: 2px solid currentColor !important; outline-offset: 2px !important;}"
+)
+
+ACCESSIBLE_CSS = "\n".join(
+    [_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_WRAP, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _LABEL_WRAP, _FOCUS]
+)
+
+
+def accessible_styles() -> None:
+    """Draw the frame's style sheet (once per run, from app.py)."""
+    st.html(f"<style>{ACCESSIBLE_CSS}</style>")
