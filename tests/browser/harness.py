@@ -86,10 +86,17 @@ class AgentSession:
         self.session_id: str | None = None
 
     def interact(self, **body: Any) -> dict[str, Any]:
+        return self.send(self.encode(**body))
+
+    def encode(self, **body: Any) -> bytes:
+        """The request body, encoded ahead when the sending itself is what is measured."""
         if self.session_id is not None:
             body["session_id"] = self.session_id
+        return json.dumps(body).encode()
+
+    def send(self, data: bytes) -> dict[str, Any]:
         request = urllib.request.Request(
-            f"{self.url}/_stcore/agent/interact", data=json.dumps(body).encode(), method="POST",
+            f"{self.url}/_stcore/agent/interact", data=data, method="POST",
             headers={"Content-Type": "application/json"},
         )  # fmt: skip
         with urllib.request.urlopen(request, timeout=120) as response:

@@ -1,0 +1,97 @@
+"""A hostile client's oversized lesson input (issue 20, finding 4), sent as a script sends it, past the browser's
+`max_chars`: shared by tests/browser/test_input_flood.py and bench/bounds.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from .harness import AgentSession, rss_mib, texts
+
+SETTLE_S = 30.0  # how long the server may take to hand the flood's memory back
+
+
+@dataclass
+class Flood:
+    sent_bytes: int
+    status: int  # the agent API's HTTP status for the flooded request; 0 when it closed the connection instead
+    seconds: float  # from sending to the answer
+    rss_before_mib: float
+    rss_peak_mib: float
+    rss_after_mib: float  # once settled (at most SETTLE_S)
+    health_before_s: float  # the slowest of a few probes before
+    health_during_s: float  # the slowest probe while the flood was in the server
+    health_after_s: float
+    shown: str = field(repr=False)  # the page's text after grad_replace() (empty when the request was refused)
+
+
+def widget_key(node: Any, label: str) -> str:
+    """The key of the widget labelled `label` in an agent snapshot (the page gives it none: an internal id)."""
+    if isinstance(node, dict):
+        if node.get("props", {}).get("label") == label and "key" in node:
+            return node["key"]
+        children = node.values()
+    elif isinstance(node, list):
+        children = node
+    else:
+        children = ()
+    for child in children:
+        try:
+            return widget_key(child, label)
+        except KeyError:
+            pass
+    raise KeyError(label)
+
+
+def health_seconds(url: str) -> float:
+    start = time.monotonic()
+    try:
+        urllib.request.urlopen(f"{url}/_stcore/health", timeout=10).read()
+    except OSError:
+        return 99.0
+    return time.monotonic() - start
+
+
+def flood_gradient_values(url: str, pid: int, payload: str) -> Flood:
+    """Type `payload` into "New gradient values" on Gradient consumption through the agent API and press
+    grad_replace(), with the server's memory and `/_stcore/health` watched before, during and after."""
+    session = AgentSession(url)
+    session.interact()
+    page = session.interact(page="gradients")
+    field_key, press = widget_key(page["tree"], "New gradient values"), widget_key(page["tree"], "grad_replace()")
+    health_before = max(health_seconds(url) for _ in range(5))
+    rss_before = rss_mib(pid)
+    done, during, peak = threading.Event(), [0.0], [rss_before]
+
+    def watch() -> None:
+        while not done.is_set():
+            during[0] = max(during[0], health_seconds(url))
+            peak[0] = max(peak[0], rss_mib(pid))
+            time.sleep(0.05)
+
+    body = session.encode(widget_state={field_key: payload}, trigger={"key": press})  # encoded before the clock
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    start = time.monotonic()
+    try:
+        answer, status = session.send(body), 200
+    except urllib.error.HTTPError as refused:
+        answer, status = {}, refused.code
+    except OSError:  # the server closed the connection before reading the whole body
+        answer, status = {}, 0
+    finally:
+        seconds = time.monotonic() - start
+        done.set()
+        watcher.join()
+    settle = time.monotonic() + SETTLE_S
+    while rss_mib(pid) - rss_before > 50 and time.monotonic() < settle:
+        time.sleep(1)
+    return Flood(
+        sent_bytes=len(body), status=status, seconds=seconds, shown=texts(answer) if answer else "",
+        rss_before_mib=rss_before, rss_peak_mib=peak[0], rss_after_mib=rss_mib(pid),
+        health_before_s=health_before, health_during_s=during[0], health_after_s=health_seconds(url),
+    )  # fmt: skip
