@@ -7,6 +7,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,37 @@ def health_seconds(url: str) -> float:
     return time.monotonic() - start
 
 
+@dataclass
+class Watched:
+    """What the server did while one request was in it."""
+
+    seconds: float  # from sending to the answer
+    health_s: float  # the slowest `/_stcore/health` probe meanwhile
+    rss_peak_mib: float
+
+
+def watched(url: str, pid: int, request: Callable[[], Any]) -> tuple[Any, Watched]:
+    """`request()`'s answer, with the server's `/_stcore/health` and memory probed every 50 ms meanwhile."""
+    done, slowest, peak = threading.Event(), [0.0], [rss_mib(pid)]
+
+    def watch() -> None:
+        while not done.is_set():
+            slowest[0] = max(slowest[0], health_seconds(url))
+            peak[0] = max(peak[0], rss_mib(pid))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    start = time.monotonic()
+    try:
+        answer = request()
+    finally:
+        seconds = time.monotonic() - start
+        done.set()
+        watcher.join()
+    return answer, Watched(seconds, slowest[0], peak[0])
+
+
 def flood_gradient_values(url: str, pid: int, payload: str) -> Flood:
     """Type `payload` into "New gradient values" on Gradient consumption through the agent API and press
     grad_replace(), with the server's memory and `/_stcore/health` watched before, during and after."""
@@ -65,33 +97,22 @@ def flood_gradient_values(url: str, pid: int, payload: str) -> Flood:
     field_key, press = widget_key(page["tree"], "New gradient values"), widget_key(page["tree"], "grad_replace()")
     health_before = max(health_seconds(url) for _ in range(5))
     rss_before = rss_mib(pid)
-    done, during, peak = threading.Event(), [0.0], [rss_before]
-
-    def watch() -> None:
-        while not done.is_set():
-            during[0] = max(during[0], health_seconds(url))
-            peak[0] = max(peak[0], rss_mib(pid))
-            time.sleep(0.05)
-
     body = session.encode(widget_state={field_key: payload}, trigger={"key": press})  # encoded before the clock
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    start = time.monotonic()
-    try:
-        answer, status = session.send(body), 200
-    except urllib.error.HTTPError as refused:
-        answer, status = {}, refused.code
-    except OSError:  # the server closed the connection before reading the whole body
-        answer, status = {}, 0
-    finally:
-        seconds = time.monotonic() - start
-        done.set()
-        watcher.join()
+
+    def send() -> tuple[dict[str, Any], int]:
+        try:
+            return session.send(body), 200
+        except urllib.error.HTTPError as refused:
+            return {}, refused.code
+        except OSError:  # the server closed the connection before reading the whole body
+            return {}, 0
+
+    (answer, status), during = watched(url, pid, send)
     settle = time.monotonic() + SETTLE_S
     while rss_mib(pid) - rss_before > 50 and time.monotonic() < settle:
         time.sleep(1)
     return Flood(
-        sent_bytes=len(body), status=status, seconds=seconds, shown=texts(answer) if answer else "",
-        rss_before_mib=rss_before, rss_peak_mib=peak[0], rss_after_mib=rss_mib(pid),
-        health_before_s=health_before, health_during_s=during[0], health_after_s=health_seconds(url),
+        sent_bytes=len(body), status=status, seconds=during.seconds, shown=texts(answer) if answer else "",
+        rss_before_mib=rss_before, rss_peak_mib=during.rss_peak_mib, rss_after_mib=rss_mib(pid),
+        health_before_s=health_before, health_during_s=during.health_s, health_after_s=health_seconds(url),
     )  # fmt: skip

@@ -16,6 +16,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
+HEALTH_GOAL_S = 0.2  # `/_stcore/health` answers within this, whatever another visitor does
+FIRST_RENDER_GOAL_S = 1.5  # a page's first render in Chromium (bench/ui.py)
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

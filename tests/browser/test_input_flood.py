@@ -9,10 +9,9 @@ from __future__ import annotations
 import pytest
 
 from .flood import flood_gradient_values
-from .harness import streamlit_server
+from .harness import HEALTH_GOAL_S, streamlit_server
 
 pytestmark = pytest.mark.browser
-HEALTH_GOAL_S = 0.2
 
 
 def test_a_flooded_lesson_input_is_refused_and_leaves_the_server_as_it_was(tmp_path):

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 
 from .conftest import screenshot
-from .harness import rss_mib, streamlit_server
+from .harness import FIRST_RENDER_GOAL_S, HEALTH_GOAL_S, rss_mib, streamlit_server
 from .test_playground_load import run_in
 
 pytestmark = pytest.mark.browser
@@ -53,8 +53,8 @@ def test_a_frozen_program_freezes_nobody_else(browser, tmp_path):
             stop.set()
             watcher.join()
         print(f"lesson opened in {opened:.2f} s; health max {max(seen) * 1000:.0f} ms over {len(seen)} probes")
-        assert opened < 2.0
-        assert max(seen) < 0.2, max(seen)
+        assert opened < 5 * FIRST_RENDER_GOAL_S  # five times the goals: the strict figures are bench/ui.py's
+        assert max(seen) < 5 * HEALTH_GOAL_S, max(seen)
         screenshot(a, "playground_time_limit")
         run_in(a, url, "print('after', 1 + 1)")  # the killed worker was replaced
         a.get_by_text("after 2").wait_for()
