@@ -9,6 +9,7 @@ from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, Te
 from course.naming import node_name
 
 from .format import format_values
+from .literal import code_span
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
 RTOL, ATOL = 1e-3, 1e-4
@@ -129,6 +130,6 @@ def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
         if right:
             st.success(f"`{expression}` → `{value}`: right.")
         else:
-            st.error(f"`{expression}` → `{value}`, not `{answer[:80] or '(empty)'}`. {reason}")
+            st.error(f"`{expression}` → `{value}`, not {code_span(answer[:80])}. {reason}")  # the answer as typed
     score_caption()
     return True
