@@ -100,11 +100,12 @@ SLOW = "for i in range(1000):\n    x = Tensor.ones([512, 512], ad).exp()\n"  # r
 
 
 def test_closed_tabs_stop_their_runs_and_keep_nobody_waiting(browser, tmp_path):
-    with streamlit_server(tmp_path / "server.log") as url:
+    with streamlit_server(tmp_path / "server.log", with_pid=True) as (url, pid):
         seventh = browser.new_context().new_page()
         seventh.set_default_timeout(60_000)
         run_in(seventh, url, "print('warm')")
         seventh.get_by_text("warm").first.wait_for()
+        baseline = rss_mib(pid)
         start = time.monotonic()
         run_in(seventh, url, "print('alone', 1)")
         seventh.get_by_text("alone 1").wait_for()
@@ -123,3 +124,8 @@ def test_closed_tabs_stop_their_runs_and_keep_nobody_waiting(browser, tmp_path):
         print(f"the seventh student waited {waited:.1f} s behind six closed tabs, {alone:.1f} s alone")
         assert waited < alone + 5.0  # was 14 s: the six closed tabs' 5 s runs kept every worker busy
         seventh.context.close()
+        settle = time.monotonic() + 30
+        while rss_mib(pid) - baseline > 50 and time.monotonic() < settle:
+            time.sleep(1)
+        print(f"server RSS: {baseline:.0f} MiB after the first run, {rss_mib(pid):.0f} MiB after the closed tabs")
+        assert rss_mib(pid) - baseline < 50
