@@ -8,8 +8,10 @@ import urllib.request
 
 import pytest
 
+from autodiff.device import mlx_unavailable_reason
+
 from .conftest import screenshot
-from .harness import FIRST_RENDER_GOAL_S, HEALTH_GOAL_S, rss_mib, streamlit_server
+from .harness import FIRST_RENDER_GOAL_S, HEALTH_GOAL_S, AgentSession, rss_mib, streamlit_server, texts
 from .test_playground_load import run_in
 
 pytestmark = pytest.mark.browser
@@ -81,6 +83,34 @@ def test_a_memory_bomb_leaves_the_server_as_it_was(browser, tmp_path):
         run_in(page, url, "print('after', 2 + 2)")
         page.get_by_text("after 4").wait_for()
         context.close()
+
+
+BROADCAST_MATMUL = "x = Tensor.ones([1024, 1, 1, 1024], ad)\ny = Tensor.ones([1, 1024, 1024, 1], ad)\nz = x.matmul(y)\n"
+
+
+@pytest.mark.skipif(mlx_unavailable_reason() is not None, reason="MLX is not available here")
+def test_mlx_crashers_repeated_get_sentences_and_leave_the_server_as_it_was(tmp_path):
+    log = tmp_path / "server.log"
+    with streamlit_server(log, ("--server.enableAgentApi", "true"), with_pid=True) as (url, pid):
+        session = AgentSession(url)  # a script, as fast as the server answers: no browser needed
+        session.interact()
+        session.interact(page="play")
+        session.interact(widget_state={"backend": "mlx"})
+
+        def run(source: str) -> str:
+            answer = session.interact(widget_state={"playground_editor": source}, trigger={"key": "playground_run"})
+            return texts(answer)
+
+        assert "Device(mlx+autodiff)" in run("print(ad)")
+        baseline = rss_mib(pid)
+        for _ in range(3):  # was: the worker crashed each time (148 crashes and respawns in 11 s for two sessions)
+            assert "has 1,073,741,824 values; the limit is 1,048,576" in run(BROADCAST_MATMUL)
+            assert "used more than 512 MiB of memory" in run(MEMORY_BOMB)
+        settle = time.monotonic() + 30
+        while rss_mib(pid) - baseline > 50 and time.monotonic() < settle:
+            time.sleep(1)
+        print(f"server RSS: {baseline:.0f} MiB before, {rss_mib(pid):.0f} MiB after six MLX crashers")
+        assert rss_mib(pid) - baseline < 50
 
 
 def test_typed_text_never_becomes_a_link_or_an_image(page, app_url):
