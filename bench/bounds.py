@@ -4,6 +4,8 @@
    the agent API, as a script sends it past the browser's max_chars, then 0.9 MB (just under the 1 MB a client may
    send): the server's RSS before, at its peak and once settled, and the slowest `/_stcore/health` while the request
    was in the server. The same floods against Streamlit's default limit (25 MB) show what the shipped 1 MB saves.
+   Then the same values in one rerun message on the page's own WebSocket (every server has it; the agent API is
+   for test servers only), 23 MB, 2 MB and 0.9 MB.
 2. A frozen program (exponential work in one statement) until its worker is stopped at 5 s: the slowest health.
 
 Goal for health: 200 ms (the tests allow five times that). Run: python bench/bounds.py (about a minute; starts
@@ -21,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.browser.flood import flood_gradient_values, watched  # noqa: E402
+from tests.browser.flood import flood_gradient_values, flood_over_websocket, watched  # noqa: E402
 from tests.browser.harness import HEALTH_GOAL_S, AgentSession, rss_mib, streamlit_server  # noqa: E402
 from tests.playground.test_workers import EXPONENTIAL_COMPARE  # noqa: E402
 
@@ -50,6 +52,16 @@ def floods() -> None:
     print("status 0: the server closed the connection before reading the whole body; 'kept' is RSS settled - before")
 
 
+def websocket_floods() -> None:
+    for limit, args in LIMITS.items():
+        with server(*args) as (url, pid):
+            for size in (23_000_000, 2_000_000, 900_000):
+                answer, w, before, after = flood_over_websocket(url, pid, "1," * (size // 2))
+                print(f"WebSocket, {limit:28} {size / 1e6:5.1f} MB: {answer:32} RSS {before:.0f} -> "
+                      f"peak {w.rss_peak_mib:.0f}, settled {after:.0f} MiB; "
+                      f"slowest health {w.health_s * 1000:.0f} ms")  # fmt: skip
+
+
 def frozen_program() -> None:
     with server() as (url, pid):
         session = AgentSession(url)
@@ -66,6 +78,7 @@ def frozen_program() -> None:
 
 def main() -> None:
     floods()
+    websocket_floods()
     frozen_program()
 
 

@@ -1,5 +1,6 @@
 """A hostile client's oversized lesson input (issue 20, finding 4), sent as a script sends it, past the browser's
-`max_chars`: shared by tests/browser/test_input_flood.py and bench/bounds.py."""
+`max_chars`: through the agent API (test servers) or a raw WebSocket (every server). Shared by
+tests/browser/test_input_flood.py and bench/bounds.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .harness import AgentSession, rss_mib, texts
+from streamlit.proto.BackMsg_pb2 import BackMsg
+
+from .harness import AgentSession, rss_mib, texts, websocket
 
 SETTLE_S = 30.0  # how long the server may take to hand the flood's memory back
 
@@ -116,3 +119,49 @@ def flood_gradient_values(url: str, pid: int, payload: str) -> Flood:
         rss_before_mib=rss_before, rss_peak_mib=during.rss_peak_mib, rss_after_mib=rss_mib(pid),
         health_before_s=health_before, health_during_s=during.health_s, health_after_s=health_seconds(url),
     )  # fmt: skip
+
+
+def gradient_values_key(url: str) -> str:
+    """The id Streamlit gives "New gradient values" (the same in every session: it hashes the widget's parameters)."""
+    session = AgentSession(url)
+    session.interact()
+    return widget_key(session.interact(page="gradients")["tree"], "New gradient values")
+
+
+def flood_over_websocket(url: str, pid: int, payload: str) -> tuple[str, Watched, float, float]:
+    """Send `payload` as the value of "New gradient values" in one rerun message on the app's own WebSocket, as the
+    page would but without its max_chars; returns how the server answered ("closed 1009" when it refused the
+    message, "rerun" when it ran the page), what it did meanwhile, and its RSS before and once settled."""
+    message = BackMsg()
+    message.rerun_script.page_name = "gradients"
+    widget = message.rerun_script.widget_states.widgets.add()
+    widget.id, widget.string_value = gradient_values_key(url), payload
+    data = message.SerializeToString()
+    connection, head = websocket(int(url.rsplit(":", 1)[1]))
+    assert head.startswith("HTTP/1.1 101"), head[:200]
+    # one binary frame; a client must mask, and a zero mask leaves the bytes as they are
+    frame = bytes([0x82, 0xFF]) + len(data).to_bytes(8, "big") + bytes(4) + data
+    rss_before = rss_mib(pid)
+
+    def send() -> str:
+        try:
+            connection.sendall(frame)
+            connection.settimeout(3)
+            answer = b""
+            while chunk := connection.recv(65536):  # the server's frames, until it closes or goes quiet
+                answer += chunk
+                if b"\x88\x02\x03\xf1" in answer:  # a close frame with code 1009, Message Too Big
+                    return "closed 1009"
+            return "closed"
+        except TimeoutError:
+            return "rerun" if b"Gradient consumption" in answer else "open"
+        except OSError as error:
+            return f"closed ({error.__class__.__name__})"
+        finally:
+            connection.close()
+
+    answer, during = watched(url, pid, send)
+    settle = time.monotonic() + SETTLE_S
+    while rss_mib(pid) - rss_before > 50 and time.monotonic() < settle:
+        time.sleep(1)
+    return answer, during, rss_before, rss_mib(pid)

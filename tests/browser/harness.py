@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -77,6 +78,26 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS")
+
+
+def websocket(port: int, source: str = "127.0.0.1", host: str | None = None) -> tuple[socket.socket, str]:
+    """Open the app's WebSocket on a loopback port (the server's or nginx's) from `source`; returns the socket
+    (held open) and the response head."""
+    connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+    host = host or f"127.0.0.1:{port}"
+    key = base64.b64encode(os.urandom(16)).decode()
+    connection.sendall(
+        f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Protocol: streamlit\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return connection, head.decode("latin-1")
 
 
 class AgentSession:
