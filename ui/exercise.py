@@ -9,6 +9,7 @@ from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, Te
 from course.naming import node_name
 
 from .format import format_values
+from .literal import code_span
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
 REVEALED = "exercise_revealed"  # how many questions were revealed without an answer
@@ -165,7 +166,6 @@ def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
         if right:
             st.success(f"`{expression}` → `{value}`: right.")
         else:
-            shown = answer.strip().replace("`", "'")[:80]  # visitor text, inside code: no Markdown
-            st.error(f"`{expression}` → `{value}`, not `{shown}`. {reason}")
+            st.error(f"`{expression}` → `{value}`, not {code_span(answer.strip()[:80])}. {reason}")  # as typed
     score_caption()
     return True

@@ -15,6 +15,7 @@ OPTIONS = (
     "server.disconnectedSessionTTL",
     "server.enableAgentApi",
     "server.maxMessageSize",
+    "server.maxWidgetStateSize",
     "client.showErrorDetails",
     "client.toolbarMode",
     "browser.gatherUsageStats",
@@ -40,6 +41,7 @@ def test_production_settings_are_in_effect():
     assert options["server.fileWatcherType"] == "none"
     assert options["server.enableAgentApi"] is False  # never in the shipped configuration
     assert options["server.maxMessageSize"] == 16  # MB: a Playground result is at most 4 MiB (default 200)
+    assert options["server.maxWidgetStateSize"] == 1  # MB a client sends: widget values (default 25)
     assert options["client.showErrorDetails"] == "none"  # no tracebacks for visitors
     assert options["browser.gatherUsageStats"] is False
     assert 0 < options["server.disconnectedSessionTTL"] <= 120

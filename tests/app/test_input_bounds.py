@@ -9,7 +9,7 @@ from apptest import app, button, run_code
 
 from ui.exercise import ANSWER_CHARS, parse_numbers
 
-HUGE = "1," * 1_000_000  # 2 MB of numbers: the attack sent 23 MB; the browser stops at max_chars, a script does not
+HUGE = "1," * 60_000  # 120 KB each, six under the 1 MB a client may send (23 MB: tests/browser/test_input_flood.py)
 
 
 def resident_bytes() -> int:
@@ -20,8 +20,8 @@ def resident_bytes() -> int:
 def test_parse_numbers_refuses_text_past_the_limit_before_splitting_it():
     assert parse_numbers("1," * (ANSWER_CHARS // 2)) == [1.0] * (ANSWER_CHARS // 2)
     start = time.perf_counter()
-    assert parse_numbers(HUGE * 10) is None
-    assert time.perf_counter() - start < 0.05  # a length check, not a parse of 20 MB
+    assert parse_numbers(HUGE * 100) is None
+    assert time.perf_counter() - start < 0.05  # a length check, not a parse of 12 MB
 
 
 def test_new_gradient_values_are_limited_and_refused_in_a_sentence():
@@ -61,3 +61,19 @@ def test_a_playground_result_is_counted_against_the_session_budget_once():
     assert held > 4096 * 4 and budget.used == before + held  # the reply's size, while the result is held
     run_code(at, 'print("small")')
     assert budget.used == before + at.session_state["playground_result"].reply_bytes < before + held  # replaced
+
+
+HOSTILE_ANSWERS = {
+    "**bold** <b>x</b> [l](http://e)": "`**bold** <b>x</b> [l](http://e)`",
+    "a ``b`` $x$ `": "``` a ``b`` $x$ ` ```",  # a longer fence than any backtick run inside, padded at the edge
+    "1\n\n**2**": "`1  **2**`",  # a blank line would end the code span, and the paragraph
+}
+
+
+def test_a_wrong_answer_is_quoted_as_typed_never_as_markdown():
+    at = app("pages/backward/gradient_consumption.py")
+    at.toggle(key="consumption_exercise").set_value(True).run()
+    for answer, quoted in HOSTILE_ANSWERS.items():
+        at.text_input(key="consumption_predict_0").set_value(answer)
+        at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
+        assert f"`x.grad` → `Some([5.0, 7.0])`, not {quoted}. " in at.error[0].value

@@ -17,7 +17,6 @@ WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 BLOCKING = ("critical", "serious")  # the impacts a page must have none of
 
 
-
 def blocking_violations(page: Any) -> list[dict[str, Any]]:
     """The critical and serious violations of the WCAG 2.1 A/AA rules on the whole page as it is now (axe walks
     the stage's shadow root too)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import socket
@@ -16,6 +17,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
+HEALTH_GOAL_S = 0.2  # `/_stcore/health` answers within this, whatever another visitor does
+FIRST_RENDER_GOAL_S = 1.5  # a page's first render in Chromium (bench/ui.py)
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -77,6 +80,26 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
+def websocket(port: int, source: str = "127.0.0.1", host: str | None = None) -> tuple[socket.socket, str]:
+    """Open the app's WebSocket on a loopback port (the server's or nginx's) from `source`; returns the socket
+    (held open) and the response head."""
+    connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+    host = host or f"127.0.0.1:{port}"
+    key = base64.b64encode(os.urandom(16)).decode()
+    connection.sendall(
+        f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Protocol: streamlit\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return connection, head.decode("latin-1")
+
+
 class AgentSession:
     """One session driven through Streamlit's agent API (`--server.enableAgentApi true`, test servers only):
     the app's own rerun path, without a browser."""
@@ -86,10 +109,17 @@ class AgentSession:
         self.session_id: str | None = None
 
     def interact(self, **body: Any) -> dict[str, Any]:
+        return self.send(self.encode(**body))
+
+    def encode(self, **body: Any) -> bytes:
+        """The request body, encoded ahead when the sending itself is what is measured."""
         if self.session_id is not None:
             body["session_id"] = self.session_id
+        return json.dumps(body).encode()
+
+    def send(self, data: bytes) -> dict[str, Any]:
         request = urllib.request.Request(
-            f"{self.url}/_stcore/agent/interact", data=json.dumps(body).encode(), method="POST",
+            f"{self.url}/_stcore/agent/interact", data=data, method="POST",
             headers={"Content-Type": "application/json"},
         )  # fmt: skip
         with urllib.request.urlopen(request, timeout=120) as response:

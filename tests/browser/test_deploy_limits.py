@@ -5,7 +5,6 @@ Two loopback addresses stand for two clients: 127.0.0.2 holds 600 WebSockets, 12
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import os
 import shutil
@@ -18,7 +17,7 @@ import pytest
 
 from deploy.replicas import HUNG_AFTER, PER_CLIENT, deployment, workers_per_replica
 
-from .harness import _free_port
+from .harness import _free_port, websocket
 
 pytestmark = pytest.mark.browser
 ATTACKER, STUDENT = "127.0.0.2", "127.0.0.3"
@@ -33,25 +32,6 @@ def single():
         pytest.skip("nginx is not installed (apt-get install nginx)")
     with deployment(replicas=1, port=_free_port(), first_replica_port=_free_port()) as running:
         yield running
-
-
-def websocket(port: int, source: str, host: str | None = None) -> tuple[socket.socket, str]:
-    """Open the app's WebSocket through nginx from `source`; returns the socket (held open) and the response head."""
-    connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
-    host = host or f"127.0.0.1:{port}"
-    key = base64.b64encode(os.urandom(16)).decode()
-    connection.sendall(
-        f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\n"
-        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-        "Sec-WebSocket-Protocol: streamlit\r\n\r\n".encode()
-    )
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = connection.recv(4096)
-        if not chunk:
-            break
-        head += chunk
-    return connection, head.decode("latin-1")
 
 
 def timed_get(port: int, path: str, source: str) -> float:

@@ -8,8 +8,10 @@ import urllib.request
 
 import pytest
 
+from autodiff.device import mlx_unavailable_reason
+
 from .conftest import screenshot
-from .harness import rss_mib, streamlit_server
+from .harness import FIRST_RENDER_GOAL_S, HEALTH_GOAL_S, AgentSession, rss_mib, streamlit_server, texts
 from .test_playground_load import run_in
 
 pytestmark = pytest.mark.browser
@@ -53,8 +55,8 @@ def test_a_frozen_program_freezes_nobody_else(browser, tmp_path):
             stop.set()
             watcher.join()
         print(f"lesson opened in {opened:.2f} s; health max {max(seen) * 1000:.0f} ms over {len(seen)} probes")
-        assert opened < 2.0
-        assert max(seen) < 0.2, max(seen)
+        assert opened < 5 * FIRST_RENDER_GOAL_S  # five times the goals: the strict figures are bench/ui.py's
+        assert max(seen) < 5 * HEALTH_GOAL_S, max(seen)
         screenshot(a, "playground_time_limit")
         run_in(a, url, "print('after', 1 + 1)")  # the killed worker was replaced
         a.get_by_text("after 2").wait_for()
@@ -83,6 +85,34 @@ def test_a_memory_bomb_leaves_the_server_as_it_was(browser, tmp_path):
         context.close()
 
 
+BROADCAST_MATMUL = "x = Tensor.ones([1024, 1, 1, 1024], ad)\ny = Tensor.ones([1, 1024, 1024, 1], ad)\nz = x.matmul(y)\n"
+
+
+@pytest.mark.skipif(mlx_unavailable_reason() is not None, reason="MLX is not available here")
+def test_mlx_crashers_repeated_get_sentences_and_leave_the_server_as_it_was(tmp_path):
+    log = tmp_path / "server.log"
+    with streamlit_server(log, ("--server.enableAgentApi", "true"), with_pid=True) as (url, pid):
+        session = AgentSession(url)  # a script, as fast as the server answers: no browser needed
+        session.interact()
+        session.interact(page="play")
+        session.interact(widget_state={"backend": "mlx"})
+
+        def run(source: str) -> str:
+            answer = session.interact(widget_state={"playground_editor": source}, trigger={"key": "playground_run"})
+            return texts(answer)
+
+        assert "Device(mlx+autodiff)" in run("print(ad)")
+        baseline = rss_mib(pid)
+        for _ in range(3):  # was: the worker crashed each time (148 crashes and respawns in 11 s for two sessions)
+            assert "has 1,073,741,824 values; the limit is 1,048,576" in run(BROADCAST_MATMUL)
+            assert "used more than 512 MiB of memory" in run(MEMORY_BOMB)
+        settle = time.monotonic() + 30
+        while rss_mib(pid) - baseline > 50 and time.monotonic() < settle:
+            time.sleep(1)
+        print(f"server RSS: {baseline:.0f} MiB before, {rss_mib(pid):.0f} MiB after six MLX crashers")
+        assert rss_mib(pid) - baseline < 50
+
+
 def test_typed_text_never_becomes_a_link_or_an_image(page, app_url):
     hostile = "[Session expired: log in again](https://evil.example/login) ![](https://evil.example/p.png)"
     requests: list[str] = []
@@ -100,11 +130,12 @@ SLOW = "for i in range(1000):\n    x = Tensor.ones([512, 512], ad).exp()\n"  # r
 
 
 def test_closed_tabs_stop_their_runs_and_keep_nobody_waiting(browser, tmp_path):
-    with streamlit_server(tmp_path / "server.log") as url:
+    with streamlit_server(tmp_path / "server.log", with_pid=True) as (url, pid):
         seventh = browser.new_context().new_page()
         seventh.set_default_timeout(60_000)
         run_in(seventh, url, "print('warm')")
         seventh.get_by_text("warm").first.wait_for()
+        baseline = rss_mib(pid)
         start = time.monotonic()
         run_in(seventh, url, "print('alone', 1)")
         seventh.get_by_text("alone 1").wait_for()
@@ -123,3 +154,8 @@ def test_closed_tabs_stop_their_runs_and_keep_nobody_waiting(browser, tmp_path):
         print(f"the seventh student waited {waited:.1f} s behind six closed tabs, {alone:.1f} s alone")
         assert waited < alone + 5.0  # was 14 s: the six closed tabs' 5 s runs kept every worker busy
         seventh.context.close()
+        settle = time.monotonic() + 30
+        while rss_mib(pid) - baseline > 50 and time.monotonic() < settle:
+            time.sleep(1)
+        print(f"server RSS: {baseline:.0f} MiB after the first run, {rss_mib(pid):.0f} MiB after the closed tabs")
+        assert rss_mib(pid) - baseline < 50

@@ -97,6 +97,7 @@ def test_errors_are_cut_where_made_and_again_where_read():
 
 def test_run_again_stops_the_running_run_and_keeps_nobody_waiting():
     pool = WorkerPool(size=1)
+    before = resident()
     try:
         first = pool.submit("presser", SLOW, Limits())
         started(first)
@@ -110,12 +111,15 @@ def test_run_again_stops_the_running_run_and_keeps_nobody_waiting():
         assert first.state == "cancelled" and first.result is None and pool.replaced == replaced + 1
         assert second.state == "replaced" and third.result.output == ["and again"]
         assert other.result.output == ["other"]
+        del first, second, third, other
+        assert resident() - before < 50 * MIB
     finally:
         pool.shutdown()
 
 
 def test_a_session_that_ends_cancels_its_run_and_frees_the_worker():
     pool = WorkerPool(size=1)
+    before = resident()
     try:
         closed = pool.submit("closed-tab", SLOW, Limits())
         waiting = pool.submit("closed-too", SLOW, Limits())
@@ -126,6 +130,8 @@ def test_a_session_that_ends_cancels_its_run_and_frees_the_worker():
         start = time.monotonic()
         assert run(pool, 'print("next")', "seventh").output == ["next"]
         assert time.monotonic() - start < 5  # was 14 s behind six closed tabs
+        del closed, waiting
+        assert resident() - before < 50 * MIB
     finally:
         pool.shutdown()
 
@@ -183,7 +189,7 @@ def test_a_long_trace_comes_back_as_previews_far_below_the_old_cap(pool):
 
 @pytest.mark.skipif(mlx_unavailable_reason() is not None, reason="MLX is not available here")
 def test_mlx_broadcast_matmul_and_memory_bomb_get_sentences_not_crashes(pool):
-    replaced = pool.replaced
+    replaced, before = pool.replaced, resident()
     source = "x = Tensor.ones([1024, 1, 1, 1024], ad)\ny = Tensor.ones([1, 1024, 1024, 1], ad)\nz = x.matmul(y)\n"
     result = run(pool, source, "mlx-a", backend="mlx")
     assert "has 1,073,741,824 values; the limit is 1,048,576" in result.error.message  # the broadcast inputs
@@ -191,6 +197,8 @@ def test_mlx_broadcast_matmul_and_memory_bomb_get_sentences_not_crashes(pool):
     result = run(pool, bomb, "mlx-b", backend="mlx")
     assert "used more than 512 MiB of memory" in result.error.message
     assert pool.replaced == replaced  # both answered by the worker itself: no crash, no respawn
+    del result
+    assert resident() - before < 50 * MIB
 
 
 # -- 7. limits checked before allocation on every path ---------------------------------------------
@@ -257,21 +265,29 @@ def _virtual_size(pid: int) -> int:
 # -- 8. inherited limits ---------------------------------------------------------------------------
 
 UNDER_LIMIT = """
-import json
+import gc, json, os
 from playground import Limits
 from playground.workers import WorkerPool
+def resident():
+    gc.collect()
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 pool = WorkerPool(size=1)
+before = resident()
 out = []
 for source in ("print(1 + 1)", "a = Tensor.ones([1024, 1024], ad)\\nl = [" + ", ".join(["a * a"] * 200) + "]"):
     job = pool.submit("s", source, Limits())
     job.wait(90)
     out.append({"output": job.result.output, "error": job.result.error and job.result.error.message})
+    del job
+out.append(resident() - before)
 print(json.dumps(out))
 pool.shutdown()
 """
 
 
-def _under_ulimit(kib: int) -> list[dict]:
+def _under_ulimit(kib: int) -> list:
+    """Two runs (a print, the memory bomb) through a pool in a server started under `ulimit -v kib`: their output
+    and error, then how much the server's resident memory grew."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     out = subprocess.run(["bash", "-c", f'ulimit -v {kib} && exec "$0" -c "$1"', sys.executable, UNDER_LIMIT],
                          capture_output=True, text=True, env=env, timeout=240, cwd=ROOT)  # fmt: skip
@@ -281,16 +297,18 @@ def _under_ulimit(kib: int) -> list[dict]:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
 def test_workers_keep_an_inherited_hard_limit():
-    plain, bomb = _under_ulimit(2 * 2**20)  # 2 GiB, hard (`ulimit -v` sets both): the worker may not raise it
+    plain, bomb, grown = _under_ulimit(2 * 2**20)  # 2 GiB, hard (`ulimit -v` sets both): the worker may not raise it
     assert plain == {"output": ["2"], "error": None}  # was: every worker died at start
     assert "used more than" in bomb["error"] and "MiB of memory" in bomb["error"]
+    assert grown < 50 * MIB
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
 def test_workers_that_cannot_start_say_so_once_instead_of_looping():
-    plain, second = _under_ulimit(200 * 1024)  # room for the server (~120 MiB), too little for a worker
+    plain, second, grown = _under_ulimit(200 * 1024)  # room for the server (~120 MiB), too little for a worker
     for answer in (plain, second):
         assert "cannot run programs on this server" in answer["error"] and "ulimit -v" in answer["error"]
+    assert grown < 50 * MIB
 
 
 # -- 9. positions and names ------------------------------------------------------------------------

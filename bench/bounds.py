@@ -1,0 +1,86 @@
+"""What a hostile visitor costs everyone else (issue 20), measured side by side in one run.
+
+1. A flooded lesson input (finding 4): 23 MB of `1,` sent to "New gradient values" on Gradient consumption through
+   the agent API, as a script sends it past the browser's max_chars, then 0.9 MB (just under the 1 MB a client may
+   send): the server's RSS before, at its peak and once settled, and the slowest `/_stcore/health` while the request
+   was in the server. The same floods against Streamlit's default limit (25 MB) show what the shipped 1 MB saves.
+   Then the same values in one rerun message on the page's own WebSocket (every server has it; the agent API is
+   for test servers only), 23 MB, 2 MB and 0.9 MB.
+2. A frozen program (exponential work in one statement) until its worker is stopped at 5 s: the slowest health.
+
+Goal for health: 200 ms (the tests allow five times that). Run: python bench/bounds.py (about a minute; starts
+three servers with the agent API on, one after another)
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.browser.flood import flood_gradient_values, flood_over_websocket, watched  # noqa: E402
+from tests.browser.harness import HEALTH_GOAL_S, AgentSession, rss_mib, streamlit_server  # noqa: E402
+from tests.playground.test_workers import EXPONENTIAL_COMPARE  # noqa: E402
+
+FLOODS = {"23 MB": "1," * 11_500_000, "0.9 MB": "1," * 450_000}
+LIMITS = {"shipped (1 MB)": (), "Streamlit's default (25 MB)": ("--server.maxWidgetStateSize", "25")}
+
+
+@contextmanager
+def server(*args: str) -> Iterator[tuple[str, int]]:
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "server.log"
+        with streamlit_server(log, ("--server.enableAgentApi", "true", *args), with_pid=True) as running:
+            yield running
+
+
+def floods() -> None:
+    print(f"{'client limit':28} {'sent':>7} {'status':>6} {'answer s':>8} {'RSS before':>10} {'peak':>6} "
+          f"{'settled':>7} {'kept':>6} {'health during':>13} {'x goal':>6}")  # fmt: skip
+    for limit, args in LIMITS.items():
+        with server(*args) as (url, pid):
+            for name, payload in FLOODS.items():
+                f = flood_gradient_values(url, pid, payload)
+                print(f"{limit:28} {name:>7} {f.status:>6} {f.seconds:8.2f} {f.rss_before_mib:8.0f} MiB "
+                      f"{f.rss_peak_mib:6.0f} {f.rss_after_mib:7.0f} {f.rss_after_mib - f.rss_before_mib:+6.0f} "
+                      f"{f.health_during_s * 1000:10.0f} ms {f.health_during_s / HEALTH_GOAL_S:6.2f}")  # fmt: skip
+    print("status 0: the server closed the connection before reading the whole body; 'kept' is RSS settled - before")
+
+
+def websocket_floods() -> None:
+    for limit, args in LIMITS.items():
+        with server(*args) as (url, pid):
+            for size in (23_000_000, 2_000_000, 900_000):
+                answer, w, before, after = flood_over_websocket(url, pid, "1," * (size // 2))
+                print(f"WebSocket, {limit:28} {size / 1e6:5.1f} MB: {answer:32} RSS {before:.0f} -> "
+                      f"peak {w.rss_peak_mib:.0f}, settled {after:.0f} MiB; "
+                      f"slowest health {w.health_s * 1000:.0f} ms")  # fmt: skip
+
+
+def frozen_program() -> None:
+    with server() as (url, pid):
+        session = AgentSession(url)
+        session.interact()
+        session.interact(page="play")
+        session.interact(widget_state={"playground_editor": "print('warm')"}, trigger={"key": "playground_run"})
+        before = rss_mib(pid)
+        run = {"widget_state": {"playground_editor": EXPONENTIAL_COMPARE}, "trigger": {"key": "playground_run"}}
+        _, w = watched(url, pid, lambda: session.interact(**run))
+        print(f"frozen program: answered in {w.seconds:.1f} s; slowest health {w.health_s * 1000:.0f} ms "
+              f"({w.health_s / HEALTH_GOAL_S:.2f}x the goal); server RSS {before:.0f} MiB, "
+              f"peak {w.rss_peak_mib:.0f} MiB")  # fmt: skip
+
+
+def main() -> None:
+    floods()
+    websocket_floods()
+    frozen_program()
+
+
+if __name__ == "__main__":
+    main()
