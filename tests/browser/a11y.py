@@ -49,14 +49,14 @@ def open_lesson(page: Any, app_url: str, path: str) -> None:
 
 
 def settle(page: Any) -> None:
-    """Wait until the current run is drawn: a heading, the script no longer running, every graph chart's
-    picture, the sidebar at rest (fully open or fully out of sight, not sliding)."""
+    """Wait until the current run is drawn: a heading, the script no longer running, every stage's picture, the
+    sidebar at rest (fully open or fully out of sight, not sliding)."""
     page.locator("h1").first.wait_for()
     page.wait_for_load_state("networkidle")
     page.locator(".stApp[data-test-script-state='notRunning']").wait_for()
-    charts = page.locator('[data-testid="stGraphVizChart"]')
-    for i in range(charts.count()):
-        charts.nth(i).locator("svg").first.wait_for()
+    stages = page.locator(".stage")
+    for i in range(stages.count()):
+        stages.nth(i).locator("svg g.node").first.wait_for()
     page.wait_for_function(f"() => ({SIDEBAR_LEFT})() >= 0 || ({SIDEBAR_RIGHT})() <= 0")
     page.wait_for_function(STILL)
 

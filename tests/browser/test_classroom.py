@@ -3,6 +3,7 @@ give all their engine memory back when they end."""
 
 from __future__ import annotations
 
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,7 +39,9 @@ def test_a_hundred_sessions_leave_and_the_server_returns_to_its_baseline(tmp_pat
         with ThreadPoolExecutor(max_workers=10) as pool:
             pages = list(pool.map(lambda _: student(url), range(SESSIONS)))
         peak = rss_mib(pid)
-        assert all(f"{PASSES} / 20" in page and "4.2 MiB" in page for page in pages)  # each its own lesson
+        for page in pages:  # each its own lesson: its passes (a late tick catches up) and exactly their memory
+            done = int(re.search(r"(\d+) / 20", page).group(1))
+            assert PASSES <= done <= 20 and f"{(1 + 2 * done) * 0.25:.1f} MiB" in page, done
         time.sleep(5)  # past the session TTL
         AgentSession(url).interact()  # a new visit lets the server expire the old sessions
         time.sleep(2)

@@ -17,7 +17,7 @@ from .harness import _free_port
 pytestmark = pytest.mark.browser
 ERROR = '[data-testid="stAlertContentError"]'
 EXCEPTION = '[data-testid="stException"]'
-GRAPH_NODES = '[data-testid="stGraphVizChart"] svg g.node'
+GRAPH_NODES = ".stage svg g.node"  # every graph is drawn by the stage
 
 
 @pytest.fixture(scope="module")
