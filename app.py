@@ -8,9 +8,11 @@ import streamlit as st
 from autodiff import AutodiffError, memory_budget
 from autodiff.device import mlx_unavailable_reason
 from ui.navigation import navigation_pages, sidebar_links
+from ui.server import freeze_loaded_modules
 from ui.state import moved_from_another_replica, publish_presenter, restore_presenter, session_budget
 from ui.theme import accessible_styles
 
+freeze_loaded_modules()  # once per server: Streamlit's collection after each run then skips the libraries
 restore_presenter()  # before anything reads it: a reload or a shared link keeps presenter mode
 
 st.set_page_config(

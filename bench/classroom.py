@@ -29,9 +29,14 @@ from tests.browser.harness import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     AgentSession,
+    cpu_seconds,
     rss_mib,
     streamlit_server,
 )
+from ui.navigation import LESSONS  # noqa: E402
+
+TRIVIAL_PAGE = 'import streamlit as st\n\nst.title("A trivial page")\nst.write("One line of text.")\n'
+COST_SERVER = ("--server.enableAgentApi", "true", "--server.agentSessionTTL", "1", "--server.agentMaxSessions", "1000")
 
 PROGRAM = "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\nprint(x.grad(((x * x) + x * 3.0).sum().backward()))\n"
 
@@ -105,11 +110,41 @@ def measure(sessions: int) -> None:
           + (f" | Chromium lesson opens {', '.join(f'{s:.1f}' for s in chromium)} s" if chromium else ""))  # fmt: skip
 
 
+def page_costs(opens: int, rounds: int = 3) -> None:
+    """Server CPU per page open (a new session on that page), each page beside a trivial Streamlit page served by
+    a second server with the same config, in interleaved rounds so that both see the same machine."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trivial_script = Path(tmp) / "trivial.py"
+        trivial_script.write_text(TRIVIAL_PAGE)
+        with (
+            streamlit_server(Path(tmp) / "app.log", COST_SERVER, with_pid=True) as app,
+            streamlit_server(Path(tmp) / "t.log", COST_SERVER, with_pid=True, script=str(trivial_script)) as trivial,
+        ):
+            targets = {"(trivial page)": (trivial, "")} | {lesson.title: (app, lesson.url_path) for lesson in LESSONS}
+            spent = dict.fromkeys(targets, 0.0)
+            for server, page in targets.values():  # warm up: imports, first runs, caches
+                for _ in range(2):
+                    AgentSession(server[0]).interact(page=page)
+            for _ in range(rounds):
+                for name, ((url, pid), page) in targets.items():
+                    before = cpu_seconds(pid)
+                    for _ in range(opens):
+                        AgentSession(url).interact(page=page)
+                    spent[name] += cpu_seconds(pid) - before
+    trivial_ms = spent["(trivial page)"] / (opens * rounds) * 1000
+    print(f"Server CPU per page open ({opens * rounds} opens each; the agent API's own JSON included in both):")
+    for name, seconds in spent.items():
+        ms = seconds / (opens * rounds) * 1000
+        print(f"  {name:<24} {ms:6.1f} ms  {ms / trivial_ms:4.2f}x the trivial page")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Capacity of one machine for a classroom.")
-    parser.add_argument("--sessions", type=int, nargs="+", default=[10, 30, 60])
+    parser.add_argument("--sessions", type=int, nargs="*", default=[10, 30, 60])
+    parser.add_argument("--opens", type=int, default=10, help="page opens per page and round for the CPU costs")
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}")
+    page_costs(args.opens)
     for sessions in args.sessions:
         measure(sessions)
 

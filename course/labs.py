@@ -369,6 +369,33 @@ class CheckpointingComparison:
         )
 
 
+@dataclass(frozen=True)
+class CheckpointingLesson:
+    """What the Checkpointing lesson shows, as plain data: no device, no live tensor. The same for every student,
+    so the app computes it once per program and backend and hands each session a copy."""
+
+    summary: list[dict[str, object]]
+    same_gradients: bool
+    memory_curves: list[dict[str, object]]
+    before: GraphSnapshot  # the balanced run's graph before backward, and its recorded backward
+    recorder: BackwardRecorder
+    names: dict[int, str]
+
+
+def checkpointing_lesson(key: str, backend: str = "numpy") -> CheckpointingLesson:
+    """`key` recorded without and with balanced checkpointing, reduced to what the lesson shows."""
+    comparison = CheckpointingComparison(key, backend)
+    balanced = comparison.runs["balanced"]
+    return CheckpointingLesson(
+        comparison.summary(),
+        comparison.same_gradients(),
+        comparison.memory_curves(),
+        balanced.before,
+        balanced.recorder,
+        balanced.names,
+    )
+
+
 def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, object]]:
     """The seed's memory experiment under Burn's lazy sweep and PyTorch's eager freeing: bytes per moment."""
     return [

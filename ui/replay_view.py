@@ -3,7 +3,7 @@ exercise mode the prediction for the step the stage stopped at. Shared by every 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import streamlit as st
 
@@ -14,7 +14,7 @@ from .exercise import predict_step, score_caption
 from .graph_dot import graph_dot
 from .graph_view import bucket_picker
 from .narration import upstream_at
-from .stage import export_html, replay_payload, stage
+from .stage import StagePayload, export_html, replay_payload, stage
 from .state import presenter_mode
 from .tables import tape_table
 
@@ -28,6 +28,20 @@ def tape_view(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int
     )
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _shared_payload(
+    identity: Hashable,
+    presenter: bool,
+    expanded: frozenset[int],
+    _before: GraphSnapshot,
+    _recorder: BackwardRecorder,
+    _names: dict[int, str],
+) -> StagePayload:
+    """The payload of a replay that every student sees alike, built once per server: `identity` names the
+    recording (Streamlit does not hash the arguments that start with `_`)."""
+    return replay_payload(_before, _recorder, _names, presenter, expanded)
+
+
 def replay_view(
     before: GraphSnapshot,
     recorder: BackwardRecorder,
@@ -36,9 +50,12 @@ def replay_view(
     file_stem: str,
     on_index: Callable[[int], None] | None = None,
     exercise: bool = False,
+    shared: Hashable | None = None,
 ) -> None:
     """The stage over `recorder`'s events. Keys: → / Page Down next, ← / Page Up previous, Home, End, Space
-    play. The event it stops at comes back here (`{key}_index`): links and exercises follow it."""
+    play. The event it stops at comes back here (`{key}_index`): links and exercises follow it. `shared` names a
+    recording that is the same for every student (a lesson's program on a backend): its picture is laid out
+    once per server."""
     index_key = f"{key}_index"
     total = len(recorder.events)
     index = max(0, min(st.session_state.get(index_key, 0), total - 1))
@@ -47,7 +64,10 @@ def replay_view(
     presenter = presenter_mode()
     cached = st.session_state.get(f"{key}_payload")
     if cached is None or cached[0] is not recorder or cached[1] != (expanded, presenter):
-        built = replay_payload(before, recorder, names, presenter, expanded)
+        if shared is None:
+            built = replay_payload(before, recorder, names, presenter, expanded)
+        else:
+            built = _shared_payload(shared, presenter, expanded, before, recorder, names)
         cached = st.session_state[f"{key}_payload"] = (recorder, (expanded, presenter), built)
     payload = {**cached[2], "index": index}
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser

@@ -1,14 +1,15 @@
 """Per-session state and shareable links.
 
 Engine objects live in `st.session_state` (one per browser session), never in a module global or
-`st.cache_resource`, which every user shares. Values that make a view shareable (page, program,
-replay event) are mirrored into the URL's query parameters.
+`st.cache_resource`, which every user shares. What is the same for every student (a lesson's results as plain
+data) is computed once per server with `st.cache_data`, which hands each session its own copy. Values that make a
+view shareable (page, program, replay event) are mirrored into the URL's query parameters.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TypeVar
 
 import streamlit as st
@@ -18,6 +19,7 @@ from autodiff import MemoryBudget
 T = TypeVar("T")
 
 
+SHARED_RESULTS = 64  # lesson results kept per function: programs x backends x sizes, all well under this
 SESSION_MEMORY_LIMIT = 256 * 2**20  # engine memory one visitor's session may hold, all lessons together
 
 
@@ -45,6 +47,17 @@ def session_cached(key: str, compute: Callable[[], T]) -> T:
     """`compute()` once per session under `key` (put in `key` whatever the value depends on)."""
     if key not in st.session_state:
         st.session_state[key] = compute()
+    return st.session_state[key]
+
+
+def shared_result(compute: Callable[..., T], *args: Hashable) -> T:
+    """`compute(*args)` once per server for every session: plain data only (no device, no live tensor), since
+    `st.cache_data` pickles it and gives each session its own copy. The session keeps that copy, so the value is
+    the same object on every rerun (views that cache by identity keep their cache)."""
+    key = f"_shared_{compute.__module__}.{compute.__qualname__}{args!r}"
+    if key not in st.session_state:
+        cached = st.cache_data(compute, show_spinner=False, max_entries=SHARED_RESULTS)
+        st.session_state[key] = cached(*args)
     return st.session_state[key]
 
 

@@ -51,6 +51,7 @@ replay_view(
     file_stem=key,
     on_index=lambda index: publish(program=key, event=index + 1),
     exercise=exercise,
+    shared=("traversal", key, run.backend),  # the same recording for every student
 )
 
 code_column, tape_column = st.columns([1, 1])

@@ -1,13 +1,13 @@
 import pandas as pd
 import streamlit as st
 
-from course.labs import CheckpointingComparison
+from course.labs import checkpointing_lesson
 from course.programs import CHECKPOINTING_PROGRAMS
 from ui.charts import line_chart
 from ui.format import format_bytes
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
-from ui.state import current_backend, session_cached
+from ui.state import current_backend, shared_result
 from ui.tables import data_table
 
 lesson_intro(
@@ -23,18 +23,18 @@ key = st.selectbox("Program", list(CHECKPOINTING_PROGRAMS), index=len(CHECKPOINT
                    format_func=lambda k: CHECKPOINTING_PROGRAMS[k].title, key="checkpointing_program")  # fmt: skip
 st.code(CHECKPOINTING_PROGRAMS[key].source, language="python")
 backend = current_backend()
-comparison = session_cached(f"checkpointing_{key}_{backend}", lambda: CheckpointingComparison(key, backend))
+lesson = shared_result(checkpointing_lesson, key, backend)  # the same for every student: computed once per server
 
 data_table([{k: format_bytes(v) if "emory" in k or "Held" in k or "Peak" in k else v for k, v in row.items()}
-            for row in comparison.summary()])  # fmt: skip
-if comparison.same_gradients():
+            for row in lesson.summary])  # fmt: skip
+if lesson.same_gradients:
     st.success("The gradients are identical, bit for bit, with and without checkpointing.")
 else:
     st.error("The gradients differ between the two strategies: this is a bug, please report it.")
 
 st.subheader("Memory within the backward, after each step")
 line_chart(
-    pd.DataFrame(comparison.memory_curves()),
+    pd.DataFrame(lesson.memory_curves),
     "Step",
     "Bytes in use",
     "Strategy",
@@ -50,5 +50,5 @@ st.caption(
 
 st.subheader("Replay with checkpointing")
 st.markdown("The replay shows each recomputation as its own event, just before the step that needs it.")
-balanced = comparison.runs["balanced"]
-replay_view(balanced.before, balanced.recorder, balanced.names, "checkpointing_replay", file_stem=f"{key}-balanced")
+replay_view(lesson.before, lesson.recorder, lesson.names, "checkpointing_replay", file_stem=f"{key}-balanced",
+            shared=("checkpointing", key, backend))  # fmt: skip

@@ -5,7 +5,7 @@ from course.labs import policy_comparison, policy_memory_curves
 from ui.charts import line_chart
 from ui.format import format_bytes
 from ui.navigation import lesson_intro
-from ui.state import current_backend, session_cached
+from ui.state import current_backend, shared_result
 from ui.tables import data_table
 
 lesson_intro(
@@ -20,7 +20,7 @@ lesson_intro(
 st.subheader("The seed's memory experiment under each policy")
 size = st.select_slider("Tensor size (n × n)", [64, 128, 256, 512], value=512, key="policies_size")
 backend = current_backend()
-rows = session_cached(f"policies_{size}_{backend}", lambda: policy_memory_curves(size, backend))
+rows = shared_result(policy_memory_curves, size, backend)  # the same for every student: computed once per server
 data = pd.DataFrame(rows)
 order = list(dict.fromkeys(data["Moment"]))
 line_chart(data, "Moment", "Bytes in use", "Policy", title="Memory in use at each moment", y_title="Memory",
@@ -33,7 +33,7 @@ st.caption(
 )
 
 st.subheader("Backward twice, and the shared subgraph")
-data_table(policy_comparison(backend))
+data_table(shared_result(policy_comparison, backend))
 st.caption(
     'Without retain_graph both refuse a second pass through consumed steps (PyTorch says "Trying to backward '
     'through the graph a second time"). With it, PyTorch keeps every step and its saved tensors, and adds the '

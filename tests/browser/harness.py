@@ -42,14 +42,18 @@ def _free_port() -> int:
 
 @contextmanager
 def streamlit_server(
-    log: Path, extra_args: tuple[str, ...] = (), with_pid: bool = False, env: dict[str, str] | None = None
+    log: Path,
+    extra_args: tuple[str, ...] = (),
+    with_pid: bool = False,
+    env: dict[str, str] | None = None,
+    script: str = "app.py",
 ) -> Iterator[Any]:
-    """`streamlit run app.py` on a free loopback port; yields its URL (or `(url, pid)`) once
-    /_stcore/health says ok."""
+    """`streamlit run app.py` (or another `script`, with the app's config) on a free loopback port; yields its URL
+    (or `(url, pid)`) once /_stcore/health says ok."""
     port = _free_port()
     with open(log, "w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+            [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
              "--server.address", "127.0.0.1", "--server.headless", "true",
              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *extra_args],
             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
@@ -70,6 +74,12 @@ def streamlit_server(
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process has used so far, all its threads, user and system (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def rss_mib(pid: int) -> float:
