@@ -1,34 +1,45 @@
-"""Capacity of one machine: N students at once on one `streamlit run app.py` (a benchmark, not a test).
+"""Capacity of one machine for a classroom (a benchmark, not a test), in two parts.
 
-Each simulated student opens Home, then the Backward traversal lesson (timed: the lesson opens; stepping
-its replay then happens in the browser and costs the server nothing), runs the memory-growth experiment
-for a few passes, and runs a Playground program (timed from Run to the result: queue wait included).
-Sessions are driven through Streamlit's agent API (`--server.enableAgentApi true`, on this test server
-only), which runs the app's own rerun path as a browser's clicks do; its JSON adds about 60 ms a request
-of its own. A few real Chromium sessions open the lesson at the same time. Goal on a 2-core machine:
-30 sessions, lesson opens p95 <= 2 s.
+1. What one page open costs the server: the CPU of a new session on each page, beside a trivial Streamlit page (a
+   title and a line) served by a second server in the same run. Goal: every page at most 1.5x the trivial page.
+2. N students at once. Each opens Home, then three lessons (Backward traversal, Memory growth, Tape consumption:
+   each open timed; stepping a replay then happens in the browser and costs the server nothing), and runs a
+   Playground program (timed from Run to the result, queue wait included). On one `streamlit run app.py`, and
+   through `deploy/replicas.py`'s nginx in front of two replicas. Goals on a 2-core machine: 30 students, lesson
+   opens p95 <= 2 s on one process; 60 students p95 <= 2 s on two replicas.
 
-Run: python bench/classroom.py [--sessions 10 30 60]
+Sessions are driven through Streamlit's agent API (`--server.enableAgentApi true`, on these test servers only),
+which runs the app's own rerun path as a browser's clicks do; its JSON adds work of its own to every request, the
+trivial page's included. Each simulated student connects from its own loopback address and keeps its cookies, as a
+browser does. A few real Chromium sessions open a lesson at the same time. The load generator runs on the same
+machine: its own CPU is printed beside the figures.
+
+Run: python bench/classroom.py [--sessions 30 60] [--replicas 0 2] [--opens 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
+import resource
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from deploy.replicas import deployment  # noqa: E402
 from tests.browser.harness import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     AgentSession,
+    _free_port,
     cpu_seconds,
     rss_mib,
     streamlit_server,
@@ -36,6 +47,8 @@ from tests.browser.harness import (  # noqa: E402
 from ui.navigation import LESSONS  # noqa: E402
 
 TRIVIAL_PAGE = 'import streamlit as st\n\nst.title("A trivial page")\nst.write("One line of text.")\n'
+LOAD_SERVER = ("--server.enableAgentApi", "true", "--server.agentSessionTTL", "30", "--server.agentMaxSessions", "1000")
+PER_CLIENT = 64  # deploy/'s default: each student connects from its own address
 COST_SERVER = ("--server.enableAgentApi", "true", "--server.agentSessionTTL", "1", "--server.agentMaxSessions", "1000")
 
 PROGRAM = "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\nprint(x.grad(((x * x) + x * 3.0).sum().backward()))\n"
@@ -47,20 +60,19 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def student(url: str, results: dict[str, list[float]], lock: threading.Lock) -> None:
-    session = AgentSession(url)
+LESSON_PAGES = ("traversal", "memory", "tape")
+
+
+def student(url: str, number: int, results: dict[str, list[float]], lock: threading.Lock) -> None:
+    session = AgentSession(url, source=f"127.0.{number // 200 + 1}.{number % 200 + 2}")
     session.interact()
-    lesson = timed(lambda: session.interact(page="traversal"))
-    session.interact(page="memory")
-    session.interact(widget_state={"memory_size": 256}, trigger={"key": "memory_start"})
-    for _ in range(3):
-        session.interact()
+    opens = [timed(lambda page=page: session.interact(page=page)) for page in LESSON_PAGES]
     session.interact(page="play")
     run = timed(
         lambda: session.interact(widget_state={"playground_editor": PROGRAM}, trigger={"key": "playground_run"})
     )
     with lock:
-        results["lesson"].append(lesson)
+        results["lesson"].extend(opens)
         results["playground"].append(run)
 
 
@@ -85,28 +97,48 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else values[0]
 
 
-def measure(sessions: int) -> None:
-    args = ("--server.enableAgentApi", "true", "--server.agentSessionTTL", "30")
-    with tempfile.TemporaryDirectory() as tmp, streamlit_server(Path(tmp) / "s.log", args, with_pid=True) as (url, pid):
-        student(url, {"lesson": [], "playground": []}, threading.Lock())  # warm up
-        baseline = rss_mib(pid)
+@contextmanager
+def served(replicas: int, tmp: Path) -> Iterator[tuple[str, list[int]]]:
+    """The app with the agent API: one `streamlit run` (replicas 0), or nginx in front of `replicas` replicas.
+    Yields the URL and the server processes' pids."""
+    if replicas == 0:
+        with streamlit_server(tmp / "s.log", LOAD_SERVER, with_pid=True) as (url, pid):
+            yield url, [pid]
+    else:
+        with deployment(replicas, _free_port(), _free_port(), LOAD_SERVER, per_client=PER_CLIENT) as running:
+            yield running.url, [replica.process.pid for replica in running.replicas]
+
+
+def measure(sessions: int, replicas: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp, served(replicas, Path(tmp)) as (url, pids):
+        for k in range(2 * max(replicas, 1)):  # warm up every replica: imports, the lessons' shared results
+            student(url, 1000 + k, {"lesson": [], "playground": []}, threading.Lock())
+        baseline = sum(rss_mib(pid) for pid in pids)
         results: dict[str, list[float]] = {"lesson": [], "playground": []}
         lock = threading.Lock()
         chromium: list[float] = []
-        threads = [threading.Thread(target=student, args=(url, results, lock)) for _ in range(sessions)]
+        threads = [threading.Thread(target=student, args=(url, k, results, lock)) for k in range(sessions)]
         threads.append(threading.Thread(target=browsers_open_lesson, args=(url, 3, chromium)))
+        server_cpu = sum(cpu_seconds(pid) for pid in pids)
+        own_cpu, children = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         elapsed = time.perf_counter() - start
-        per_session = (rss_mib(pid) - baseline) / sessions
+        server_cpu = sum(cpu_seconds(pid) for pid in pids) - server_cpu
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        load_cpu = (
+            time.process_time() - own_cpu + (after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime)
+        )
+        per_session = (sum(rss_mib(pid) for pid in pids) - baseline) / sessions
     lesson, run = results["lesson"], results["playground"]
-    print(f"{sessions:>3} sessions ({elapsed:5.1f} s): lesson opens p50 {statistics.median(lesson):.2f} s, "
-          f"p95 {p95(lesson):.2f} s | "
-          f"Playground run (queue included) p50 {statistics.median(run):.2f} s, p95 {p95(run):.2f} s | "
-          f"server memory {per_session:.1f} MiB a session"
+    where = "one process" if replicas == 0 else f"{replicas} replicas behind nginx"
+    print(f"{sessions:>3} students on {where} ({elapsed:5.1f} s): lesson opens p50 {statistics.median(lesson):.2f} s, "
+          f"p95 {p95(lesson):.2f} s | Playground run (queue included) p50 {statistics.median(run):.2f} s, "
+          f"p95 {p95(run):.2f} s | server CPU {server_cpu:.1f} s, load generator CPU {load_cpu:.1f} s | "
+          f"server memory {per_session:.1f} MiB a student"
           + (f" | Chromium lesson opens {', '.join(f'{s:.1f}' for s in chromium)} s" if chromium else ""))  # fmt: skip
 
 
@@ -140,13 +172,18 @@ def page_costs(opens: int, rounds: int = 3) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Capacity of one machine for a classroom.")
-    parser.add_argument("--sessions", type=int, nargs="*", default=[10, 30, 60])
-    parser.add_argument("--opens", type=int, default=10, help="page opens per page and round for the CPU costs")
+    parser.add_argument("--sessions", type=int, nargs="*", default=[30, 60], help="students at once")
+    parser.add_argument("--replicas", type=int, nargs="*", default=[0, 2], help="0: one process without nginx")
+    parser.add_argument(
+        "--opens", type=int, default=10, help="page opens per page and round for the CPU costs (0: skip them)"
+    )
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}")
-    page_costs(args.opens)
-    for sessions in args.sessions:
-        measure(sessions)
+    if args.opens:
+        page_costs(args.opens)
+    for replicas in args.replicas:
+        for sessions in args.sessions:
+            measure(sessions, replicas)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import base64
+import functools
+import http.client
+import http.cookiejar
 import json
 import os
 import socket
@@ -110,13 +113,28 @@ def websocket(port: int, source: str = "127.0.0.1", host: str | None = None) -> 
     return connection, head.decode("latin-1")
 
 
+class _FromAddress(urllib.request.HTTPHandler):
+    """Connect from a given loopback address: every simulated student its own client, as nginx sees it."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+
+    def http_open(self, request: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(http.client.HTTPConnection, source_address=(self.source, 0)), request)
+
+
 class AgentSession:
     """One session driven through Streamlit's agent API (`--server.enableAgentApi true`, test servers only):
-    the app's own rerun path, without a browser."""
+    the app's own rerun path, without a browser. It keeps its cookies, as a browser does (behind deploy/'s nginx
+    they keep it on one replica), and connects from `source` (any 127.x.y.z address)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, source: str = "127.0.0.1") -> None:
         self.url = url
         self.session_id: str | None = None
+        self.opener = urllib.request.build_opener(
+            _FromAddress(source), urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
 
     def interact(self, **body: Any) -> dict[str, Any]:
         return self.send(self.encode(**body))
@@ -132,7 +150,7 @@ class AgentSession:
             f"{self.url}/_stcore/agent/interact", data=data, method="POST",
             headers={"Content-Type": "application/json"},
         )  # fmt: skip
-        with urllib.request.urlopen(request, timeout=120) as response:
+        with self.opener.open(request, timeout=120) as response:
             answer = json.loads(response.read())
         self.session_id = answer.get("session_id", self.session_id)
         return answer
