@@ -6,7 +6,8 @@
    each open timed; stepping a replay then happens in the browser and costs the server nothing), and runs a
    Playground program (timed from Run to the result, queue wait included). On one `streamlit run app.py`, and
    through `deploy/replicas.py`'s nginx in front of two replicas. Goals on a 2-core machine: 30 students, lesson
-   opens p95 <= 2 s on one process; 60 students p95 <= 2 s on two replicas.
+   opens p95 <= 2 s on one process; 60 students p95 <= 2 s on two replicas. Beside them, the floor: the same
+   crowd opening a trivial page as often, on one process.
 
 Sessions are driven through Streamlit's agent API (`--server.enableAgentApi true`, on these test servers only),
 which runs the app's own rerun path as a browser's clicks do; its JSON adds work of its own to every request, the
@@ -74,6 +75,34 @@ def student(url: str, number: int, results: dict[str, list[float]], lock: thread
     with lock:
         results["lesson"].extend(opens)
         results["playground"].append(run)
+
+
+def trivial_student(url: str, number: int, results: dict[str, list[float]], lock: threading.Lock) -> None:
+    """The floor: the same number of page opens, each of the trivial page (one request fewer: no Playground)."""
+    session = AgentSession(url, source=f"127.0.{number // 200 + 1}.{number % 200 + 2}")
+    session.interact()
+    opens = [timed(lambda: session.interact()) for _ in LESSON_PAGES]
+    with lock:
+        results["lesson"].extend(opens)
+
+
+def floor(sessions: int) -> None:
+    """The same crowd on a trivial Streamlit page: what Streamlit itself (and the agent API) costs on this machine."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "trivial.py"
+        script.write_text(TRIVIAL_PAGE)
+        with streamlit_server(Path(tmp) / "t.log", LOAD_SERVER, script=str(script)) as url:
+            trivial_student(url, 1000, {"lesson": []}, threading.Lock())
+            results: dict[str, list[float]] = {"lesson": []}
+            lock = threading.Lock()
+            threads = [threading.Thread(target=trivial_student, args=(url, k, results, lock)) for k in range(sessions)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    opens = results["lesson"]
+    print(f"{sessions:>3} students on a trivial page, one process (the floor): page opens "
+          f"p50 {statistics.median(opens):.2f} s, p95 {p95(opens):.2f} s")  # fmt: skip
 
 
 def browsers_open_lesson(url: str, count: int, seen: list[float]) -> None:
@@ -181,6 +210,8 @@ def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}")
     if args.opens:
         page_costs(args.opens)
+    for sessions in args.sessions:
+        floor(sessions)
     for replicas in args.replicas:
         for sessions in args.sessions:
             measure(sessions, replicas)

@@ -3,6 +3,7 @@ real source, and `record_program` runs one on a fresh device with its backward r
 
 from __future__ import annotations
 
+import functools
 import inspect
 import textwrap
 from collections.abc import Callable
@@ -89,7 +90,7 @@ class Program:
     build: Callable[[Device], dict[str, Tensor]]
     helpers: tuple[Callable[..., object], ...] = ()  # functions `build` calls, shown before it
 
-    @property
+    @functools.cached_property  # read on every page open: inspect reads the file each time
     def source(self) -> str:
         return "\n\n".join(textwrap.dedent(inspect.getsource(f)) for f in (*self.helpers, self.build))
 
