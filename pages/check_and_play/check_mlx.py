@@ -8,8 +8,10 @@ from course.programs import PROGRAMS
 from ui.format import format_number, format_values
 from ui.graph_dot import Overlay
 from ui.graph_view import snapshot_graph
+from ui.narration import short_names
 from ui.navigation import lesson_intro
 from ui.state import current_backend, session_cached
+from ui.tables import data_table
 
 lesson_intro(
     "Check against MLX",
@@ -44,12 +46,19 @@ def verdict(ok: bool | None) -> str:
     return "—" if ok is None else ("✓ agrees" if ok else "✗ differs")
 
 
-rows = [
+called = short_names(run.before.nodes, run.names)  # as the graph names them: a variable, else an expression
+verdicts = [
     {
-        "Node": node_name(n.node_id, run.names),
-        "End to end": verdict(n.ok),  # the verdicts first: on a phone they stay on screen
+        "Node": node_name(n.node_id, called),
+        "End to end": verdict(n.ok),
         "Local rule": verdict(n.local_ok),
         "Op": n.op,
+    }
+    for n in result.nodes
+]
+numbers = [  # apart from the verdicts: nine columns do not fit a phone, four and six do
+    {
+        "Gradient of": called[int(n.node_id)],
         "Engine": format_values(n.engine),
         "MLX": format_values(n.mlx),
         "Finite differences": "too large" if n.numeric is None else format_values(n.numeric),
@@ -69,7 +78,9 @@ def colour(value: object) -> str:
     return ""
 
 
-st.table(pd.DataFrame(rows).style.map(colour, subset=["End to end", "Local rule"]), hide_index=True)
+st.table(pd.DataFrame(verdicts).style.map(colour, subset=["End to end", "Local rule"]), hide_index=True)
+st.markdown("**The numbers behind each verdict**")
+data_table(numbers)
 snapshot_graph(
     run.before,
     run.names,
