@@ -48,9 +48,16 @@ from tests.browser.harness import (  # noqa: E402
 from ui.navigation import LESSONS  # noqa: E402
 
 TRIVIAL_PAGE = 'import streamlit as st\n\nst.title("A trivial page")\nst.write("One line of text.")\n'
-LOAD_SERVER = ("--server.enableAgentApi", "true", "--server.agentSessionTTL", "30", "--server.agentMaxSessions", "1000")
-PER_CLIENT = 64  # deploy/'s default: each student connects from its own address
-COST_SERVER = ("--server.enableAgentApi", "true", "--server.agentSessionTTL", "1", "--server.agentMaxSessions", "1000")
+
+
+def agent_api(ttl_s: int) -> tuple[str, ...]:
+    """Server arguments: the agent API on (test servers only), idle sessions closed after `ttl_s`."""
+    return ("--server.enableAgentApi", "true", "--server.agentSessionTTL", str(ttl_s),
+            "--server.agentMaxSessions", "1000")  # fmt: skip
+
+
+LOAD_SERVER = agent_api(30)
+COST_SERVER = agent_api(1)  # thousands of opens: each session goes a second after it answered
 
 PROGRAM = "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\nprint(x.grad(((x * x) + x * 3.0).sum().backward()))\n"
 
@@ -64,8 +71,29 @@ def timed(fn) -> float:
 LESSON_PAGES = ("traversal", "memory", "tape")
 
 
+def write_trivial_page(folder: str) -> str:
+    script = Path(folder) / "trivial.py"
+    script.write_text(TRIVIAL_PAGE)
+    return str(script)
+
+
+def new_student(url: str, number: int) -> AgentSession:
+    """Student `number`'s session, from a loopback address of its own (nginx limits each address)."""
+    return AgentSession(url, source=f"127.0.{number // 200 + 1}.{number % 200 + 2}")
+
+
+def together(threads: list[threading.Thread]) -> float:
+    """Start every thread at once and wait for all; returns the seconds it took."""
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
+
+
 def student(url: str, number: int, results: dict[str, list[float]], lock: threading.Lock) -> None:
-    session = AgentSession(url, source=f"127.0.{number // 200 + 1}.{number % 200 + 2}")
+    session = new_student(url, number)
     session.interact()
     opens = [timed(lambda page=page: session.interact(page=page)) for page in LESSON_PAGES]
     session.interact(page="play")
@@ -79,7 +107,7 @@ def student(url: str, number: int, results: dict[str, list[float]], lock: thread
 
 def trivial_student(url: str, number: int, results: dict[str, list[float]], lock: threading.Lock) -> None:
     """The floor: the same number of page opens, each of the trivial page (one request fewer: no Playground)."""
-    session = AgentSession(url, source=f"127.0.{number // 200 + 1}.{number % 200 + 2}")
+    session = new_student(url, number)
     session.interact()
     opens = [timed(lambda: session.interact()) for _ in LESSON_PAGES]
     with lock:
@@ -88,18 +116,14 @@ def trivial_student(url: str, number: int, results: dict[str, list[float]], lock
 
 def floor(sessions: int) -> None:
     """The same crowd on a trivial Streamlit page: what Streamlit itself (and the agent API) costs on this machine."""
-    with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "trivial.py"
-        script.write_text(TRIVIAL_PAGE)
-        with streamlit_server(Path(tmp) / "t.log", LOAD_SERVER, script=str(script)) as url:
-            trivial_student(url, 1000, {"lesson": []}, threading.Lock())
-            results: dict[str, list[float]] = {"lesson": []}
-            lock = threading.Lock()
-            threads = [threading.Thread(target=trivial_student, args=(url, k, results, lock)) for k in range(sessions)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        streamlit_server(Path(tmp) / "t.log", LOAD_SERVER, script=write_trivial_page(tmp)) as url,
+    ):
+        trivial_student(url, 1000, {"lesson": []}, threading.Lock())
+        results: dict[str, list[float]] = {"lesson": []}
+        lock = threading.Lock()
+        together([threading.Thread(target=trivial_student, args=(url, k, results, lock)) for k in range(sessions)])
     opens = results["lesson"]
     print(f"{sessions:>3} students on a trivial page, one process (the floor): page opens "
           f"p50 {statistics.median(opens):.2f} s, p95 {p95(opens):.2f} s")  # fmt: skip
@@ -134,7 +158,7 @@ def served(replicas: int, tmp: Path) -> Iterator[tuple[str, list[int]]]:
         with streamlit_server(tmp / "s.log", LOAD_SERVER, with_pid=True) as (url, pid):
             yield url, [pid]
     else:
-        with deployment(replicas, _free_port(), _free_port(), LOAD_SERVER, per_client=PER_CLIENT) as running:
+        with deployment(replicas, _free_port(), _free_port(), LOAD_SERVER) as running:  # each student its own address
             yield running.url, [replica.process.pid for replica in running.replicas]
 
 
@@ -150,12 +174,7 @@ def measure(sessions: int, replicas: int) -> None:
         threads.append(threading.Thread(target=browsers_open_lesson, args=(url, 3, chromium)))
         server_cpu = sum(cpu_seconds(pid) for pid in pids)
         own_cpu, children = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.perf_counter() - start
+        elapsed = together(threads)
         server_cpu = sum(cpu_seconds(pid) for pid in pids) - server_cpu
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         load_cpu = (
@@ -174,24 +193,22 @@ def measure(sessions: int, replicas: int) -> None:
 def page_costs(opens: int, rounds: int = 3) -> None:
     """Server CPU per page open (a new session on that page), each page beside a trivial Streamlit page served by
     a second server with the same config, in interleaved rounds so that both see the same machine."""
-    with tempfile.TemporaryDirectory() as tmp:
-        trivial_script = Path(tmp) / "trivial.py"
-        trivial_script.write_text(TRIVIAL_PAGE)
-        with (
-            streamlit_server(Path(tmp) / "app.log", COST_SERVER, with_pid=True) as app,
-            streamlit_server(Path(tmp) / "t.log", COST_SERVER, with_pid=True, script=str(trivial_script)) as trivial,
-        ):
-            targets = {"(trivial page)": (trivial, "")} | {lesson.title: (app, lesson.url_path) for lesson in LESSONS}
-            spent = dict.fromkeys(targets, 0.0)
-            for server, page in targets.values():  # warm up: imports, first runs, caches
-                for _ in range(2):
-                    AgentSession(server[0]).interact(page=page)
-            for _ in range(rounds):
-                for name, ((url, pid), page) in targets.items():
-                    before = cpu_seconds(pid)
-                    for _ in range(opens):
-                        AgentSession(url).interact(page=page)
-                    spent[name] += cpu_seconds(pid) - before
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        streamlit_server(Path(tmp) / "app.log", COST_SERVER, with_pid=True) as app,
+        streamlit_server(Path(tmp) / "t.log", COST_SERVER, with_pid=True, script=write_trivial_page(tmp)) as trivial,
+    ):
+        targets = {"(trivial page)": (trivial, "")} | {lesson.title: (app, lesson.url_path) for lesson in LESSONS}
+        spent = dict.fromkeys(targets, 0.0)
+        for server, page in targets.values():  # warm up: imports, first runs, caches
+            for _ in range(2):
+                AgentSession(server[0]).interact(page=page)
+        for _ in range(rounds):
+            for name, ((url, pid), page) in targets.items():
+                before = cpu_seconds(pid)
+                for _ in range(opens):
+                    AgentSession(url).interact(page=page)
+                spent[name] += cpu_seconds(pid) - before
     trivial_ms = spent["(trivial page)"] / (opens * rounds) * 1000
     print(f"Server CPU per page open ({opens * rounds} opens each; the agent API's own JSON included in both):")
     for name, seconds in spent.items():

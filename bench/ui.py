@@ -19,7 +19,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -59,10 +62,9 @@ def server_side() -> None:
         print(f"  traversal:{key:<15} {ms:7.1f} ms")
 
 
-def browser_side() -> None:
-    if not Path(CHROMIUM).exists():
-        print("Browser: /usr/bin/chromium is missing, skipped")
-        return
+@contextmanager
+def app_in_chromium() -> Iterator[tuple[str, Any]]:
+    """`streamlit run app.py` and a Chromium page (1400x1000) beside it: yields the app's URL and the page."""
     from playwright.sync_api import sync_playwright
 
     with (
@@ -71,7 +73,15 @@ def browser_side() -> None:
         sync_playwright() as p,
     ):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        yield url, browser.new_page(viewport={"width": 1400, "height": 1000})
+        browser.close()
+
+
+def browser_side() -> None:
+    if not Path(CHROMIUM).exists():
+        print("Browser: /usr/bin/chromium is missing, skipped")
+        return
+    with app_in_chromium() as (url, page):
         page.goto(url)  # a first visit warms the server (imports), as a teacher's own check would
         page.get_by_role("heading", name="Seeing reverse-mode autodiff").wait_for()
         print("Browser: first render of each page, the title and the graph drawn (target <= 1500 ms)")
@@ -94,7 +104,6 @@ def browser_side() -> None:
                 f"  stage, {key:<5}: key press to updated picture median {statistics.median(times):5.1f} ms, "
                 f"max {max(times):5.1f} ms (target <= 50 ms); payload {payload / 1024:.0f} KiB"
             )
-        browser.close()
 
 
 # in the page: press → on the document, then wait for the next frame in which the caption and the picture
@@ -159,18 +168,10 @@ def memory_growth_run(passes: int = 20) -> None:
     if not Path(CHROMIUM).exists():
         print("Memory growth run: /usr/bin/chromium is missing, skipped")
         return
-    from playwright.sync_api import sync_playwright
-
     done = (
         f"[...document.querySelectorAll('[data-testid=stMetricValue]')].some(e => e.innerText == '{passes} / {passes}')"
     )
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        streamlit_server(Path(tmp) / "server.log") as url,
-        sync_playwright() as p,
-    ):
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    with app_in_chromium() as (url, page):
         runs = []
         for _ in range(3):
             page.goto(f"{url}/memory")
@@ -182,7 +183,6 @@ def memory_growth_run(passes: int = 20) -> None:
             last_pass = time.perf_counter() - start
             page.get_by_text("Which nodes hold memory").wait_for(timeout=120_000)
             runs.append((last_pass, time.perf_counter() - start))
-        browser.close()
     ticks = passes * MEMORY_TICK_S
     last_pass, with_graph = (statistics.median(r[k] for r in runs) for k in (0, 1))
     print(

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -37,12 +36,12 @@ def line_chart(
     series_order: Sequence[str] | None = None,
     tooltip: Sequence[str] = (),
     container: object = st,
-) -> dict[str, Any]:
+) -> None:
     """One line per `series` value, points marked, y from zero. `y_bytes`: `y` holds bytes, drawn in the unit
     that suits the largest (the axis title says which). `x_order` makes x an ordered category axis (labels such
-    as "forward x5"); a fixed `x_domain` keeps a live chart from moving as it grows. Returns the Vega-Lite spec
-    drawn: written as plain data, since building it through Altair (schema validation) cost ~100 ms a chart on
-    every rerun of a live experiment."""
+    as "forward x5"); a fixed `x_domain` keeps a live chart from moving as it grows. The Vega-Lite spec is
+    written as plain data: building it through Altair (schema validation) cost ~100 ms a chart on every rerun of a
+    live experiment."""
     data = data.copy()
     y_axis_title = y_title
     if y_bytes:
@@ -86,8 +85,7 @@ def line_chart(
         "config": {"axis": {"labelFontSize": font, "titleFontSize": font, "labelLimit": 0},
                    "legend": {"labelFontSize": font}},
     }  # fmt: skip
-    container.vega_lite_chart(spec=dict(spec), width="stretch")  # Streamlit moves the dataset out of its copy
-    return spec
+    container.vega_lite_chart(spec=spec, width="stretch")
 
 
 def memory_charts(history: list[MemoryPoint], iterations: int, x_title: str = "Forward pass") -> None:

@@ -54,8 +54,8 @@ def replay_view(
 ) -> None:
     """The stage over `recorder`'s events. Keys: → / Page Down next, ← / Page Up previous, Home, End, Space
     play. The event it stops at comes back here (`{key}_index`): links and exercises follow it. `shared` names a
-    recording that is the same for every student (a lesson's program on a backend): its picture is laid out
-    once per server."""
+    recording that is the same for every student (a lesson's program on a backend): its payload is built once per
+    server."""
     index_key = f"{key}_index"
     total = len(recorder.events)
     index = max(0, min(st.session_state.get(index_key, 0), total - 1))
