@@ -73,7 +73,10 @@ def line_chart(
                   "axis": {"title": y_axis_title, "tickCount": 5}},
             "color": {"field": series, "type": "nominal", "legend": legend,
                       "scale": {"domain": names, "range": SERIES_COLOURS[: len(names)]}},
-            "strokeDash": {"field": series, "type": "nominal", "legend": None},
+            # the first series solid, the others dashed: they are drawn after it, so where two coincide the dashes
+            # still show on top (a solid line drawn last hid a dashed one: Checkpointing's curves)
+            "strokeDash": {"field": series, "type": "nominal", "legend": None,
+                           "scale": {"domain": names, "range": [[1, 0]] + [[6, 4]] * (len(names) - 1)}},
             "tooltip": [{"field": f, "type": "nominal"} for f in (series, x, *tooltip)]
             + [{"field": y, "type": "quantitative", "format": ",.3~f"}],
         },

@@ -147,6 +147,10 @@ def test_checkpointing_page_compares_the_two_strategies():
     recomputations = [e for e in stage_data(at)["events"] if e["kind"] == "Recomputed"]  # each its own event
     assert len(recomputations) == frame["Ops recomputed"].tolist()[1]
     assert all("recomputed now" in e["text"] for e in recomputations)
+    spec, data = chart(at, "Device memory after each backward step")
+    dashes = spec["encoding"]["strokeDash"]["scale"]
+    first, second = dashes["domain"]  # drawn in this order: the dashed one on top, so coinciding curves both show
+    assert dashes["range"] == [[1, 0], [6, 4]] and set(data["Strategy"]) == {first, second}
     at.selectbox(key="checkpointing_program").set_value("mlp").run()
     assert "identical" in at.success[0].value
 
