@@ -10,29 +10,38 @@ from __future__ import annotations
 
 import streamlit as st
 
-# Streamlit's code highlighting pins mid-tone hues (keywords #1c83e1 = 3.8:1, numbers #29b09d = 2.6:1 on its light
-# code background) that fail 4.5:1 in both themes. Mixing 45% of the theme's text colour into each hue darkens it on
-# light and lightens it on dark: at least 4.8:1 in both (the smallest is green on light), hues still told apart.
+# Code blocks are ui/code.py's, coloured with Prism's class names. Streamlit's hues (keywords #1c83e1 = 3.8:1,
+# numbers #29b09d = 2.6:1 on a code background) fail 4.5:1 in both themes. Mixing 45% of the theme's text colour
+# into each hue darkens it on light and lightens it on dark: at least 4.8:1 in both (the smallest is green on
+# light), hues still told apart.
 TEXT_SHARE = 0.45  # of the theme's text colour in each token colour
 TOKEN_HUES = {
-    ".token.keyword, .token.tag, .token.function, .token.class-name, .token.selector": "#1c83e1",
-    ".token.number, .token.regex": "#29b09d",
-    ".token.string, .token.char, .token.attr-value, .token.boolean, .token.constant, .token.symbol": "#09ab3b",
-    ".token.operator, .token.entity, .token.decorator, .token.atrule": "#ed6f13",
-    ".token.attr-name, .token.property, .token.variable": "#0ea5e9",
-    ".token.comment, .token.prolog, .token.doctype, .token.cdata, .token.punctuation": "#808495",
-    ".token.important, .token.deleted": "#ff2b2b",
-    ".token.url": "#803df5",
+    ".token.keyword, .token.function, .token.class-name": "#1c83e1",
+    ".token.number": "#29b09d",
+    ".token.string, .token.boolean": "#09ab3b",
+    ".token.operator, .token.decorator": "#ed6f13",
+    ".token.comment, .token.punctuation": "#808495",
 }
 
 
 def _token_rules() -> str:
     rules = []
     for tokens, hue in TOKEN_HUES.items():
-        selector = ", ".join(f"[data-testid='stCode'] {token.strip()}" for token in tokens.split(","))
-        rules.append(f"{selector} {{color: color-mix(in srgb, currentColor {TEXT_SHARE:.0%}, {hue}) !important;}}")
+        selector = ", ".join(f".code-block {token.strip()}" for token in tokens.split(","))
+        rules.append(f"{selector} {{color: color-mix(in srgb, currentColor {TEXT_SHARE:.0%}, {hue});}}")
     return "\n".join(rules)
 
+
+# The block: Streamlit's code font and size, a background of 4% text colour (between the theme's background and its
+# secondary background, the two the token colours are tested on). Lines wrap, indentation kept: a block never
+# scrolls sideways, so it needs no keyboard focus (WCAG 2.1.1), down to 320 px.
+_CODE_BLOCK = (
+    ".code-block {font: 0.875rem/1.6 'Source Code Pro', monospace; margin: 0 0 1rem; padding: 1rem;"
+    " border-radius: 0.5rem; background: color-mix(in srgb, currentColor 4%, transparent);"
+    " white-space: pre-wrap; overflow-wrap: anywhere;}"
+    " .code-block code {font: inherit; background: none; padding: 0; color: inherit;}"
+    " .code-block .line {display: block; min-height: 1.6em;}"  # an empty line keeps its height
+)
 
 # The primary button: white text on the light theme's dark orange, black text on the dark theme's light orange
 # (Streamlit keeps it white in both, 2.3:1 on dark). `currentColor` here is the inherited theme text colour:
@@ -44,13 +53,6 @@ _PRIMARY_BUTTON = (
 
 # Captions are the text colour at opacity 0.6 (4.0:1 on white): 0.8 keeps them lighter and above 4.5:1.
 _CAPTIONS = "[data-testid='stCaptionContainer'] {opacity: 0.8 !important;}"
-
-# A code block wider than the screen scrolls sideways, and a scroll region must be reachable by keyboard (WCAG
-# 2.1.1); Streamlit's `pre` takes no focus. Wrapped lines (indentation kept) need no scrolling, down to 320 px.
-_CODE_WRAP = (
-    "[data-testid='stCode'] pre, [data-testid='stCode'] code "
-    "{white-space: pre-wrap !important; overflow-wrap: anywhere !important;}"
-)
 
 # A collapsed sidebar only slides off the left edge: its links still take Tab focus (focus lands out of sight,
 # WCAG 2.4.7) and its squeezed content scrolls. Hidden while collapsed, it leaves the tab order and the page.
@@ -83,7 +85,7 @@ _FOCUS = (
 )
 
 ACCESSIBLE_CSS = "\n".join(
-    [_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_WRAP, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _LABEL_WRAP, _FOCUS]
+    [_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_BLOCK, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _LABEL_WRAP, _FOCUS]
 )
 
 

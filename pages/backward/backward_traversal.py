@@ -1,6 +1,7 @@
 import streamlit as st
 
 from course.programs import PROGRAMS, record_program
+from ui.code import code_block
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view, tape_view
 from ui.state import current_backend, parse_event_number, publish, restore_from_url
@@ -57,7 +58,7 @@ replay_view(
 code_column, tape_column = st.columns([1, 1])
 with code_column:
     st.markdown(f"**The program** — {program.summary}")
-    st.code(program.source, language="python", wrap_lines=True)
+    code_block(program.source)
 with tape_column:
     st.markdown("**The tape**, bucketed by order (runs top to bottom)")
     tape_view(run.before, run.recorder, run.names)

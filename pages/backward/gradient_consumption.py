@@ -4,6 +4,7 @@ import streamlit as st
 
 from course.labs import ConsumptionLab
 from course.programs import PROGRAMS
+from ui.code import code_block
 from ui.exercise import ANSWER_CHARS, parse_numbers, predict_table
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
@@ -20,7 +21,7 @@ lesson_intro(
 
 lab = session_lab("consumption_lab", ConsumptionLab)
 
-st.code(PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()\n', language="python")
+code_block(PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()\n')
 exercise = st.toggle("Exercise: predict each value before the table is revealed", key="consumption_exercise")
 revealed = not exercise or predict_table([(r.expression, r.value, r.reason) for r in lab.rows], "consumption_predict")
 if not revealed:

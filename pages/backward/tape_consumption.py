@@ -4,6 +4,7 @@ import streamlit as st
 
 from course.labs import LOSSES, TapeLab, backward_code
 from course.programs import PROGRAMS, shared_losses
+from ui.code import code_block
 from ui.graph_dot import Overlay
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
@@ -22,18 +23,12 @@ lesson_intro(
 lab = session_lab("tape_lab", TapeLab)
 
 st.subheader("1. Backward twice on the same loss")
-st.code(
-    PROGRAMS["seed"].source + '\nloss = seed_program(ad)["loss"]\nloss.backward()\nloss.backward()  # again?',
-    language="python",
-)
+code_block(PROGRAMS["seed"].source + '\nloss = seed_program(ad)["loss"]\nloss.backward()\nloss.backward()  # again?')
 if st.button("loss.backward()", key="backward_loss"):
     outcome_message(lab.backward("loss"))  # the result right below the button that made it
 
 st.subheader("2. Two losses over one shared subgraph")
-st.code(
-    inspect.getsource(shared_losses) + "\nlosses = shared_losses(x)  # shared, l1, l2\nl3 = (x * 4.0).sum()",
-    language="python",
-)
+code_block(inspect.getsource(shared_losses) + "\nlosses = shared_losses(x)  # shared, l1, l2\nl3 = (x * 4.0).sum()")
 st.markdown("Run the backward passes in any order. `(l1 + l2).backward()` builds the sum of the two losses first.")
 columns = st.columns(len(LOSSES))
 pressed = [name for column, name in zip(columns, LOSSES, strict=True)

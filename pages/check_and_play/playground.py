@@ -6,6 +6,7 @@ from playground.examples import EXAMPLES
 from playground.share import ShareError, decode, encode
 from playground.workers import shared_pool
 from ui.charts import memory_charts
+from ui.code import code_block
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
@@ -90,7 +91,7 @@ if result is None:
 
 if result.output:
     st.markdown("**Output**")
-    st.code("\n".join(result.output), language=None)
+    code_block("\n".join(result.output), python=False)
 if result.error is not None:
     run_error(result.error, st.session_state[CODE])
 if result.memory:

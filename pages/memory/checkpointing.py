@@ -4,6 +4,7 @@ import streamlit as st
 from course.labs import checkpointing_lesson
 from course.programs import CHECKPOINTING_PROGRAMS
 from ui.charts import line_chart
+from ui.code import code_block
 from ui.format import format_bytes
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
@@ -21,7 +22,7 @@ lesson_intro(
 
 key = st.selectbox("Program", list(CHECKPOINTING_PROGRAMS), index=len(CHECKPOINTING_PROGRAMS) - 1,
                    format_func=lambda k: CHECKPOINTING_PROGRAMS[k].title, key="checkpointing_program")  # fmt: skip
-st.code(CHECKPOINTING_PROGRAMS[key].source, language="python")
+code_block(CHECKPOINTING_PROGRAMS[key].source)
 backend = current_backend()
 lesson = shared_result(checkpointing_lesson, key, backend)  # the same for every student: computed once per server
 

@@ -9,6 +9,7 @@ from course.naming import node_names
 from course.programs import memory_forward
 from course.scenarios import abandoned_graphs_experiment
 from ui.charts import memory_charts
+from ui.code import code_block
 from ui.format import format_bytes
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
@@ -23,7 +24,7 @@ lesson_intro(
     "which ends with a sweep of every graph no live tensor needs. The same loop on `x.without_autodiff()` "
     "records nothing and stays flat.",
 )
-st.code(inspect.getsource(memory_forward), language="python")
+code_block(inspect.getsource(memory_forward))
 
 RUNNING, STARTED = "memory_running", "memory_started"
 TICK_S = 0.3  # one forward pass per tick of the live fragment

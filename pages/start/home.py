@@ -2,6 +2,7 @@ import streamlit as st
 
 from course.labs import ConsumptionLab
 from course.programs import PROGRAMS
+from ui.code import code_block
 from ui.navigation import LESSONS, lesson_intro
 from ui.state import session_lab
 from ui.tables import data_table
@@ -20,7 +21,7 @@ Memory held for the backward pass stays held until a backward runs, which the le
 
 st.subheader("The first program")
 st.markdown("`x` is used on two paths (`x * x` and `x * 3`), so its gradient is the sum of both: 2x + 3.")
-st.code(PROGRAMS["seed"].source, language="python")
+code_block(PROGRAMS["seed"].source)
 lab = session_lab("home_seed", ConsumptionLab)
 data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows])
 

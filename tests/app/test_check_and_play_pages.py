@@ -6,7 +6,18 @@ import re
 from pathlib import Path
 
 import pytest
-from apptest import app, button, node_states, open_link, playground_error, run_code, stage_data, stages, table
+from apptest import (
+    app,
+    button,
+    code_blocks,
+    node_states,
+    open_link,
+    playground_error,
+    run_code,
+    stage_data,
+    stages,
+    table,
+)
 
 from autodiff.device import mlx_unavailable_reason
 from autodiff.trace import StepStarted
@@ -55,7 +66,7 @@ def test_playground_prints_float32_as_the_seed_does():
     seed = dict(re.findall(r"^(l1(?:\+l2)? -> x\.grad =) Some\((\[.*\])\)$", SEED.read_text(), re.MULTILINE))
     assert seed == {"l1 -> x.grad =": "[5.4365635, 14.778112]", "l1+l2 -> x.grad =": "[13.591409, 36.945282]"}
     at = run_code(app("pages/check_and_play/playground.py"), EXAMPLES["Seed: shared subgraph"])
-    printed = at.code[0].value.splitlines()
+    printed = code_blocks(at)[0].splitlines()
     for label, values in seed.items():
         assert f"{label} Tensor({values})" in printed, printed
 
@@ -64,7 +75,7 @@ def test_playground_runs_typed_code_and_shows_output_graph_and_replay():
     at = app("pages/check_and_play/playground.py")
     run_code(at, "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\ny = (x * x).sum()\ng = y.backward()\n"
                  "print(x.grad(g))\n")  # fmt: skip
-    assert at.code[0].value == "Tensor([2.0, 4.0])"
+    assert code_blocks(at)[0] == "Tensor([2.0, 4.0])"
     assert [data["mode"] for data in stages(at)] == ["replay"]  # its graph once: the replay's
     events = at.session_state["playground_result"].backward.recorder.events
     assert len(stage_data(at)["events"]) == len(events)
@@ -99,7 +110,7 @@ def test_playground_link_restores_the_program():
     at = open_link("pages/check_and_play/playground.py", code=encode(code))
     assert at.text_area(key="playground_editor").value == code
     button(at, "Run").click().run()
-    assert at.code[0].value == "shared 3"
+    assert code_blocks(at)[0] == "shared 3"
 
 
 def test_playground_broken_link_is_explained():
@@ -113,7 +124,7 @@ def test_playground_sessions_are_isolated():
     run_code(a, "secret = Tensor.from_floats([42.0], ad)\nprint(secret)\n")
     run_code(b, "print(secret)\n")
     assert "`secret` is not defined" in playground_error(b)
-    assert a.code[0].value == "Tensor([42.0])"
+    assert code_blocks(a)[0] == "Tensor([42.0])"
 
 
 def test_playground_exercise_link_opens_in_exercise_mode():
@@ -135,7 +146,7 @@ def test_playground_shows_typed_text_as_text():
     hostile = "[Session expired: log in again](https://evil.example/login) ![](https://evil.example/p.png)"
     run_code(at, f'print("<b>bold</b> \\ud800")\nn = int("{hostile}")\n')
     assert not at.exception
-    assert at.code[0].value == "<b>bold</b> \ufffd"  # output: a code block, a lone surrogate replaced
+    assert code_blocks(at)[0] == "<b>bold</b> \ufffd"  # output: a code block, a lone surrogate replaced
     alert = next(e.proto.body for e in at.get("html") if "playground-error" in e.proto.body)
     assert "<a" not in alert and "<img" not in alert and "&lt;b&gt;" not in alert  # escaped text, nothing more
     assert hostile in playground_error(at)

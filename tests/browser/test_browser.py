@@ -59,6 +59,8 @@ def test_every_page_opens_without_exception(page, app_url, path):
         page.get_by_text("runs; x.grad accumulates to").first.wait_for()
         page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
     no_exception(page)
+    loaded = page.evaluate("performance.getEntriesByType('resource').map(entry => entry.name)")
+    assert [url for url in loaded if "SyntaxHighlighter" in url] == []  # st.code's: ~270 ms a load (ui/code.py)
     screenshot(page, path or "home")
 
 

@@ -170,7 +170,7 @@ def test_the_playground_prints_float32_as_the_seed(page, app_url):
 
     open_page(page, app_url, f"play?code={encode(EXAMPLES['Seed: shared subgraph'])}")
     page.get_by_role("button", name="Run", exact=True).click()
-    output = page.locator('[data-testid="stCode"]').filter(has_text="l1 -> x.grad")
+    output = page.locator(".code-block").filter(has_text="l1 -> x.grad")
     output.wait_for()
     lines = output.inner_text().splitlines()
     assert "l1 -> x.grad = Tensor([5.4365635, 14.778112])" in lines  # the seed: Some([5.4365635, 14.778112])
