@@ -1,7 +1,8 @@
 """App speed, measured side by side in one run (a benchmark, not a test).
 
 - Server time of one rerun of each page under AppTest (target: at most 100 ms for shipped programs).
-- In headless Chromium: first render of each page (target: at most 1.5 s); on the replay stage, the time
+- In headless Chromium: first render of each page, from the navigation's start to the frame with the title and
+  the graph drawn, as the page itself stamps it (target: at most 1.5 s); on the replay stage, the time
   from a key press to the frame with the updated picture, for every event (target: at most 50 ms), and
   the size of the data the stage gets.
 - Thirty sessions opening the traversal lesson at once (agent API); stepping costs the server nothing.
@@ -34,8 +35,8 @@ from tests.browser.harness import CHROMIUM, CHROMIUM_ARGS, AgentSession, streaml
 from ui.navigation import LESSONS  # noqa: E402
 from ui.stage import replay_payload  # noqa: E402
 
-PAGES = {lesson.url_path or "home": lesson.path for lesson in LESSONS[:5]}
-GRAPH_PAGES = ("traversal", "gradients", "tape")
+PAGES = {lesson.url_path or "home": lesson.path for lesson in LESSONS}
+GRAPH_PAGES = ("traversal", "gradients", "tape", "checkpoints", "mlx")  # a graph as soon as the page opens
 
 
 def rerun_ms(page: str, setup=None, repeat: int = 7) -> float:
@@ -77,24 +78,57 @@ def app_in_chromium() -> Iterator[tuple[str, Any]]:
         browser.close()
 
 
-def browser_side() -> None:
+# The page stamps its own first render: Playwright's waits poll with a backoff (0, 20, 100, 100, 500 ms, ...), so
+# the moment a wait returns can be up to half a second after the picture was there (measured: 17 to 408 ms late).
+# In every animation frame until it is found: is the title there, and is a graph node? (The stage draws every
+# graph, in a component's shadow root.) The times are from the navigation's start, the browser's own clock.
+FIRST_RENDER = """
+window.__firstRender = {};
+const stamp = () => {
+  const marks = window.__firstRender, now = performance.now();
+  if (!marks.title && document.querySelector('[data-testid="stMain"] h1')) marks.title = now;
+  if (!marks.graph) {
+    for (const host of document.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
+      if (host.shadowRoot && host.shadowRoot.querySelector('.stage svg g.node')) marks.graph = now;
+    }
+  }
+  if (!(marks.title && marks.graph) && now < 20000) requestAnimationFrame(stamp);
+};
+requestAnimationFrame(stamp);
+"""
+
+
+def first_render_ms(page: Any, url: str, graph: bool) -> float:
+    """Open `url`: the first frame with the title (and on a graph page, the graph) drawn, in ms from the
+    navigation's start."""
+    page.goto(url)
+    page.locator('[data-testid="stMain"] h1').first.wait_for()
+    if graph:
+        page.locator(".stage svg g.node").first.wait_for()
+    page.wait_for_load_state("networkidle")  # the page settled before the next visit starts
+    marks = page.evaluate("window.__firstRender")
+    return max(marks["title"], marks.get("graph", 0))
+
+
+def browser_side(visits: int = 5) -> None:
     if not Path(CHROMIUM).exists():
         print("Browser: /usr/bin/chromium is missing, skipped")
         return
     with app_in_chromium() as (url, page):
+        page.add_init_script(FIRST_RENDER)
         page.goto(url)  # a first visit warms the server (imports), as a teacher's own check would
         page.get_by_role("heading", name="Seeing reverse-mode autodiff").wait_for()
-        print("Browser: first render of each page, the title and the graph drawn (target <= 1500 ms)")
+        print(
+            f"Browser: first render of each page, the title and the graph drawn, from the navigation's start "
+            f"(target <= 1500 ms); {visits} visits: the first (nothing of the page cached yet), then the median"
+        )
         for name in PAGES:
-            start = time.perf_counter()
-            page.goto(f"{url}/{'' if name == 'home' else name}")
-            page.locator('[data-testid="stMain"] h1').first.wait_for()
-            if name in GRAPH_PAGES:  # every graph is drawn by the stage
-                page.locator(".stage svg g.node").first.wait_for()
-            drawn = time.perf_counter() - start
-            page.wait_for_load_state("networkidle")  # Playwright's: no request for 500 ms
-            settled = time.perf_counter() - start
-            print(f"  {name:<24} {drawn * 1e3:7.0f} ms (network idle after {settled * 1e3:.0f} ms)")
+            address = f"{url}/{'' if name == 'home' else name}"
+            drawn = [first_render_ms(page, address, name in GRAPH_PAGES) for _ in range(visits)]
+            print(
+                f"  {name:<24} first {drawn[0]:5.0f} ms, median {statistics.median(drawn):5.0f} ms, "
+                f"max {max(drawn):5.0f} ms"
+            )
         for key in PROGRAMS:
             page.goto(f"{url}/traversal?program={key}&event=1")
             page.locator(".stage svg g.node").first.wait_for()
