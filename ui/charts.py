@@ -61,7 +61,9 @@ def line_chart(
     top = float(data[y].max()) if len(data) else 0.0
     y_scale = {"domain": [0, max(top * 1.1, 1.0)], "nice": True}  # from zero; a flat zero still has a scale
     names = list(series_order) if series_order is not None else list(dict.fromkeys(data[series]))
-    legend = {"orient": "bottom", "title": None, "labelLimit": 0, "columns": 1} if len(names) > 1 else None
+    # one legend for colour and dash (the same field merges them): each entry draws its line as the chart does
+    legend = {"orient": "bottom", "title": None, "labelLimit": 0, "columns": 1, "symbolType": "stroke",
+              "symbolSize": 500, "symbolStrokeWidth": 3} if len(names) > 1 else None  # fmt: skip
     spec = {
         "title": {"text": title, "anchor": "start", "fontSize": font + 2, "limit": 0},
         "datasets": {"points": data},
@@ -75,7 +77,7 @@ def line_chart(
                       "scale": {"domain": names, "range": SERIES_COLOURS[: len(names)]}},
             # the first series solid, the others dashed: they are drawn after it, so where two coincide the dashes
             # still show on top (a solid line drawn last hid a dashed one: Checkpointing's curves)
-            "strokeDash": {"field": series, "type": "nominal", "legend": None,
+            "strokeDash": {"field": series, "type": "nominal", "legend": legend,
                            "scale": {"domain": names, "range": [[1, 0]] + [[6, 4]] * (len(names) - 1)}},
             "tooltip": [{"field": f, "type": "nominal"} for f in (series, x, *tooltip)]
             + [{"field": y, "type": "quantitative", "format": ",.3~f"}],

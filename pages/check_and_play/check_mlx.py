@@ -1,4 +1,3 @@
-import pandas as pd
 import streamlit as st
 
 from autodiff.device import mlx_unavailable_reason
@@ -69,16 +68,7 @@ numbers = [  # apart from the verdicts: nine columns do not fit a phone, four an
 ]
 
 
-def colour(value: object) -> str:
-    text = str(value)
-    if text.startswith("✓"):
-        return "background-color: #d3f9d8; color: #1b4332"
-    if text.startswith("✗"):
-        return "background-color: #ffe3e3; color: #7d1a1a"
-    return ""
-
-
-st.table(pd.DataFrame(verdicts).style.map(colour, subset=["End to end", "Local rule"]), hide_index=True)
+data_table(verdicts, verdict_columns=["End to end", "Local rule"])
 st.markdown("**The numbers behind each verdict**")
 data_table(numbers)
 snapshot_graph(

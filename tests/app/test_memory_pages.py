@@ -151,6 +151,9 @@ def test_checkpointing_page_compares_the_two_strategies():
     dashes = spec["encoding"]["strokeDash"]["scale"]
     first, second = dashes["domain"]  # drawn in this order: the dashed one on top, so coinciding curves both show
     assert dashes["range"] == [[1, 0], [6, 4]] and set(data["Strategy"]) == {first, second}
+    colour = spec["encoding"]["color"]
+    assert colour["legend"] == spec["encoding"]["strokeDash"]["legend"]  # one legend: each entry solid or dashed
+    assert colour["legend"]["symbolType"] == "stroke"  # a line, as drawn, not a dot that shows only the colour
     at.selectbox(key="checkpointing_program").set_value("mlp").run()
     assert "identical" in at.success[0].value
 

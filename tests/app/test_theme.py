@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
+from ui.tables import VERDICT_TINTS
 from ui.theme import TEXT_SHARE, TOKEN_HUES
 
 CONFIG = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
@@ -61,3 +62,14 @@ def test_code_token_colours_reach_4_5_to_1(name):
         token = tuple(TEXT_SHARE * t + (1 - TEXT_SHARE) * h for t, h in zip(text, _rgb(hue), strict=True))
         for background in ("backgroundColor", "secondaryBackgroundColor"):
             assert contrast(token, _rgb(theme[background])) >= 4.5, (hue, background)
+
+
+@pytest.mark.parametrize("name", ["light", "dark"])
+def test_verdict_tints_keep_the_themes_text_readable(name):
+    theme = CONFIG["theme"][name]
+    page = _rgb(theme["backgroundColor"])
+    for tint in VERDICT_TINTS.values():
+        *rgb, alpha = (float(part) for part in tint.removeprefix("rgba(").removesuffix(")").split(","))
+        cell = tuple(alpha * c + (1 - alpha) * p for c, p in zip(rgb, page, strict=True))
+        assert contrast(_rgb(theme["textColor"]), cell) >= 4.5, tint
+        assert contrast(cell, page) > 1.1, tint  # and the tint still shows against the page
