@@ -61,9 +61,11 @@ def line_chart(
     top = float(data[y].max()) if len(data) else 0.0
     y_scale = {"domain": [0, max(top * 1.1, 1.0)], "nice": True}  # from zero; a flat zero still has a scale
     names = list(series_order) if series_order is not None else list(dict.fromkeys(data[series]))
-    # one legend for colour and dash (the same field merges them): each entry draws its line as the chart does
-    legend = {"orient": "bottom", "title": None, "labelLimit": 0, "columns": 1, "symbolType": "stroke",
-              "symbolSize": 500, "symbolStrokeWidth": 3} if len(names) > 1 else None  # fmt: skip
+    legend = None
+    if len(names) > 1:  # one legend for colour and dash (the same field merges them): each entry draws its line
+        # close under the axis: Vega's default offset and padding left a 50 px gap
+        legend = {"orient": "bottom", "title": None, "labelLimit": 0, "columns": 1, "symbolType": "stroke",
+                  "symbolSize": 500, "symbolStrokeWidth": 3, "padding": 0, "offset": 8}  # fmt: skip
     spec = {
         "title": {"text": title, "anchor": "start", "fontSize": font + 2, "limit": 0},
         "datasets": {"points": data},
