@@ -54,7 +54,7 @@ if st.session_state.get("presenter"):
         "<style>html, body, [data-testid='stMarkdownContainer'] p, li, td {font-size: 1.25rem !important;}"
         " h1 {font-size: 2.2rem !important; padding-top: 0 !important;}"
         " [data-testid='stMainBlockContainer'] {padding: 3.75rem 1.5rem 1rem !important; max-width: none !important;}"
-        " [data-testid='stSidebar'] {min-width: 15rem;}</style>"
+        " [data-testid='stSidebar'] {min-width: 15rem;} .code-block {font-size: 1.05rem;}</style>"
     )
 
 if moved_from_another_replica():

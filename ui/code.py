@@ -48,6 +48,7 @@ def _line_html(line: list[tuple[str | None, str]]) -> str:
     hang = len(text) - len(text.lstrip(" ")) + 4  # continuation rows start 4 columns right of the line's own text
     body = "".join(escape(part) if kind is None else f'<span class="token {kind}">{escape(part)}</span>'
                    for kind, part in line if part)  # fmt: skip
+    body = body or "\n"  # an empty line holds its break: else a copy merges the breaks around it, and loses it
     return f'<span class="line" style="padding-left: {hang}ch; text-indent: -{hang}ch">{body}</span>'
 
 

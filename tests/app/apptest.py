@@ -51,7 +51,7 @@ def playground_error(at: AppTest) -> str:
 def code_blocks(at: AppTest) -> list[str]:
     """The text of each code block on the page (ui/code.py), as a person reads it: one line per row."""
     return [
-        html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="line"[^>]*>', "\n", e.proto.body)))[1:]
+        html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="line"[^>]*>\n?', "\n", e.proto.body)))[1:]
         for e in at.get("html")
         if e.proto.body.startswith('<pre class="code-block">')
     ]

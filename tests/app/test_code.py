@@ -27,7 +27,7 @@ class Net:
 
 def shown_text(block: str) -> str:
     """What a person reads: each `line` row on its own line, tags gone, entities decoded."""
-    return html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="line"[^>]*>', "\n", block)))[1:]
+    return html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="line"[^>]*>\n?', "\n", block)))[1:]
 
 
 def tokens(block: str) -> list[tuple[str, str]]:

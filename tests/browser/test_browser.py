@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from course.programs import record_program
+from course.programs import PROGRAMS, record_program
 from ui.navigation import LESSONS
 
 from .conftest import screenshot
@@ -62,6 +62,15 @@ def test_every_page_opens_without_exception(page, app_url, path):
     loaded = page.evaluate("performance.getEntriesByType('resource').map(entry => entry.name)")
     assert [url for url in loaded if "SyntaxHighlighter" in url] == []  # st.code's: ~270 ms a load (ui/code.py)
     screenshot(page, path or "home")
+
+
+def test_a_selected_code_block_is_its_source(page, app_url):
+    """What a copy takes: the program exactly, with its blank line, indents and no wrapped-row breaks."""
+    open_page(page, app_url, "gradients")
+    block = page.locator(".code-block").first
+    block.wait_for()
+    selected = block.evaluate("el => { getSelection().selectAllChildren(el); return getSelection().toString(); }")
+    assert selected == PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()'
 
 
 def test_replay_graph_and_stepping_to_the_end(page, app_url):

@@ -159,6 +159,8 @@ def test_presenter_mode_is_legible_on_one_screen_and_survives_a_reload(page, app
     title = page.get_by_role("heading", name="Backward traversal").bounding_box()
     header = page.locator("header[data-testid='stHeader']").bounding_box()
     assert title["y"] >= header["y"] + header["height"] - 1  # the title is not under the toolbar
+    code = page.locator(".code-block").first.evaluate("block => parseFloat(getComputedStyle(block).fontSize)")
+    assert code >= 20, code  # the program, read from the back of the room too
     screenshot(page, "picture_presenter")
     page.reload()
     page.locator(".stage.presenter").first.wait_for()
