@@ -83,20 +83,19 @@ def app_in_chromium() -> Iterator[tuple[str, Any]]:
 # the moment a wait returns can be up to half a second after the picture was there (measured: 17 to 408 ms late).
 # In every animation frame until it is found: is the title there, and is a graph node? (The stage draws every
 # graph, in a component's shadow root.) The times are from the navigation's start, the browser's own clock.
+GRAPH_DRAWN = """() => [...document.querySelectorAll('[data-testid="stBidiComponentIsolated"]')]
+  .some(host => host.shadowRoot && host.shadowRoot.querySelector('.stage svg g.node'))"""
 FIRST_RENDER = """
 window.__firstRender = {};
+const graphDrawn = GRAPH_DRAWN;
 const stamp = () => {
   const marks = window.__firstRender, now = performance.now();
   if (!marks.title && document.querySelector('[data-testid="stMain"] h1')) marks.title = now;
-  if (!marks.graph) {
-    for (const host of document.querySelectorAll('[data-testid="stBidiComponentIsolated"]')) {
-      if (host.shadowRoot && host.shadowRoot.querySelector('.stage svg g.node')) marks.graph = now;
-    }
-  }
+  if (!marks.graph && graphDrawn()) marks.graph = now;
   if (!(marks.title && marks.graph) && now < 20000) requestAnimationFrame(stamp);
 };
 requestAnimationFrame(stamp);
-"""
+""".replace("GRAPH_DRAWN", GRAPH_DRAWN)
 
 
 def first_render_ms(page: Any, url: str, graph: bool) -> float:
@@ -114,19 +113,17 @@ def first_render_ms(page: Any, url: str, graph: bool) -> float:
 # How a student moves between lessons: a sidebar link. Streamlit swaps the page in place (no page load; the stage's
 # code and Graphviz stay loaded). Stamped the same way, from the click: the frame with the new title (and graph).
 SIDEBAR_CLICK = """async ([link, graph]) => {
-  const start = performance.now();
+  const start = performance.now(), graphDrawn = GRAPH_DRAWN;
   [...document.querySelectorAll('[data-testid="stSidebar"] a')].find(a => a.textContent.trim() === link).click();
   const drawn = () => {
     const title = document.querySelector('[data-testid="stMain"] h1');
-    if (!title || !title.textContent.startsWith(link)) return false;
-    return !graph || [...document.querySelectorAll('[data-testid="stBidiComponentIsolated"]')]
-      .some(host => host.shadowRoot && host.shadowRoot.querySelector('.stage svg g.node'));
+    return title && title.textContent.startsWith(link) && (!graph || graphDrawn());
   };
   return await new Promise(resolve => {
     const check = () => drawn() ? resolve(performance.now() - start) : requestAnimationFrame(check);
     requestAnimationFrame(check);
   });
-}"""
+}""".replace("GRAPH_DRAWN", GRAPH_DRAWN)
 
 
 def sidebar_render_ms(page: Any, lesson: Any) -> float:

@@ -8,6 +8,7 @@ Python is split into tokens here by the standard library's own tokenizer; the co
 
 from __future__ import annotations
 
+import functools
 import io
 import keyword
 import tokenize
@@ -32,7 +33,15 @@ def code_block(source: str, python: bool = True) -> None:
 def code_html(source: str, python: bool = True) -> str:
     """`<pre class="code-block">`: one block per line, so a wrapped line continues indented under its own start
     (a hanging indent), not at the left edge where the next statement would begin."""
-    segments = _python_segments(source) if python else [(None, source)]
+    return _coloured_html(source) if python else _block_html([(None, source)])
+
+
+@functools.lru_cache(maxsize=32)  # a lesson's program, drawn on every rerun of its page: tokenized once per server
+def _coloured_html(source: str) -> str:
+    return _block_html(_python_segments(source))
+
+
+def _block_html(segments: list[tuple[str | None, str]]) -> str:
     lines: list[list[tuple[str | None, str]]] = [[]]
     for kind, text in segments:
         first, *rest = text.split("\n")

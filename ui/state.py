@@ -8,6 +8,7 @@ view shareable (page, program, replay event) are mirrored into the URL's query p
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Hashable
 from typing import TypeVar
@@ -56,9 +57,13 @@ def shared_result(compute: Callable[..., T], *args: Hashable) -> T:
     the same object on every rerun (views that cache by identity keep their cache)."""
     key = f"_shared_{compute.__module__}.{compute.__qualname__}{args!r}"
     if key not in st.session_state:
-        cached = st.cache_data(compute, show_spinner=False, max_entries=SHARED_RESULTS)
-        st.session_state[key] = cached(*args)
+        st.session_state[key] = _server_cached(compute)(*args)
     return st.session_state[key]
+
+
+@functools.cache  # one cached wrapper per function, made once
+def _server_cached(compute: Callable[..., T]) -> Callable[..., T]:
+    return st.cache_data(compute, show_spinner=False, max_entries=SHARED_RESULTS)
 
 
 def restore_from_url(key: str, param: str, parse: Callable[[str], T | None], default: T) -> T:

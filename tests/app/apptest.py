@@ -48,13 +48,15 @@ def playground_error(at: AppTest) -> str:
     return ""
 
 
+def code_text(block: str) -> str:
+    """A code block's HTML (ui/code.py) as a person reads it: each `line` row on its own line, tags gone, entities
+    decoded (an empty row holds a line break of its own)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="line"[^>]*>\n?', "\n", block)))[1:]
+
+
 def code_blocks(at: AppTest) -> list[str]:
-    """The text of each code block on the page (ui/code.py), as a person reads it: one line per row."""
-    return [
-        html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="line"[^>]*>\n?', "\n", e.proto.body)))[1:]
-        for e in at.get("html")
-        if e.proto.body.startswith('<pre class="code-block">')
-    ]
+    """The text of each code block on the page."""
+    return [code_text(e.proto.body) for e in at.get("html") if e.proto.body.startswith('<pre class="code-block">')]
 
 
 def stages(at: AppTest) -> list[dict]:

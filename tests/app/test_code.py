@@ -7,7 +7,7 @@ import html
 import re
 
 import pytest
-from apptest import PAGES, app, code_blocks
+from apptest import PAGES, app, code_blocks, code_text
 
 from course.programs import CHECKPOINTING_PROGRAMS, PROGRAMS
 from ui.code import code_html
@@ -25,11 +25,6 @@ class Net:
 '''
 
 
-def shown_text(block: str) -> str:
-    """What a person reads: each `line` row on its own line, tags gone, entities decoded."""
-    return html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="line"[^>]*>\n?', "\n", block)))[1:]
-
-
 def tokens(block: str) -> list[tuple[str, str]]:
     return [
         (kind, html.unescape(text)) for kind, text in re.findall(r'<span class="token ([\w-]+)">([^<]*)</span>', block)
@@ -41,7 +36,7 @@ SOURCES = [p.source for p in PROGRAMS.values()] + [p.source for p in CHECKPOINTI
 
 @pytest.mark.parametrize("source", SOURCES)
 def test_the_block_shows_the_source_exactly(source):
-    assert shown_text(code_html(source)) == source.removesuffix("\n")
+    assert code_text(code_html(source)) == source.removesuffix("\n")
 
 
 def test_tokens_get_the_kinds_a_reader_expects():
@@ -72,7 +67,7 @@ def test_any_text_is_escaped_and_broken_source_is_shown_uncoloured():
     hostile = "<img src=x onerror=alert(1)> & <b>bold</b>"
     for block in (code_html(hostile, python=False), code_html(f"x = '{hostile}'"), code_html(f"({hostile}")):
         assert "<img" not in block and "<b>" not in block
-        assert hostile in shown_text(block)
+        assert hostile in code_text(block)
     assert tokens(code_html("def (:\n  '''never closed")) == []  # does not tokenize: shown as it is
 
 
