@@ -9,7 +9,14 @@ from autodiff import AutodiffError, memory_budget
 from autodiff.device import mlx_unavailable_reason
 from ui.navigation import navigation_pages, sidebar_links
 from ui.server import freeze_loaded_modules
-from ui.state import moved_from_another_replica, publish_presenter, restore_presenter, session_budget
+from ui.state import (
+    embed_mode,
+    embed_styles,
+    moved_from_another_replica,
+    publish_presenter,
+    restore_presenter,
+    session_budget,
+)
 from ui.theme import accessible_styles
 
 freeze_loaded_modules()  # once per server: Streamlit's collection after each run then skips the libraries
@@ -19,7 +26,8 @@ st.set_page_config(
     page_title="Seeing autodiff",
     page_icon="🔁",
     layout="wide",
-    initial_sidebar_state="collapsed" if st.session_state.get("presenter") else "auto",  # a projector: all stage
+    # a projector, or the stage alone in a slide: the whole width for the stage
+    initial_sidebar_state="collapsed" if st.session_state.get("presenter") or embed_mode() else "auto",
 )
 
 # Accessibility (issue 18): the sidebar draws its own links (Streamlit's navigation list fails WCAG), and one
@@ -56,6 +64,9 @@ if st.session_state.get("presenter"):
         " [data-testid='stMainBlockContainer'] {padding: 3.75rem 1.5rem 1rem !important; max-width: none !important;}"
         " [data-testid='stSidebar'] {min-width: 15rem;} .code-block {font-size: 1.05rem;}</style>"
     )
+
+if embed_mode():
+    embed_styles()
 
 if moved_from_another_replica():
     st.info(

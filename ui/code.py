@@ -41,18 +41,32 @@ def _coloured_html(source: str) -> str:
     return _block_html(_python_segments(source))
 
 
-def _block_html(segments: list[tuple[str | None, str]]) -> str:
-    lines: list[list[tuple[str | None, str]]] = [[]]
+Segment = tuple[str | None, str]  # (Prism's kind of token, or None for plain text; its text)
+
+
+@functools.lru_cache(maxsize=32)
+def code_lines(source: str) -> list[list[Segment]]:
+    """`source` as Python, one list of segments per line: what the stage draws beside the graph as text (the browser
+    sets each segment's text, so nothing of it is parsed as HTML)."""
+    return _lines(_python_segments(source))
+
+
+def _lines(segments: list[Segment]) -> list[list[Segment]]:
+    lines: list[list[Segment]] = [[]]
     for kind, text in segments:
         first, *rest = text.split("\n")
         lines[-1].append((kind, first))
         lines += [[(kind, part)] for part in rest]
     if len(lines) > 1 and not any(text for _, text in lines[-1]):
         lines.pop()  # the source's final line break ends the last line, it does not start another
-    return f'<pre class="code-block"><code>{"".join(_line_html(line) for line in lines)}</code></pre>'
+    return [[(kind, text) for kind, text in line if text] for line in lines]
 
 
-def _line_html(line: list[tuple[str | None, str]]) -> str:
+def _block_html(segments: list[Segment]) -> str:
+    return f'<pre class="code-block"><code>{"".join(_line_html(line) for line in _lines(segments))}</code></pre>'
+
+
+def _line_html(line: list[Segment]) -> str:
     text = "".join(part for _, part in line)
     hang = len(text) - len(text.lstrip(" ")) + 4  # continuation rows start 4 columns right of the line's own text
     body = "".join(escape(part) if kind is None else f'<span class="token {kind}">{escape(part)}</span>'
@@ -61,13 +75,13 @@ def _line_html(line: list[tuple[str | None, str]]) -> str:
     return f'<span class="line" style="padding-left: {hang}ch; text-indent: -{hang}ch">{body}</span>'
 
 
-def _python_segments(source: str) -> list[tuple[str | None, str]]:
+def _python_segments(source: str) -> list[Segment]:
     """The source cut into (kind, text): each token that has a colour with its Prism kind, the text between tokens
     (names, spaces, line breaks) with None. Source that does not tokenize comes back whole, uncoloured."""
     starts = [0]
     for line in source.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
-    segments: list[tuple[str | None, str]] = []
+    segments: list[Segment] = []
     done = 0
     previous: tuple[str, str | None] = ("", None)  # the last token's text and kind
     try:

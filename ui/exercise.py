@@ -1,14 +1,12 @@
-"""Predict-then-reveal: the student enters a value before the app shows it, and keeps a score."""
+"""Predict-then-reveal: the student enters a value before the app shows it, and keeps a score. A replay's steps are
+asked in the stage itself (ui/stage/stage.js checks the numbers with RTOL and ATOL and reports each answer); the
+tables' questions are asked here."""
 
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
-from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview
-from course.naming import node_name
-
-from .format import format_values
 from .literal import code_span
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
@@ -77,66 +75,19 @@ def score_caption() -> None:
         st.caption(sentence)
 
 
-def sent_values(recorder: BackwardRecorder, index: int) -> list[np.ndarray]:
-    """What the step started at event `index` will send to its inputs, in order."""
-    step = recorder.events[index]
-    assert isinstance(step, StepStarted)
-    values = []
-    for event in recorder.events[index + 1 :]:
-        if isinstance(event, StepStarted):
-            break
-        if isinstance(event, GradientRegistered) and event.source == step.node_id:
-            values.append(event.value)
-    return values
-
-
-def predict_step(recorder: BackwardRecorder, index: int, upstream: np.ndarray | None, names: dict[int, str],
-                 key: str) -> None:  # fmt: skip
-    """At a step's start: ask what it will send to each input, check, and explain the rule if wrong."""
-    step = recorder.events[index]
-    if not isinstance(step, StepStarted) or not step.parents:
+def score_answer(answer: object) -> None:
+    """Score what the stage reported for a step's prediction (it checks the numbers in the browser):
+    `{"question": key, "right": True | False | None}`, None being revealed without an answer. Anything else a
+    client sends is ignored; each question counts once."""
+    if not isinstance(answer, dict):
         return
-    expected = sent_values(recorder, index)
-    if any(isinstance(value, TensorPreview) for value in expected):  # too large to predict by hand
+    question, right = answer.get("question"), answer.get("right")
+    if not isinstance(question, str) or len(question) > 64 or right not in (True, False, None):
         return
-    question = f"{key}_{index}"
-    with st.form(f"{question}_form"):
-        st.markdown(f"**Predict** what {node_name(step.node_id, names)} sends to each input, then check.")
-        answers = [
-            st.text_input(
-                f"To input {k + 1}, {node_name(parent, names)} (rule: {rule})",
-                key=f"{question}_{k}",
-                placeholder="e.g. 1.0, 2.0",
-                max_chars=ANSWER_CHARS,
-            )  # fmt: skip
-            for k, (parent, rule) in enumerate(zip(step.parents, step.rules, strict=True))
-        ]
-        submitted = st.form_submit_button("Check my prediction")
-    if not submitted:
-        return
-    explained = [
-        f"- to {node_name(parent, names)}: the rule is `{rule}` with `grad` = `{format_values(upstream)}`, "
-        f"which gives `{format_values(value)}`"
-        for parent, rule, value in zip(step.parents, step.rules, expected, strict=True)
-    ]
-    if not any(answer.strip() for answer in answers):
-        record_reveal(question)
-        st.info("Revealed without an answer (not scored). Each input gets the local rule applied to the upstream "
-                "gradient:\n" + "\n".join(explained))  # fmt: skip
-        return
-    verdicts = [matches(value, answer) for value, answer in zip(expected, answers, strict=True)]
-    if any(v is None for v in verdicts):
-        st.warning(
-            "Enter numbers separated by commas for every input, as many as it has values (e.g. `1.0, 2.0`); "
-            "or leave them all blank to reveal the answer without scoring."
-        )
-        return
-    right = all(verdicts)
-    record_answer(question, right)
-    if right:
-        st.success("Right: every value matches.")
+    if right is None:
+        record_reveal(f"stage_{question}")
     else:
-        st.error("Not quite. Each input gets the local rule applied to the upstream gradient:\n" + "\n".join(explained))
+        record_answer(f"stage_{question}", bool(right))
 
 
 def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:

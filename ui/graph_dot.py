@@ -169,21 +169,25 @@ def dot_text(
     grad_widths: dict[str, str] | None = None,
     edge_labels: dict[str, str] | None = None,
     rankdir: str = "BT",
+    detail: bool = True,
 ) -> str:
     """DOT for `pic`. `grad_widths` gives, per node element, the longest gradient line it will show (so its box
-    is laid out wide enough); `edge_labels`, per edge element, the longest value that will be sent along it."""
+    is laid out wide enough); `edge_labels`, per edge element, the longest value that will be sent along it;
+    without `detail`, nodes leave out their `NodeId · op` line (where space is short, it goes first)."""
     grad_widths = grad_widths or {}
     edge_labels = edge_labels or {}
-    title, body, detail = SIZES[presenter]
+    title, body, small = SIZES[presenter]
     lines = [
         "digraph G {",
-        f'  graph [rankdir={rankdir}, bgcolor="transparent", nodesep=0.3, ranksep=0.45];',
+        f'  graph [rankdir={rankdir}, bgcolor="transparent", nodesep=0.25, ranksep=0.3];',
         f'  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize={body}, margin="0.1,0.05"];',
         f'  edge [fontname="Helvetica", fontsize={body}, arrowsize=0.9];',
     ]
     for node in pic.nodes:
         rows = [(title, node.title, True), (body, node.value, False),
-                (body, grad_widths.get(node.element, node.grad), False), (detail, node.detail, False)]  # fmt: skip
+                (body, grad_widths.get(node.element, node.grad), False)]  # fmt: skip
+        if detail:
+            rows.append((small, node.detail, False))
         cells = "".join(
             f'<TR><TD><FONT POINT-SIZE="{size}">{"<B>" if bold else ""}{html.escape(text)}{"</B>" if bold else ""}'
             f"</FONT></TD></TR>"

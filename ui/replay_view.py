@@ -4,18 +4,18 @@ exercise mode the prediction for the step the stage stopped at. Shared by every 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from contextlib import nullcontext
 
 import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.trace import TapeBuilt
 
-from .exercise import predict_step, score_caption
+from .exercise import score_answer, score_caption
 from .graph_dot import graph_dot
 from .graph_view import bucket_picker
-from .narration import upstream_at
-from .stage import StagePayload, export_html, replay_payload, stage
-from .state import presenter_mode
+from .stage import StagePayload, export_html, replay_payload, stage, with_view
+from .state import EMBEDDED, embed_mode, presenter_mode
 from .tables import tape_table
 
 
@@ -33,13 +33,14 @@ def _shared_payload(
     identity: Hashable,
     presenter: bool,
     expanded: frozenset[int],
+    source: str | None,
     _before: GraphSnapshot,
     _recorder: BackwardRecorder,
     _names: dict[int, str],
 ) -> StagePayload:
     """The payload of a replay that every student sees alike, built once per server: `identity` names the
     recording (Streamlit does not hash the arguments that start with `_`)."""
-    return replay_payload(_before, _recorder, _names, presenter, expanded)
+    return replay_payload(_before, _recorder, _names, presenter, expanded, source)
 
 
 def replay_view(
@@ -51,11 +52,13 @@ def replay_view(
     on_index: Callable[[int], None] | None = None,
     exercise: bool = False,
     shared: Hashable | None = None,
+    source: str | None = None,
 ) -> None:
-    """The stage over `recorder`'s events. Keys: → / Page Down next, ← / Page Up previous, Home, End, Space
-    play. The event it stops at comes back here (`{key}_index`): links and exercises follow it. `shared` names a
-    recording that is the same for every student (a lesson's program on a backend): its payload is built once per
-    server."""
+    """The stage over `recorder`'s events, with the program's `source` beside it. Keys: → / Page Down next,
+    ← / Page Up previous, Home, End, Space play, + - 0 zoom. The event it stops at comes back here (`{key}_index`):
+    links follow it. In an exercise the stage asks each step's sends before it shows them, and its answers are
+    scored here. `shared` names a recording that is the same for every student (a lesson's program on a
+    backend): its payload is built once per server."""
     index_key = f"{key}_index"
     total = len(recorder.events)
     index = max(0, min(st.session_state.get(index_key, 0), total - 1))
@@ -63,28 +66,29 @@ def replay_view(
     # built once per recording and view (a Playground trace has thousands of events), not on every rerun
     presenter = presenter_mode()
     cached = st.session_state.get(f"{key}_payload")
-    if cached is None or cached[0] is not recorder or cached[1] != (expanded, presenter):
+    if cached is None or cached[0] is not recorder or cached[1] != (expanded, presenter, source):
         if shared is None:
-            built = replay_payload(before, recorder, names, presenter, expanded)
+            built = replay_payload(before, recorder, names, presenter, expanded, source)
         else:
-            built = _shared_payload(shared, presenter, expanded, before, recorder, names)
-        cached = st.session_state[f"{key}_payload"] = (recorder, (expanded, presenter), built)
-    payload = {**cached[2], "index": index}
+            built = _shared_payload(shared, presenter, expanded, source, before, recorder, names)
+        cached = st.session_state[f"{key}_payload"] = (recorder, (expanded, presenter, source), built)
+    payload = {**with_view(cached[2], exercise, embed_mode()), "index": index}
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser
     # moves the index, so the index a link or a test sets holds until the student steps
-    reported = stage(payload, key=f"{key}_stage_{payload['signature']}")
+    with st.container(key=EMBEDDED) if embed_mode() else nullcontext():  # `?embed=1` shows this container alone
+        reported = stage(payload, key=f"{key}_stage_{payload['signature']}")
     last_key = f"{key}_reported"
-    if reported is not None and reported != st.session_state.get(last_key):
-        st.session_state[last_key] = reported
-        if 0 <= reported < total:
-            index = reported
+    if reported.event is not None and reported.event != st.session_state.get(last_key):
+        st.session_state[last_key] = reported.event
+        if 0 <= reported.event < total:
+            index = reported.event
     st.session_state[index_key] = index
     if on_index is not None:
         on_index(index)
     if exercise:
-        predict_step(recorder, index, upstream_at(recorder, index), names, key)
+        score_answer(reported.answer)
         score_caption()
-    if not presenter_mode():
+    if not presenter_mode() and not embed_mode():
         left, middle, right = st.columns(3)
         left.download_button(
             "Download this replay (HTML)",

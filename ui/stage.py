@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NamedTuple, TypedDict
 
+import numpy as np
 import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot, Requirement
 from autodiff.trace import (
+    WHOLE_VALUE,
     GradientConsumed,
     GradientRegistered,
     Recomputed,
@@ -25,19 +27,25 @@ from autodiff.trace import (
     StepStarted,
     SweepFreed,
     TapeBuilt,
+    TensorPreview,
 )
+from course.source_lines import node_lines
 
+from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
+from .code import Segment, code_lines
+from .exercise import ATOL, RTOL
 from .format import compact, format_shape, format_values
 from .graph_dot import STATE_WORDS, Overlay, Picture, dot_text, picture
 from .narration import describe, short_names
 from .palette import BY_KEY, EDGE_LEGEND, stage_css
+from .theme import token_rules
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 GRAPHVIZ = "static/vendor/wasm-graphviz-1.29.2/index.js"  # pinned: see its README.md for version and checksum
 GRAPHVIZ_SHA256 = "550d9cd6ff429f5bd225316fe1faed4f852038c3e1ec609ce113af1f9379ce25"
 STAGE_JS = (HERE / "stage" / "stage.js").read_text()
-STAGE_CSS = stage_css() + "\n" + (HERE / "stage" / "stage.css").read_text()
+STAGE_CSS = "\n".join([stage_css(), token_rules(".stage-code"), (HERE / "stage" / "stage.css").read_text()])
 RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and keeps the one that reads larger
 
 STAGE = st.components.v2.component("replay_stage", html="", css=STAGE_CSS, js=STAGE_JS)
@@ -79,11 +87,18 @@ class StageEvent(TypedDict, total=False):
     rules: list[str]
     op: str
     order: int
+    numbers: list[float] | None  # GradientRegistered: what was sent, every number, when a student can check it
+
+
+class StageProgram(TypedDict):
+    lines: list[list[Segment]]  # the program's source, a list of (token kind, text) per line (ui/code.py)
+    spans: dict[str, tuple[int, int]]  # NodeId (as text) -> the first and last line of the statement that made it
 
 
 class StagePayload(TypedDict):
     mode: Literal["static", "replay"]
     dot: str  # laid out once in the browser, for each of `rankdirs`
+    compact_dot: str  # the same without each node's `NodeId · op` line: drawn when the text would be too small
     rankdirs: list[str]
     nodes: list[StageNode]
     edges: list[StageEdge]
@@ -91,10 +106,16 @@ class StagePayload(TypedDict):
     events: list[StageEvent]
     index: int
     presenter: bool
+    embed: bool  # the stage alone in its window (an iframe in a slide deck): it takes the window's height
     legend: dict[str, str]  # state -> the legend's sentence (the browser shows those present)
     words: dict[str, str]  # state -> the words a node carries in that state
     graphviz_url: str
     signature: str
+    program: StageProgram | None  # the program beside the graph, its running line lit
+    cards: dict[str, StepCard]  # the event index of each StepStarted -> the chain rule of that step in numbers
+    sums: dict[str, GradientSum]  # NodeId (as text) -> every gradient it received, added up
+    exercise: bool  # ask each step's sends before showing them
+    tolerance: tuple[float, float]  # an answer's (rtol, atol)
 
 
 PAYLOAD_KEYS = frozenset(StagePayload.__annotations__)
@@ -109,7 +130,7 @@ def static_payload(
 ) -> StagePayload:
     """A snapshot drawn as it is: each node's state, value and what happened to its gradient."""
     pic = picture(snapshot, names, overlay, expanded_orders)
-    return _payload("static", pic, snapshot, names, [], presenter, {}, {})
+    return _payload("static", pic, snapshot, names, [], presenter, {}, {}, None)
 
 
 def replay_payload(
@@ -118,8 +139,10 @@ def replay_payload(
     names: dict[int, str],
     presenter: bool = False,
     expanded_orders: frozenset[int] = frozenset(),
+    source: str | None = None,
 ) -> StagePayload:
-    """Everything the player needs, as plain data: the picture is laid out from `dot` once."""
+    """Everything the player needs, as plain data: the picture is laid out from `dot` once. With the program's
+    `source`, the stage shows it beside the graph and lights the line of the running step."""
     pic = picture(before, names, None, expanded_orders)
     called = short_names(before.nodes, names)
     edges_left: dict[tuple[int, int], list[str]] = {}
@@ -147,7 +170,17 @@ def replay_payload(
             longest = f"grad {record['total']} · consumed"
             grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
         events.append(record)
-    return _payload("replay", pic, before, names, events, presenter, grad_widths, edge_labels)
+    payload = _payload("replay", pic, before, names, events, presenter, grad_widths, edge_labels, source)
+    payload["cards"] = {str(k): card for k, card in step_cards(before, recorder, names).items()}
+    payload["sums"] = {str(k): total for k, total in gradient_sums(before, recorder, names).items()}
+    return payload
+
+
+def with_view(payload: StagePayload, exercise: bool = False, embed: bool = False) -> StagePayload:
+    """`payload` for a view of it: an exercise, or the stage alone (a new signature: the browser mounts a new
+    stage for it). The stage in place turns an exercise on or off where it is."""
+    signature = hashlib.sha256(f"{payload['signature']}{embed}".encode()).hexdigest()[:16] if embed else None
+    return {**payload, "exercise": exercise, "embed": embed, "signature": signature or payload["signature"]}
 
 
 def _payload(
@@ -159,6 +192,7 @@ def _payload(
     presenter: bool,
     grad_widths: dict[str, str],
     edge_labels: dict[str, str],
+    source: str | None,
 ) -> StagePayload:
     called = short_names(snapshot.nodes, names)
     by_id = {int(n.id): n for n in snapshot.nodes}
@@ -175,14 +209,35 @@ def _payload(
                                value=node.value, detail=node.detail, state=node.state, grad=node.grad,
                                grad_kind=kind))  # fmt: skip
     dot = dot_text(pic, presenter, grad_widths, edge_labels)
+    compact_dot = dot_text(pic, presenter, grad_widths, edge_labels, detail=False)
+    program = None
+    if source is not None:
+        spans = node_lines(source, snapshot.nodes, names)
+        program = StageProgram(lines=code_lines(source), spans={str(k): v for k, v in spans.items()})
     edges = [StageEdge(element=e.element, source=e.source, target=e.target, tracked=e.tracked) for e in pic.edges]
-    signature = hashlib.sha256((dot + json.dumps(events) + mode).encode()).hexdigest()[:16]
+    signature = hashlib.sha256((dot + json.dumps(events) + mode + str(source)).encode()).hexdigest()[:16]
     return StagePayload(
-        mode=mode, dot=dot, rankdirs=RANKDIRS, nodes=nodes, edges=edges,
-        box_of={str(k): v for k, v in pic.box_of.items()}, events=events, index=0, presenter=presenter,
-        legend={**{state.key: state.legend for state in BY_KEY.values()}, **EDGE_LEGEND}, words=STATE_WORDS,
-        graphviz_url=f"app/{GRAPHVIZ}", signature=signature,
-    )  # fmt: skip
+        mode=mode,
+        dot=dot,
+        compact_dot=compact_dot,
+        rankdirs=RANKDIRS,
+        nodes=nodes,
+        edges=edges,
+        box_of={str(k): v for k, v in pic.box_of.items()},
+        events=events,
+        index=0,
+        presenter=presenter,
+        embed=False,
+        legend={**{state.key: state.legend for state in BY_KEY.values()}, **EDGE_LEGEND},
+        words=STATE_WORDS,
+        graphviz_url=f"app/{GRAPHVIZ}",
+        signature=signature,
+        program=program,
+        cards={},
+        sums={},
+        exercise=False,
+        tolerance=(RTOL, ATOL),
+    )
 
 
 def _event(event: object, called: dict[int, str]) -> StageEvent:
@@ -195,7 +250,8 @@ def _event(event: object, called: dict[int, str]) -> StageEvent:
     elif isinstance(event, GradientRegistered):
         record.update(node=int(event.node_id), source=None if event.source is None else int(event.source),
                       value=compact(event.value), total=compact(event.total), total_full=format_values(event.total),
-                      shape=format_shape(_shape(event.total)), accumulated=event.accumulated, edge=None)  # fmt: skip
+                      shape=format_shape(_shape(event.total)), accumulated=event.accumulated, edge=None,
+                      numbers=_checkable(event.value))  # fmt: skip
     elif isinstance(event, GradientConsumed):
         record.update(node=int(event.node_id), kept=event.kept)
     elif isinstance(event, SavedStateFreed | Recomputed):
@@ -209,10 +265,23 @@ def _shape(values: Any) -> tuple[int, ...]:
     return tuple(values.shape)
 
 
-def stage(payload: StagePayload, key: str) -> int | None:
-    """Mount the stage; returns the event it reported last (None until it has, and always for a static one)."""
-    result = STAGE(data=payload, key=key, default={"event": payload["index"]}, on_event_change=lambda: None)
-    return getattr(result, "event", None)
+def _checkable(values: np.ndarray | TensorPreview) -> list[float] | None:
+    """Every number of a value small enough to predict by hand (an exercise checks answers against it)."""
+    if isinstance(values, TensorPreview) or values.size > WHOLE_VALUE:
+        return None
+    return [float(v) for v in np.ravel(values)]
+
+
+class Reported(NamedTuple):
+    event: int | None  # the event it stopped at (None until it reported, and always for a static stage)
+    answer: dict[str, Any] | None  # its last exercise answer: {"question": key, "right": True, False or None}
+
+
+def stage(payload: StagePayload, key: str) -> Reported:
+    """Mount the stage; returns what it reported last."""
+    result = STAGE(data=payload, key=key, default={"event": payload["index"], "answer": None},
+                   on_event_change=lambda: None, on_answer_change=lambda: None)  # fmt: skip
+    return Reported(getattr(result, "event", None), getattr(result, "answer", None))
 
 
 def export_html(payload: StagePayload, title: str) -> str:

@@ -95,6 +95,27 @@ def presenter_mode() -> bool:
     return bool(st.session_state.get("presenter", False))
 
 
+EMBEDDED = "embedded_stage"  # the key of the container that `?embed=1` shows alone
+
+
+def embed_mode() -> bool:
+    """The stage alone (`?embed=1`): for an iframe in a slide deck, no sidebar, title or other widget around it."""
+    if "embed" not in st.session_state:
+        st.session_state.embed = st.query_params.get("embed") == "1"
+    return bool(st.session_state.embed)
+
+
+def embed_styles() -> None:
+    """`?embed=1`: nothing but the stage's container, across the whole window (the page still runs as it would)."""
+    st.html(
+        "<style>header[data-testid='stHeader'], [data-testid='stSidebar'], [data-testid='stSidebarCollapsedControl']"
+        " {display: none !important;}"
+        " [data-testid='stMainBlockContainer'] {padding: 0.5rem 1rem !important; max-width: none !important;}"
+        f" [data-testid='stMainBlockContainer'] [data-testid='stElementContainer']:not(.st-key-{EMBEDDED} *)"
+        " {display: none !important;}</style>"
+    )
+
+
 def restore_presenter() -> None:
     """Presenter mode from the address (`?present=1`) on a session's first run: a reload or a shared link keeps
     it. Call before the sidebar's toggle is drawn."""

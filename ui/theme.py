@@ -24,10 +24,11 @@ TOKEN_HUES = {
 }
 
 
-def _token_rules() -> str:
+def token_rules(block: str = ".code-block") -> str:
+    """The token colours inside `block` (the page's code blocks, or the stage's program beside its graph)."""
     rules = []
     for tokens, hue in TOKEN_HUES.items():
-        selector = ", ".join(f".code-block {token.strip()}" for token in tokens.split(","))
+        selector = ", ".join(f"{block} {token.strip()}" for token in tokens.split(","))
         rules.append(f"{selector} {{color: color-mix(in srgb, currentColor {TEXT_SHARE:.0%}, {hue});}}")
     return "\n".join(rules)
 
@@ -56,7 +57,11 @@ _CAPTIONS = "[data-testid='stCaptionContainer'] {opacity: 0.8 !important;}"
 
 # A collapsed sidebar only slides off the left edge: its links still take Tab focus (focus lands out of sight,
 # WCAG 2.4.7) and its squeezed content scrolls. Hidden while collapsed, it leaves the tab order and the page.
-_COLLAPSED_SIDEBAR = "[data-testid='stSidebar'][data-collapsed='true'] {visibility: hidden;}"
+# Collapsed, it is still 300 px wide in the layout's flow (only moved out of sight): out of the flow, so the page uses
+# the whole width (presenter mode's projector, issue 26: a 300 px empty band at the left otherwise).
+_COLLAPSED_SIDEBAR = (
+    "[data-testid='stSidebar'][data-collapsed='true'] {visibility: hidden; position: absolute !important;}"
+)
 
 # Tables (st.table) likewise scroll sideways in an unfocusable box on a phone or at 200% zoom: cells wrap, and on
 # a narrow screen (640 CSS px is 1280 px at 200%) even inside a word, so the table fits its column. Only there:
@@ -85,7 +90,7 @@ _FOCUS = (
 )
 
 ACCESSIBLE_CSS = "\n".join(
-    [_token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_BLOCK, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _LABEL_WRAP, _FOCUS]
+    [token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_BLOCK, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _LABEL_WRAP, _FOCUS]
 )
 
 

@@ -1,7 +1,6 @@
 import streamlit as st
 
 from course.programs import PROGRAMS, record_program
-from ui.code import code_block
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view, tape_view
 from ui.state import current_backend, parse_event_number, publish, restore_from_url
@@ -53,12 +52,9 @@ replay_view(
     on_index=lambda index: publish(program=key, event=index + 1),
     exercise=exercise,
     shared=("traversal", key, run.backend),  # the same recording for every student
+    source=program.source,
 )
+st.caption(f"**The program**, beside the graph: {program.summary} Click a line to see the nodes it made.")
 
-code_column, tape_column = st.columns([1, 1])
-with code_column:
-    st.markdown(f"**The program** — {program.summary}")
-    code_block(program.source)
-with tape_column:
-    st.markdown("**The tape**, bucketed by order (runs top to bottom)")
-    tape_view(run.before, run.recorder, run.names)
+st.markdown("**The tape**, bucketed by order (runs top to bottom)")
+tape_view(run.before, run.recorder, run.names)

@@ -78,6 +78,7 @@ with st.expander("Limits of one run"):
 if run_clicked:  # the program runs in a worker process, never in this server
     job = shared_pool().submit(session_owner(), st.session_state[CODE], LIMITS, current_backend())
     st.session_state.playground_job = job
+    st.session_state.playground_source = st.session_state[CODE]  # what the replay shows beside its graph
 job = st.session_state.get("playground_job")
 if job is not None:
     wait_for_run(job)
@@ -105,4 +106,4 @@ if result.backward is None and result.snapshot is not None and result.snapshot.n
 if result.backward is not None:  # its graph, once: the replay's last event is the graph after that backward
     st.subheader("The graph, and a replay of the last backward")
     replay_view(result.backward.before, result.backward.recorder, result.backward.names, "playground_replay",
-                file_stem="playground", exercise=exercise)  # fmt: skip
+                file_stem="playground", exercise=exercise, source=st.session_state.get("playground_source"))  # fmt: skip

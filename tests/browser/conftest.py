@@ -58,3 +58,8 @@ def page(browser):
 def screenshot(page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def by_event(page) -> None:
+    """Each press of the stage shows one event (its detail option; by default a press shows one step)."""
+    page.locator(".stage-by").first.select_option("event")

@@ -37,25 +37,34 @@ def test_backward_traversal_with_the_keyboard_alone(page, app_url):
     page.keyboard.press("Space")  # the exercise on
     page.wait_for_function("() => document.activeElement.checked")
     assert focused(page)["name"].startswith("Exercise: predict each step")  # focus stays on the toggle
-    for _ in range(step):  # → walks the replay to the first mul step's start
+    page.wait_for_timeout(1500)  # the page reruns and mounts the stage as an exercise
+    for _ in range(12):  # → walks the replay, a step a press, to the first mul step's question
         page.keyboard.press("ArrowRight")
+        if "The step of h runs" in page.locator(".stage-caption").inner_text():
+            break
+        if page.locator(".stage-answer").count():
+            tab_until(page, _named("Reveal without answering"))
+            page.keyboard.press("Enter")
     page.wait_for_url(re.compile(rf"event={step + 1}\b"))
-    page.get_by_text("Predict").first.wait_for()
-
-    tab_until(page, lambda e: e["tag"] == "INPUT" and e["in_form"])
-    page.keyboard.type("1, 2")  # what mul sends to each input: the upstream gradient times the other factor
-    tab_until(page, lambda e: e["tag"] == "INPUT" and e["in_form"])
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.shadowRoot"
+        " && document.activeElement.shadowRoot.activeElement?.classList.contains('stage-answer')"
+    )
+    page.keyboard.type("1, 2")  # focus is in the first answer: upstream gradient times the other factor
+    page.keyboard.press("Tab")
     page.keyboard.type("1, 2")
-    tab_until(page, _named("Check my prediction"))
-    page.keyboard.press("Enter")
+    page.keyboard.press("Enter")  # checks the form
     page.get_by_text("Right: every value matches.").wait_for()
-
-    page.keyboard.press("PageUp")  # the stage's keys still step from a focused form button
-    page.wait_for_url(re.compile(rf"event={step}\b"))
+    # answered, the step runs: the stage stops at its end (the next step's start is the event after it)
+    shown = next(i for i, e in enumerate(run.recorder.events) if type(e).__name__ == "StepStarted" and i > step)
+    page.wait_for_url(re.compile(rf"event={shown}\b"))
+    page.locator(".stage-by").select_option("event")  # a press per event, to walk around the question
+    page.keyboard.press("PageUp")  # the stage's keys still step, with focus in the stage
+    page.wait_for_url(re.compile(rf"event={shown - 1}\b"))
     page.keyboard.press("PageDown")
-    page.wait_for_url(re.compile(rf"event={step + 1}\b"))
+    page.wait_for_url(re.compile(rf"event={shown}\b"))
     page.keyboard.press("ArrowLeft")
-    page.wait_for_url(re.compile(rf"event={step}\b"))
+    page.wait_for_url(re.compile(rf"event={shown - 1}\b"))
 
 
 def test_gradient_consumption_exercise_with_the_keyboard_alone(page, app_url):

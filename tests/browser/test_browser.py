@@ -78,13 +78,18 @@ def test_replay_graph_and_stepping_to_the_end(page, app_url):
     nodes = page.locator(STAGE_NODES)
     nodes.first.wait_for()
     assert nodes.count() == 6  # x, unused, h, x*3, add, loss
-    page.locator(".stage-controls button", has_text="Next").click()
-    page.locator(".stage-caption", has_text="Event 2 of 25").wait_for()
-    page.locator(".stage-controls button", has_text="Last").click()
-    page.locator(".stage-caption", has_text="Event 25 of 25").wait_for()
+    presses = 0
+    while "Step 7 of 7" not in page.locator(".stage-caption").inner_text():  # a press per step of the tape
+        page.locator(".stage-controls button", has_text="Next").click()
+        presses += 1
+        assert presses <= 7
     assert page.locator(f"{STAGE_NODES}.s-consumed").count() == 4  # every op step on the tape ran
     assert page.locator(f"{STAGE_NODES}.s-leaf").count() == 1  # and x keeps its gradient
     page.wait_for_url(re.compile(r"event=25"))
+    page.locator(".stage-by").select_option("event")  # the detail: a press per event
+    page.locator(".stage-controls button", has_text="First").click()
+    page.locator(".stage-controls button", has_text="Next").click()
+    page.locator(".stage-caption", has_text="Event 2 of 25").wait_for()
     no_exception(page)
     screenshot(page, "backward_traversal_end")
 
@@ -214,16 +219,36 @@ def test_two_browser_contexts_are_isolated(browser, app_url):
 
 
 def test_exercise_mode_in_the_browser(page, app_url):
-    run = record_program("seed")
-    index = next(i for i, e in enumerate(run.recorder.events) if type(e).__name__ == "StepStarted" and e.op == "mul")
-    open_page(page, app_url, f"traversal?program=seed&event={index + 1}")
+    # the stage asks at each step, before it runs, with the local rule hidden; a wrong answer gets the chain rule
+    # worked out in numbers, a right one is scored, and the score is the session's
+    open_page(page, app_url, "traversal?program=seed")
+    page.locator(STAGE_NODES).first.wait_for()
     page.get_by_text("Exercise: predict each step").click()
-    page.get_by_text("Predict").first.wait_for()
-    inputs = page.get_by_placeholder("e.g. 1.0, 2.0")
-    inputs.nth(0).fill("1, 2")
-    inputs.nth(1).fill("1, 2")
+    page.locator(".stage-caption", has_text="Event 1 of").wait_for()
+    page.wait_for_timeout(500)
+    asked = []
+    for _ in range(12):
+        page.keyboard.press("ArrowRight")
+        if page.locator(".stage-answer").count():
+            caption = page.locator(".stage-caption").inner_text()
+            asked.append(caption)
+            if "step of h runs" in caption:
+                break
+            page.get_by_role("button", name="Reveal without answering").click()
+    assert len(asked) == 4  # loss, h + x·3, x·3, then h = x·x
+    step = page.locator(".stage-step")
+    assert "rule" not in step.inner_text() and "∂" not in step.inner_text()  # hidden until answered
+    inputs = page.locator(".stage-answer")
+    assert inputs.count() == 2  # x·x sends to x once per operand
+    inputs.nth(0).fill("2, 4")  # the usual slip: 2x, the whole derivative, on one path
+    inputs.nth(1).fill("2, 4")
     page.get_by_role("button", name="Check my prediction").click()
-    page.get_by_text("Right: every value matches.").wait_for()
-    page.get_by_text("1 of 1 answered prediction right").wait_for()
+    page.get_by_text("Not quite: you entered 2, 4; 2, 4").wait_for()
+    assert step.locator(".card-input").count() == 2 and "[1.0, 2.0]" in step.inner_text()
+    page.get_by_text("0 of 1 answered prediction right; 3 revealed without an answer").wait_for()
+    page.keyboard.press("Home")
+    for _ in range(12):  # every question was met once: none is asked again
+        page.keyboard.press("ArrowRight")
+        assert page.locator(".stage-answer").count() == 0
     no_exception(page)
     screenshot(page, "backward_traversal_exercise")

@@ -9,7 +9,7 @@ import pytest
 
 from course.programs import PROGRAMS, record_program
 
-from .conftest import screenshot
+from .conftest import by_event, screenshot
 from .test_lessons import run_growth
 from .test_playground_load import run_in
 
@@ -25,6 +25,7 @@ PLAYGROUND = "\n".join(
 def open_replay(page, url: str, program: str = "seed", extra: str = "") -> int:
     page.goto(f"{url}/traversal?program={program}&event=1{extra}")
     page.locator(NODES).first.wait_for()
+    by_event(page)
     page.locator(CAPTION).filter(has_text="Event 1 of").wait_for()
     return len(record_program(program).recorder.events)
 
@@ -76,7 +77,8 @@ def test_nodes_carry_values_gradients_and_names_students_use(page, app_url):
     texts = node_texts(page)
     assert {"x", "unused", "h = x·x", "x·3", "h + x·3", "loss = sum(h + x·3)"} <= set(texts)
     assert "value [1.0, 2.0]" in texts["x"] and "value [1.0, 4.0]" in texts["h = x·x"]
-    assert any("NodeId(2)" in line for line in texts["h = x·x"])  # Burn's id stays, smaller
+    detail = page.locator(".stage").first.evaluate("root => !root.classList.contains('no-detail')")
+    assert detail == any("NodeId(2)" in line for line in texts["h = x·x"])  # Burn's id, smaller, where it fits
     page.keyboard.press("End")
     page.locator(CAPTION).filter(has_text=f"Event {total} of").wait_for()
     texts = node_texts(page)
@@ -87,7 +89,8 @@ def test_nodes_carry_values_gradients_and_names_students_use(page, app_url):
     assert "s-unreached" in node_class(page, "unused")
     assert "not reached: no gradient" in texts["unused"]
     legend = page.locator(".stage-legend").inner_text()
-    assert "Grad leaf" in legend and "not reached" in legend and "running now" not in legend  # only what is shown
+    assert "Grad leaf" in legend and "not reached" in legend and "running now" in legend  # what this replay shows
+    assert "recomputed" not in legend and "abandoned" not in legend  # and nothing it never shows
     screenshot(page, "picture_seed_end")
 
 
@@ -117,27 +120,51 @@ def test_edge_labels_sit_clear_of_every_node(page, app_url):
         assert [label for label in labels if label], program  # every program shows the values sent
 
 
-def test_graph_text_is_at_least_12px_on_every_program_and_lesson(page, app_url):
+def test_graph_text_is_at_least_12px_whole_or_one_key_away(page, app_url):
+    # the seed and the shared subgraph are whole and readable at once; a larger graph is whole at first (fitted
+    # to its box) and readable after one press of +
     page.set_viewport_size({"width": 1440, "height": 900})
     for program in PROGRAMS:
         open_replay(page, app_url, program)
-        sizes = graph_text_sizes(page)
-        assert sizes and min(sizes) >= 12 - 0.05, (program, min(sizes))
+        readable(page, at_once=program in ("seed", "shared"), name=program)
     for path in ("/tape", "/checkpoints", "/gradients", "/mlx"):
         page.goto(f"{app_url}{path}")
         page.locator(NODES).first.wait_for(timeout=60_000)
         page.wait_for_timeout(500)
-        sizes = graph_text_sizes(page)
-        assert sizes and min(sizes) >= 12 - 0.05, (path, min(sizes))
+        readable(page, at_once=path in ("/gradients", "/mlx"), name=path)
     page.goto(f"{app_url}/memory")
     run_growth(page)  # 81 nodes after 20 passes
-    sizes = graph_text_sizes(page)
-    assert sizes and min(sizes) >= 12 - 0.05, ("memory", min(sizes))
+    readable(page, at_once=False, name="memory")
     run_in(page, app_url, PLAYGROUND)
     page.locator(CAPTION).first.wait_for(timeout=60_000)
-    sizes = graph_text_sizes(page)
-    assert sizes and min(sizes) >= 12 - 0.05, ("play", min(sizes))
+    readable(page, at_once=True, name="play")
     assert page.locator(".stage").count() == 1  # the Playground shows its graph once
+
+
+def readable(page, at_once: bool, name: str, smallest: float = 12) -> None:
+    """Every node inside the stage's graph box; text at least `smallest` px, at once or after one press of +."""
+    assert whole_graph_shown(page), name
+    if not at_once:
+        page.locator(".stage [data-act='zoomIn']").first.click()
+        page.wait_for_timeout(200)
+    sizes = graph_text_sizes(page)
+    assert sizes and min(sizes) >= smallest - 0.05, (name, min(sizes))
+
+
+def whole_graph_shown(page) -> bool:
+    """Every node of the stage's graph inside its box and inside the window (fitted: nothing cropped), once the
+    box is scrolled into the window."""
+    return page.locator(".stage .stage-svg").first.evaluate(
+        """box => {
+          box.scrollIntoView({block: 'nearest'});
+          const b = box.getBoundingClientRect();
+          return [...box.querySelectorAll('g.node')].every(g => {
+            const r = g.getBoundingClientRect();
+            return r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1
+              && r.top >= 0 && r.bottom <= innerHeight + 1 && r.left >= 0 && r.right <= innerWidth + 1;
+          });
+        }"""
+    )
 
 
 def test_presenter_mode_is_legible_on_one_screen_and_survives_a_reload(page, app_url):
@@ -159,8 +186,8 @@ def test_presenter_mode_is_legible_on_one_screen_and_survives_a_reload(page, app
     title = page.get_by_role("heading", name="Backward traversal").bounding_box()
     header = page.locator("header[data-testid='stHeader']").bounding_box()
     assert title["y"] >= header["y"] + header["height"] - 1  # the title is not under the toolbar
-    code = page.locator(".code-block").first.evaluate("block => parseFloat(getComputedStyle(block).fontSize)")
-    assert code >= 20, code  # the program, read from the back of the room too
+    code = page.locator(".stage-code").first.evaluate("block => parseFloat(getComputedStyle(block).fontSize)")
+    assert code >= 20, code  # the program beside the graph, read from the back of the room too
     screenshot(page, "picture_presenter")
     page.reload()
     page.locator(".stage.presenter").first.wait_for()
@@ -212,6 +239,7 @@ def test_checkpointing_marks_each_recomputation_on_the_graph(page, app_url):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(f"{app_url}/checkpoints")
     page.locator(NODES).first.wait_for(timeout=60_000)
+    by_event(page)
     page.locator(CAPTION).filter(has_text="Event 1 of").wait_for()
     run = record_program("chain", checkpointing="balanced")
     first = next(k for k, e in enumerate(run.recorder.events) if type(e).__name__ == "Recomputed")
@@ -219,8 +247,12 @@ def test_checkpointing_marks_each_recomputation_on_the_graph(page, app_url):
         page.keyboard.press("ArrowRight")
     page.locator(CAPTION).filter(has_text="recomputed now").wait_for()
     assert page.locator(".stage svg g.node.s-recomputed").count() == 1
+    assert whole_graph_shown(page)
+    page.keyboard.press("+")  # readable one key away, the running step kept in view
+    page.wait_for_timeout(400)
     sizes = graph_text_sizes(page)
     assert min(sizes) >= 12 - 0.05
+    assert in_box(page, ".stage svg g.node.s-current")
     screenshot(page, "picture_checkpointing")
 
 
@@ -270,3 +302,16 @@ def test_reduced_motion_stops_the_travelling_gradient(browser, app_url):
         assert page.locator(".stage g.edge.flow").count() >= 1  # the edge still says where it goes
     finally:
         context.close()
+
+
+def in_box(page, selector: str) -> bool:
+    """Whether the stage's element `selector` lies inside the graph box (zoomed in, it scrolls to show it)."""
+    return page.locator(".stage .stage-svg").first.evaluate(
+        """(box, selector) => {
+          const b = box.getBoundingClientRect(), g = box.querySelector(selector);
+          if (!g) return false;
+          const r = g.getBoundingClientRect();
+          return r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+        }""",
+        selector.replace(".stage svg ", "svg "),
+    )

@@ -11,7 +11,7 @@ import pytest
 
 from course.programs import PROGRAMS, record_program
 
-from .conftest import screenshot
+from .conftest import by_event, screenshot
 
 pytestmark = pytest.mark.browser
 NODES = ".stage svg g.node"
@@ -21,8 +21,14 @@ CAPTION = ".stage-caption"
 def open_stage(page, url: str, program: str = "seed") -> int:
     page.goto(f"{url}/traversal?program={program}&event=1")
     page.locator(NODES).first.wait_for()
+    by_event(page)
     page.locator(CAPTION).filter(has_text="Event 1 of").wait_for()
     return len(record_program(program).recorder.events)
+
+
+def steps_of(program: str) -> int:
+    """Presses of the stage from first to last, step by step: before the first step, each step, the cleanup."""
+    return sum(type(e).__name__ == "StepStarted" for e in record_program(program).recorder.events) + 2
 
 
 def event_shown(page) -> int:
@@ -77,34 +83,73 @@ def test_positions_never_move_and_steps_cost_the_server_nothing(page, app_url):
 
 @pytest.mark.parametrize("program", list(PROGRAMS))
 @pytest.mark.parametrize(("width", "height", "presenter"), [(1440, 900, False), (1280, 720, True)])
-def test_one_stage_per_screen(browser, app_url, program, width, height, presenter):
+def test_one_stage_per_screen_with_the_whole_graph(browser, app_url, program, width, height, presenter):
+    # every node in the box and the window at every step; the seed and the shared subgraph readable at once
+    # (12 px, 16 px on a projector), a larger graph after one press of +, which keeps the running node in view
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(30_000)
     try:
-        open_stage(page, app_url, program)
+        page.goto(f"{app_url}/traversal?program={program}" + ("&present=1" if presenter else ""))
+        page.locator(NODES).first.wait_for()
+        page.wait_for_timeout(800)
         if presenter:
-            page.get_by_text("Presenter mode").click()
-            page.get_by_text("What this lesson shows").wait_for()
-            page.locator(NODES).first.wait_for()
-            page.wait_for_timeout(800)
-            sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()
-            assert sidebar is None or sidebar["x"] + sidebar["width"] <= 0  # collapsed: the stage gets the room
-        page.keyboard.press("End")
-        for part in (".stage-svg", ".stage-controls", CAPTION, ".stage-container", ".stage-legend"):
+            main = page.locator("[data-testid='stMainBlockContainer']").bounding_box()
+            assert main["x"] <= 40, main  # the whole width: no band where the sidebar was
+            assert page.locator(".stage").first.bounding_box()["x"] <= 40
+        smallest = 16 if presenter else 12
+        legend = page.locator(".stage-legend").bounding_box()
+        for _ in range(steps_of(program)):
+            assert whole_graph(page), page.locator(CAPTION).inner_text()
+            assert page.locator(".stage-legend").bounding_box() == legend  # never moves, never resizes the graph
+            page.keyboard.press("ArrowRight")
+        for part in (".stage-svg", ".stage-controls", CAPTION, ".stage-step", ".stage-legend"):
             box = page.locator(part).bounding_box()
-            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height + 1, (part, box)
+            assert box is not None and box["y"] >= 0 and box["y"] + min(box["height"], 60) <= height + 1, (part, box)
+        if program not in ("seed", "shared"):
+            page.keyboard.press("Home")
+            for _ in range(3):
+                page.keyboard.press("ArrowRight")
+            page.keyboard.press("+")
+            page.wait_for_timeout(500)
+            assert running_node_in_view(page)
         heights = page.locator(f"{NODES} text").evaluate_all(
-            "ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize) * Math.abs(t.getScreenCTM().d))"
+            "ts => ts.filter(t => t.textContent.trim())"
+            ".map(t => parseFloat(getComputedStyle(t).fontSize) * Math.abs(t.getScreenCTM().d))"
         )
-        assert min(heights) >= (16 if presenter else 12) - 0.05, min(heights)
+        assert min(heights) >= smallest - 0.05, min(heights)
         screenshot(page, f"stage_{program}_{width}x{height}")
     finally:
         context.close()
 
 
+def whole_graph(page) -> bool:
+    """Every node inside the graph box and inside the window: nothing cropped, nothing scrolled away."""
+    return page.locator(".stage-svg").first.evaluate(
+        """box => {
+          const b = box.getBoundingClientRect();
+          return [...box.querySelectorAll('g.node')].every(g => {
+            const r = g.getBoundingClientRect();
+            return r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1
+              && r.top >= -1 && r.bottom <= innerHeight + 1 && r.left >= -1 && r.right <= innerWidth + 1;
+          });
+        }"""
+    )
+
+
+def running_node_in_view(page) -> bool:
+    return page.locator(".stage-svg").first.evaluate(
+        """box => {
+          const g = box.querySelector('g.node.s-current'), b = box.getBoundingClientRect();
+          if (!g) return false;
+          const r = g.getBoundingClientRect();
+          return r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+        }"""
+    )
+
+
 def test_the_saved_replay_plays_offline_from_one_file(browser, page, app_url, tmp_path):
-    total = open_stage(page, app_url, "neuron")
+    open_stage(page, app_url, "neuron")
     with page.expect_download() as download:
         page.get_by_role("button", name="Download this replay (HTML)").click()
     saved = tmp_path / "replay.html"
@@ -124,7 +169,9 @@ def test_the_saved_replay_plays_offline_from_one_file(browser, page, app_url, tm
         offline.goto(Path(saved).as_uri())
         offline.locator("svg g.node").first.wait_for(timeout=30_000)
         offline.keyboard.press("End")
-        offline.locator(CAPTION).filter(has_text=f"Event {total} of {total}").wait_for()
+        steps = steps_of("neuron")
+        offline.locator(CAPTION).filter(has_text=f"Step {steps} of {steps}").wait_for()
+        offline.locator(".stage-code .line", has_text="out = (w @ x + b).tanh()").wait_for()  # the program, too
         assert blocked == []  # it asked the network for nothing
         screenshot(offline, "stage_saved_replay")
     finally:
@@ -162,6 +209,7 @@ def test_a_thousand_node_playground_graph_steps_without_freezing(page, app_url):
     )
     run_in(page, app_url, program)
     page.locator(NODES).first.wait_for(timeout=60_000)
+    by_event(page)
     boxes = page.locator(NODES).count()
     assert 0 < boxes <= 150  # over the collapse limit: one box per order bucket, as the picker says
     page.get_by_text("Expand order buckets").first.wait_for()

@@ -11,22 +11,33 @@
  * @typedef {{kind: string, text: string, node?: number, nodes?: number[], source?: (number|null),
  *   edge?: (string|null), value?: string, total?: string, total_full?: string, shape?: string,
  *   accumulated?: boolean, kept?: boolean, parents?: number[], rules?: string[], op?: string,
- *   order?: number}} StageEvent
- * @typedef {{mode: ("static"|"replay"), dot: string, rankdirs: string[], nodes: StageNode[], edges: StageEdge[],
- *   box_of: Object<string, string>, events: StageEvent[], index: number, presenter: boolean,
- *   legend: Object<string, string>, words: Object<string, string>, graphviz_url: string,
- *   signature: string}} StagePayload
+ *   order?: number, numbers?: (number[]|null)}} StageEvent
+ * @typedef {{node: number, input: string, rule: string, derivative: string, derivative_value: string,
+ *   product: string, sends: string}} CardInput
+ * @typedef {{node: number, title: string, upstream: string, inputs: CardInput[]}} StepCard
+ * @typedef {{value: string, path: string}} SumTerm
+ * @typedef {{node: number, terms: SumTerm[], total: string, text: string}} GradientSum
+ * @typedef {{lines: Array<Array<Array<(string|null)>>>, spans: Object<string, number[]>}} StageProgram
+ * @typedef {{mode: ("static"|"replay"), dot: string, compact_dot: string, rankdirs: string[],
+ *   nodes: StageNode[], edges: StageEdge[], box_of: Object<string, string>, events: StageEvent[], index: number,
+ *   presenter: boolean, embed: boolean, legend: Object<string, string>, words: Object<string, string>,
+ *   graphviz_url: string, signature: string, program: (StageProgram|null), cards: Object<string, StepCard>,
+ *   sums: Object<string, GradientSum>, exercise: boolean, tolerance: number[]}} StagePayload
  */
-const PAYLOAD_KEYS = ["mode", "dot", "rankdirs", "nodes", "edges", "box_of", "events", "index", "presenter",
-  "legend", "words", "graphviz_url", "signature"];
+const PAYLOAD_KEYS = ["mode", "dot", "compact_dot", "rankdirs", "nodes", "edges", "box_of", "events", "index",
+  "presenter", "embed", "legend", "words", "graphviz_url", "signature", "program", "cards", "sums", "exercise",
+  "tolerance"];
 
 const KEYS = {
   ArrowRight: "next", PageDown: "next", ArrowLeft: "prev", PageUp: "prev",
   Home: "first", End: "last", " ": "play",
 };
+const ZOOM_KEYS = { "+": "zoomIn", "=": "zoomIn", "-": "zoomOut", "_": "zoomOut", "0": "fit" };
 const SVG_NS = "http://www.w3.org/2000/svg";
 const MAX_SCALE = 1.6;  // a small graph is drawn larger, up to this
+const MAX_ZOOM = 3;  // zoomed in, at most this many times the graph's own size
 const NARROW = 700;  // below this width the stage stacks and the graph fits the width
+const FINISH = new Set(["SweepFreed", "BackwardFinished"]);
 
 function checkPayload(data) {
   const missing = PAYLOAD_KEYS.filter((key) => !(key in data));
@@ -39,17 +50,24 @@ function mountStage(component, loadGraphviz) {
   const replay = data.mode === "replay";
   let root = parentElement.querySelector(".stage");
   if (root && root.__stage && root.__stage.signature === data.signature) {
-    root.__stage.setStateValue = setStateValue;  // a rerun of the page: keep the picture, position and height
+    const stage = root.__stage;  // a rerun of the page: keep the picture, position and height
+    stage.setStateValue = setStateValue;
     calmTyping();
+    if (stage.data.exercise !== data.exercise) {  // the exercise turned on or off: ask (or not) from here on
+      stage.data = { ...stage.data, exercise: data.exercise };
+      stage.stops = stopsOf(stage);
+      show(stage, stage.index, false, 800, false);
+    }
     return;
   }
   if (root) { if (root.__stage) root.__stage.dispose(); root.remove(); }
-  root = buildSkeleton(parentElement, replay, data.presenter);
+  root = buildSkeleton(parentElement, data, replay);
   const stage = {
     signature: data.signature, data, root, replay, setStateValue,
     index: Math.max(0, Math.min(data.index || 0, data.events.length - 1)),
+    byStep: readBy() !== "event", stops: [], answers: new Map(), selected: null,
     playing: false, timer: null, reportTimer: null, nodes: new Map(), edges: new Map(), gradText: new Map(),
-    labelText: new Map(), reduceMotion: window.matchMedia("(prefers-reduced-motion: reduce)").matches,
+    labelText: new Map(), scale: 1, fitted: true, reduceMotion: window.matchMedia("(prefers-reduced-motion: reduce)").matches,
   };
   root.__stage = stage;
   root.classList.toggle("dark", isDark(root));
@@ -64,7 +82,7 @@ function mountStage(component, loadGraphviz) {
     if (window.innerWidth === width) return;  // a phone's toolbar showing or hiding is not a new layout
     width = window.innerWidth;
     fitHeight(stage);
-    place(stage);
+    place(stage, stage.fitted ? null : stage.scale);
   };
   stage.dispose = () => {
     clearInterval(stage.timer);
@@ -77,21 +95,24 @@ function mountStage(component, loadGraphviz) {
     window.removeEventListener("resize", stage.onResize);
   };
   window.addEventListener("resize", stage.onResize);
+  stage.stops = stopsOf(stage);
+  wireControls(stage);
+  stage.onKey = (event) => onKey(stage, event);
   if (replay) {
-    wireControls(stage);
-    stage.onKey = (event) => onKey(stage, event);
     // one listener for the page's player: a player left behind on another page stops listening
     if (window.__replayStageKeys) document.removeEventListener("keydown", window.__replayStageKeys, true);
     window.__replayStageKeys = stage.onKey;
     document.addEventListener("keydown", stage.onKey, true);  // before the page scrolls on End or Space
     watchTyping();
+  } else {
+    root.addEventListener("keydown", stage.onKey);  // a static graph zooms with the keys while it has focus
   }
   fitHeight(stage);
   layout(stage, loadGraphviz).then(() => {
     fitHeight(stage);
-    place(stage);
+    place(stage, null);
     show(stage, stage.index, false, 800, false);
-    if (data.presenter && replay && window.innerWidth >= NARROW) bringIntoView(stage);
+    if ((data.presenter || data.embed) && replay && window.innerWidth >= NARROW) bringIntoView(stage);
   });
 }
 
@@ -113,74 +134,236 @@ function element(tag, className, text) {
   return el;
 }
 
-function buildSkeleton(parent, replay, presenter) {
-  const root = element("div", `stage ${replay ? "replay" : "static"}${presenter ? " presenter" : ""}`);
+function button(text, act, label, keys) {
+  const b = element("button", "", text);
+  b.type = "button";
+  b.dataset.act = act;
+  b.setAttribute("aria-label", label);
+  if (keys) {
+    b.setAttribute("aria-keyshortcuts", keys);
+    b.title = `${label} (${keys.replace(/Arrow/g, "").replace(/ /g, " or ")})`;
+  } else {
+    b.title = label;
+  }
+  return b;
+}
+
+function select(className, label, options, chosen) {
+  const s = element("select", className);
+  s.setAttribute("aria-label", label);
+  for (const [value, text] of options) {
+    const option = element("option", "", text);
+    option.value = value;
+    option.selected = value === chosen;
+    s.append(option);
+  }
+  return s;
+}
+
+function buildSkeleton(parent, data, replay) {
+  const { presenter, embed } = data;
+  const root = element("div", `stage ${replay ? "replay" : "static"}${presenter ? " presenter" : ""}${embed ? " embed" : ""}`);
   const graph = element("div", "stage-graph");
   const svgBox = element("div", "stage-svg");
   svgBox.setAttribute("role", "img");
   svgBox.setAttribute("aria-label", "The graph: the same nodes are listed in the table below it.");
-  svgBox.tabIndex = 0;  // a graph larger than its box scrolls, from the keyboard too
-  graph.append(svgBox);
+  svgBox.tabIndex = 0;  // zoomed in, the graph scrolls: from the keyboard too
+  const bar = element("div", "stage-bar");
+  const zoom = element("div", "stage-zoom");
+  zoom.setAttribute("role", "group");
+  zoom.setAttribute("aria-label", "Zoom");
+  zoom.append(button("−", "zoomOut", "Zoom out", "-"), button("Fit", "fit", "Fit the whole graph", "0"),
+    button("+", "zoomIn", "Zoom in", "+"));
+  if (!presenter) {
+    zoom.append(button("SVG", "saveSvg", "Save this picture as SVG"), button("PNG", "savePng", "Save this picture as PNG"));
+  }
+  const legend = element("div", "stage-legend");
+  legend.setAttribute("role", "list");
+  legend.setAttribute("aria-label", "Legend");
+  bar.append(legend, zoom);
+  graph.append(svgBox, bar);
   const side = element("div", "stage-side");
   if (replay) {
     const controls = element("div", "stage-controls");
     controls.setAttribute("role", "group");
     controls.setAttribute("aria-label", "Replay controls");
     for (const [act, text, keys, label] of [
-      ["first", "« First", "Home", "First event"], ["prev", "◀ Prev", "ArrowLeft PageUp", "Previous event"],
-      ["next", "Next ▶", "ArrowRight PageDown", "Next event"], ["last", "Last »", "End", "Last event"],
+      ["first", "« First", "Home", "First step"], ["prev", "◀ Prev", "ArrowLeft PageUp", "Previous step"],
+      ["next", "Next ▶", "ArrowRight PageDown", "Next step"], ["last", "Last »", "End", "Last step"],
       ["play", "Play", "Space", "Play"]]) {
       const short = presenter && act !== "play" ? text.replace(/[A-Za-z]+/, "").trim() : text;  // a projector: room
-      const button = element("button", act === "play" ? "stage-play" : "", short);
-      button.type = "button";
-      button.dataset.act = act;
-      button.setAttribute("aria-keyshortcuts", keys);
-      button.setAttribute("aria-label", label);
-      button.title = `${label} (${keys.replace("Arrow", "").replace(" ", " or ")})`;
-      if (act === "play") button.setAttribute("aria-pressed", "false");
-      controls.append(button);
+      const b = button(short, act, label, keys);
+      if (act === "play") { b.classList.add("stage-play"); b.setAttribute("aria-pressed", "false"); }
+      controls.append(b);
     }
     const scrubber = element("div", "stage-scrubber");
     const scrub = element("input", "stage-scrub");
     scrub.type = "range";
     scrub.min = "1";
-    scrub.setAttribute("aria-label", "Event");
-    const speed = element("select", "stage-speed");
-    speed.setAttribute("aria-label", "Playing speed");
-    for (const [value, text] of [["1500", "slow"], ["800", "normal"], ["350", "fast"]]) {
-      const option = element("option", "", text);
-      option.value = value;
-      option.selected = value === "800";
-      speed.append(option);
-    }
-    scrubber.append(scrub, speed);
+    scrub.setAttribute("aria-label", "Step");
+    scrubber.append(scrub,
+      select("stage-by", "Each press shows", [["step", "a step"], ["event", "an event"]], "step"),
+      select("stage-speed", "Playing speed", [["1500", "slow"], ["800", "normal"], ["350", "fast"]], "800"));
     const caption = element("p", "stage-caption");
     caption.setAttribute("aria-live", "polite");
     caption.setAttribute("aria-atomic", "true");
-    side.append(controls, scrubber, caption, element("h4", "", "The current step"), element("div", "stage-step"),
-      element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
+    side.append(controls, scrubber, caption, element("h4", "", "The chain rule at this step"),
+      element("div", "stage-step"));
+    side.append(element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
+    if (data.program) side.append(element("h4", "", "The program (its running line lit)"), codePanel(data.program));
+  } else if (data.program) {
+    side.append(element("h4", "", "The program"), codePanel(data.program));
   }
-  const legend = element("div", "stage-legend");
-  legend.setAttribute("role", "list");
-  legend.setAttribute("aria-label", "Legend");
-  graph.append(legend);
   const details = element("details", "stage-table");
   details.append(element("summary", "", "The graph as a table (every node, its value, gradient and state)"),
     element("div", "stage-table-body"));
-  root.append(graph, side, details);
+  root.append(graph);
+  if (side.childElementCount) root.append(side);
+  else root.classList.add("alone");
+  root.append(details);
   parent.appendChild(root);
   return root;
 }
 
+function codePanel(program) {
+  // the program beside the graph: the running step's line is lit; a line and the nodes it made select each other
+  const pre = element("pre", "stage-code");
+  const code = element("code");
+  program.lines.forEach((segments, k) => {
+    const line = element("span", "line");
+    line.dataset.line = String(k + 1);
+    const text = segments.map((s) => s[1]).join("");
+    const hang = text.length - text.trimStart().length + 4;  // a wrapped line continues under its own start
+    line.style.paddingLeft = `${hang}ch`;
+    line.style.textIndent = `-${hang}ch`;
+    for (const [kind, part] of segments) line.append(kind ? element("span", `token ${kind}`, part) : document.createTextNode(part));
+    if (!segments.length) line.append(document.createTextNode("\n"));
+    code.append(line);
+  });
+  pre.append(code);
+  return pre;
+}
+
 function wireControls(stage) {
   const { root, data } = stage;
-  root.querySelectorAll("[data-act]").forEach((button) => {
-    button.onclick = () => act(stage, button.dataset.act);
+  root.querySelectorAll("[data-act]").forEach((b) => { b.onclick = () => act(stage, b.dataset.act); });
+  const box = root.querySelector(".stage-svg");
+  box.addEventListener("wheel", (event) => {  // Ctrl+wheel, and a trackpad's pinch, zoom the graph alone
+    if (!event.ctrlKey || !stage.svg) return;
+    event.preventDefault();
+    zoomTo(stage, stage.scale * Math.exp(-event.deltaY / 300), event);
+  }, { passive: false });
+  let pinch = null;
+  box.addEventListener("touchstart", (event) => {
+    if (event.touches.length === 2) pinch = { distance: spread(event.touches), scale: stage.scale };
+  }, { passive: true });
+  box.addEventListener("touchmove", (event) => {
+    if (!pinch || event.touches.length !== 2) return;
+    event.preventDefault();
+    zoomTo(stage, pinch.scale * spread(event.touches) / pinch.distance);
+  }, { passive: false });
+  box.addEventListener("touchend", () => { pinch = null; });
+  box.addEventListener("click", (event) => {  // a node selects its program line
+    const g = event.target.closest && event.target.closest("g.node");
+    if (g) selectNodes(stage, [g.id], true);
   });
+  root.querySelectorAll(".stage-code .line").forEach((line) => {
+    const nodes = nodesOnLine(data, Number(line.dataset.line));
+    if (!nodes.length) return;
+    line.classList.add("makes");
+    line.tabIndex = 0;
+    line.setAttribute("role", "button");
+    line.setAttribute("aria-label", `Line ${line.dataset.line}: show the nodes it made`);
+    const choose = () => selectNodes(stage, nodes.map((id) => data.box_of[id]), false, Number(line.dataset.line));
+    line.onclick = choose;
+    line.onkeydown = (event) => { if (event.key === "Enter") { event.preventDefault(); choose(); } };
+  });
+  if (!stage.replay) return;
   const scrub = root.querySelector(".stage-scrub");
-  scrub.max = String(data.events.length);
-  scrub.oninput = () => show(stage, Number(scrub.value) - 1, false);
+  scrub.oninput = () => {
+    const k = Number(scrub.value) - 1;
+    show(stage, stage.byStep ? stage.stops[k] : k, false);
+  };
+  const by = root.querySelector(".stage-by");
+  by.value = stage.byStep ? "step" : "event";
+  by.onchange = (event) => {
+    stage.byStep = event.target.value === "step";
+    try { sessionStorage.setItem("stage-by", event.target.value); } catch { /* storage off: this stage only */ }
+    stage.stops = stopsOf(stage);
+    show(stage, stage.index, false, 800, false);
+  };
   root.querySelector(".stage-speed").onchange = () => { if (stage.playing) { pause(stage); play(stage); } };
+}
+
+function readBy() {
+  // a press per step or per event: the student's choice holds for every stage of this tab, across programs
+  try { return sessionStorage.getItem("stage-by"); } catch { return null; }
+}
+
+function spread(touches) {
+  return Math.hypot(touches[0].clientX - touches[1].clientX, touches[0].clientY - touches[1].clientY) || 1;
+}
+
+function nodesOnLine(data, line) {
+  if (!data.program) return [];
+  return Object.entries(data.program.spans).filter(([, span]) => span[0] <= line && line <= span[1])
+    .map(([id]) => Number(id)).filter((id) => data.box_of[id]);
+}
+
+// -- steps: a press shows one step of the tape (or, as a detail, one event) -----------------------------------
+
+function stopsOf(stage) {
+  // where each press stops: the last event of each step (everything before the first step, each step, the cleanup
+  // after the last); in an exercise, also each step's start, where the question is asked before the step runs
+  const { events } = stage.data;
+  if (!stage.replay) return [0];
+  if (!stage.byStep) return events.map((_, k) => k);
+  const stops = [];
+  events.forEach((e, k) => {
+    const starts = k > 0 && (e.kind === "StepStarted" || (FINISH.has(e.kind) && !FINISH.has(events[k - 1].kind)));
+    if (!starts) return;
+    stops.push(k - 1);
+    if (e.kind === "StepStarted" && question(stage, k)) stops.push(k);
+  });
+  stops.push(events.length - 1);
+  return [...new Set(stops)];
+}
+
+function question(stage, k) {
+  // a step is a question in an exercise when it sends something and every value it sends can be checked by hand
+  const { data } = stage;
+  const e = data.events[k];
+  if (!data.exercise || !e || e.kind !== "StepStarted" || !e.parents.length) return null;
+  const sent = [];
+  for (let j = k + 1; j < data.events.length && data.events[j].kind !== "StepStarted"; j++) {
+    const r = data.events[j];
+    if (r.kind === "GradientRegistered" && r.source === e.node) sent.push(r);
+  }
+  if (!sent.length || sent.some((r) => !r.numbers)) return null;
+  return { key: `${data.signature}_${k}`, start: k, step: e, sent };
+}
+
+function groupStart(events, index) {
+  // the first event of the step (or of the part before the first step, or of the cleanup) that `index` is in
+  let from = index;
+  while (from > 0 && events[from].kind !== "StepStarted" && !(FINISH.has(events[from].kind) && !FINISH.has(events[from - 1].kind))) from--;
+  return from;
+}
+
+function groupNumbers(events) {
+  // each event's step number, counted from 1 (the part before the first step is step 1)
+  let count = 0;
+  return events.map((e, k) => {
+    if (k === 0 || e.kind === "StepStarted" || (FINISH.has(e.kind) && !FINISH.has(events[k - 1].kind))) count++;
+    return count;
+  });
+}
+
+function stopAt(stage, index) {
+  // the position of `index` among the stops: the stop at it, or the last one before it (-1 before the first)
+  let at = -1;
+  stage.stops.forEach((stop, k) => { if (stop <= index) at = k; });
+  return at;
 }
 
 // -- keys: the page's arrows and clickers drive the player, unless a person is typing ------------------------
@@ -202,12 +385,17 @@ function calmTyping() {
 }
 
 function onKey(stage, event) {
-  const action = KEYS[event.key];
+  const zoom = ZOOM_KEYS[event.key];
+  const action = KEYS[event.key] || zoom;
   if (!action || !stage.root.isConnected || event.altKey || event.ctrlKey || event.metaKey) return;
+  if (!stage.replay && !zoom) return;
   const target = event.composedPath ? event.composedPath()[0] : event.target;
   const inStage = stage.root.contains(target);
   const tag = (target && target.tagName) || "";
   if (target && (target.isContentEditable || tag === "TEXTAREA")) return;
+  if (zoom && ["INPUT", "SELECT"].includes(tag) && !(tag === "INPUT" && target.type === "range")) return;
+  // an answer being typed: its keys are the caret's, but a presenter's clicker (Page Down / Up) still steps
+  if (tag === "INPUT" && target.classList.contains("stage-answer") && !event.key.startsWith("Page")) return;
   if (tag === "SELECT" && !(inStage && event.key.startsWith("Page"))) return;
   if (tag === "BUTTON" && !inStage && (event.key === " " || event.key === "Enter")) return;
   if (tag === "INPUT" && !inStage) {
@@ -227,49 +415,67 @@ function onKey(stage, event) {
 }
 
 function act(stage, action) {
-  const last = stage.data.events.length - 1;
+  if (action === "zoomIn" || action === "zoomOut") return zoomStep(stage, action === "zoomIn" ? 1 : -1);
+  if (action === "fit") return place(stage, null);
+  if (action === "saveSvg") return saveSvg(stage);
+  if (action === "savePng") return savePng(stage);
   if (action === "play") return stage.playing ? pause(stage) : play(stage);
   pause(stage);
-  const target = { first: 0, prev: stage.index - 1, next: stage.index + 1, last }[action];
-  show(stage, Math.max(0, Math.min(last, target)), action === "next");
+  const at = stopAt(stage, stage.index), lastStop = stage.stops.length - 1;
+  const onStop = stage.stops[at] === stage.index;
+  const target = { first: 0, last: lastStop, next: at + 1, prev: onStop ? at - 1 : at }[action];
+  show(stage, stage.stops[Math.max(0, Math.min(lastStop, target))], action === "next");
 }
 
 function play(stage) {
   const last = stage.data.events.length - 1;
   if (stage.index >= last) show(stage, 0, false);
   stage.playing = true;
-  const button = stage.root.querySelector(".stage-play");
-  button.textContent = "Pause";
-  button.setAttribute("aria-pressed", "true");
-  const period = Number(stage.root.querySelector(".stage-speed").value);
+  const b = stage.root.querySelector(".stage-play");
+  b.textContent = "Pause";
+  b.setAttribute("aria-pressed", "true");
+  const period = Number(stage.root.querySelector(".stage-speed").value) * (stage.byStep ? 1.6 : 1);
   stage.timer = setInterval(() => {
-    if (stage.index >= last) return pause(stage);
-    show(stage, stage.index + 1, true, period);
+    const at = stopAt(stage, stage.index);
+    if (at >= stage.stops.length - 1) return pause(stage);
+    show(stage, stage.stops[at + 1], true, period);
+    const q = question(stage, stage.index);
+    if (q && !stage.answers.has(q.key)) pause(stage);  // a question waits for its answer
   }, period);
 }
 
 function pause(stage) {
   stage.playing = false;
   clearInterval(stage.timer);
-  const button = stage.root.querySelector(".stage-play");
-  if (!button) return;
-  button.textContent = "Play";
-  button.setAttribute("aria-pressed", "false");
+  const b = stage.root.querySelector(".stage-play");
+  if (!b) return;
+  b.textContent = "Play";
+  b.setAttribute("aria-pressed", "false");
 }
 
 // -- the picture ------------------------------------------------------------------------------------------------
 
 async function layout(stage, loadGraphviz) {
+  // lay the graph out each way (bottom-up or left-right, with or without each node's `NodeId · op` line) once,
+  // and keep the one that reads largest: the detail line goes first when it would make the text too small
   const box = stage.root.querySelector(".stage-svg");
+  drawLegend(stage);  // first: the box's size is what the legend leaves
   const graphviz = await loadGraphviz();
-  let best = null;
-  for (const rankdir of stage.data.rankdirs) {  // lay out each way once; keep the one that reads larger
-    const svgText = graphviz.dot(stage.data.dot.replace(/rankdir=\w+/, `rankdir=${rankdir}`));
-    const svg = new DOMParser().parseFromString(svgText, "image/svg+xml").documentElement;
-    const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
-    const scale = fitScale(stage, box, w, h);
-    if (!best || scale > best.scale + 1e-6) best = { svg, scale, w, h };
+  const readable = stage.data.presenter ? 16 : 12;
+  const candidates = [];
+  for (const [dot, detail] of [[stage.data.dot, true], [stage.data.compact_dot, false]]) {
+    for (const rankdir of stage.data.rankdirs) {
+      const svgText = graphviz.dot(dot.replace(/rankdir=\w+/, `rankdir=${rankdir}`));
+      const svg = new DOMParser().parseFromString(svgText, "image/svg+xml").documentElement;
+      const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
+      const font = Math.min(...[...svg.querySelectorAll("g.node text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14));
+      const scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
+      candidates.push({ svg, w, h, font, scale, detail, smallest: scale * font });
+    }
   }
+  const withDetail = candidates.filter((c) => c.detail).sort((a, b) => b.scale - a.scale)[0];
+  const best = withDetail.smallest >= readable - 0.01 ? withDetail
+    : candidates.sort((a, b) => b.smallest - a.smallest || Number(b.detail) - Number(a.detail))[0];
   const svg = document.importNode(best.svg, true);
   svg.removeAttribute("width");
   svg.removeAttribute("height");
@@ -278,6 +484,8 @@ async function layout(stage, loadGraphviz) {
   box.replaceChildren(svg);
   stage.svg = svg;
   stage.natural = { w: best.w, h: best.h };
+  stage.readableScale = readable / best.font;  // the scale at which its smallest text is just readable
+  stage.root.classList.toggle("no-detail", !best.detail);
   svg.querySelectorAll("g.node").forEach((g) => stage.nodes.set(g.id, g));
   svg.querySelectorAll("g.edge").forEach((g) => stage.edges.set(g.id, g));
   for (const node of stage.data.nodes) {
@@ -312,24 +520,59 @@ function centred(g, text) {
 
 function fitScale(stage, box, w, h) {
   const width = Math.max(box.clientWidth, 200);
-  const height = stage.replay && window.innerWidth >= NARROW ? Math.max(box.clientHeight, 200) : Infinity;
+  const narrow = window.innerWidth < NARROW;
+  const height = narrow ? Infinity : stage.replay ? Math.max(box.clientHeight, 200) : stage.maxStatic;
   return Math.min(width / w, height / h);
 }
 
-function place(stage) {
-  // drawn as large as fits, up to MAX_SCALE; never below its own size (text stays at least 12 px, 16 px in
-  // presenter mode) except on a narrow screen, where it fits the width and the page scrolls instead
+function place(stage, scale) {
+  // `scale` null: the whole graph fits its box (a small one drawn larger, up to MAX_SCALE); else that zoom, the
+  // box scrolling to show the rest and keeping the running node in view
   if (!stage.svg) return;
   const box = stage.root.querySelector(".stage-svg");
   const { w, h } = stage.natural;
-  const fit = fitScale(stage, box, w, h);
-  const narrow = window.innerWidth < NARROW;
-  const scale = narrow ? Math.min(fit, MAX_SCALE) : Math.max(1, Math.min(fit, MAX_SCALE));
-  stage.svg.style.width = `${w * scale}px`;
-  stage.svg.style.height = `${h * scale}px`;
-  if (!stage.replay || narrow) box.style.height = `${Math.min(h * scale, narrow ? Infinity : stage.maxStatic)}px`;
-  stage.scrollable = box.scrollHeight > box.clientHeight + 1 || box.scrollWidth > box.clientWidth + 1;
+  const fit = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
+  stage.fit = fit;
+  stage.fitted = scale === null || scale <= fit + 1e-6;
+  stage.scale = stage.fitted ? fit : Math.min(scale, Math.max(MAX_ZOOM, fit));
+  stage.svg.style.width = `${w * stage.scale}px`;
+  stage.svg.style.height = `${h * stage.scale}px`;
+  if (!stage.replay || window.innerWidth < NARROW) {
+    box.style.height = `${Math.min(h * stage.scale, window.innerWidth < NARROW && stage.fitted ? Infinity : Math.max(h * fit, stage.maxStatic))}px`;
+  }
+  box.classList.toggle("zoomed", !stage.fitted);
+  stage.root.querySelector("[data-act='fit']").setAttribute("aria-pressed", String(stage.fitted));
+  const percent = `${Math.round(stage.scale * 100)}%`;
+  stage.root.querySelector(".stage-zoom").setAttribute("aria-label", `Zoom: ${stage.fitted ? "whole graph, " : ""}${percent}`);
+  const focus = stage.current && stage.nodes.get(stage.data.box_of[stage.current]);
+  if (focus) reveal(stage, focus, false);
+}
 
+function zoomLevels(stage) {
+  // from the whole graph, one press reaches readable text; then larger by a quarter each time
+  const levels = [stage.fit];
+  let s = Math.max(stage.readableScale, stage.fit * 1.25);
+  while (s <= MAX_ZOOM + 1e-6) { levels.push(s); s *= 1.25; }
+  return levels;
+}
+
+function zoomStep(stage, direction) {
+  if (!stage.svg) return;
+  const levels = zoomLevels(stage);
+  const target = direction > 0 ? levels.find((s) => s > stage.scale + 1e-3) : [...levels].reverse().find((s) => s < stage.scale - 1e-3);
+  if (target !== undefined) zoomTo(stage, target);
+}
+
+function zoomTo(stage, scale, around) {
+  const box = stage.root.querySelector(".stage-svg");
+  const b = box.getBoundingClientRect();
+  // keep the point under the pointer (or the box's centre) where it is
+  const px = around ? around.clientX - b.left : b.width / 2, py = around ? around.clientY - b.top : b.height / 2;
+  const fx = (box.scrollLeft + px) / Math.max(1, box.scrollWidth), fy = (box.scrollTop + py) / Math.max(1, box.scrollHeight);
+  place(stage, Math.max(scale, 0));
+  if (!stage.fitted && !around && stage.current) return;  // place() brought the running node into view
+  box.scrollLeft = fx * box.scrollWidth - px;
+  box.scrollTop = fy * box.scrollHeight - py;
 }
 
 function scrollerOf(el) {
@@ -343,7 +586,8 @@ function scrollerOf(el) {
 
 function headerBottom() {
   const header = document.querySelector("header[data-testid='stHeader']");
-  return header ? Math.max(0, header.getBoundingClientRect().bottom) : 0;
+  if (!header || getComputedStyle(header).display === "none") return 0;
+  return Math.max(0, header.getBoundingClientRect().bottom);
 }
 
 function bringIntoView(stage) {
@@ -358,45 +602,53 @@ function fitHeight(stage) {
   const { root } = stage;
   stage.maxStatic = Math.max(320, window.innerHeight * 0.75);
   if (!stage.replay || window.innerWidth < NARROW) { root.style.height = ""; return; }
+  if (stage.data.embed) { root.style.height = `${Math.max(360, window.innerHeight - 16)}px`; return; }
   if (stage.data.presenter) {  // one screen: brought up under the toolbar when drawn (bringIntoView)
-    root.style.height = `${Math.max(380, window.innerHeight - headerBottom() - 24)}px`;
+    root.style.height = `${Math.max(380, window.innerHeight - headerBottom() - 16)}px`;
     return;
   }
   const scroller = scrollerOf(root.parentElement);
   const top = root.getBoundingClientRect().top + (scroller ? scroller.scrollTop : window.scrollY)
     - (scroller ? scroller.getBoundingClientRect().top : 0);
-  root.style.height = `${Math.max(420, window.innerHeight - Math.max(top, 0) - 16)}px`;
+  // a stage that starts in the first screen fills the rest of it; one further down fills a screen of its own
+  const room = top < window.innerHeight / 2 ? window.innerHeight - Math.max(top, 0) - 16
+    : window.innerHeight - headerBottom() - 24;
+  root.style.height = `${Math.max(420, room)}px`;
 }
 
 // -- what the recorded backward looks like after event i ---------------------------------------------------------
 
-function frame(data, index) {
-  const started = new Set(), swept = new Set(), recomputed = new Set(), container = new Map();
-  const received = new Map(), sent = new Map();
-  let onTape = null, current = null, flows = [], upstream = null;
-  for (let k = 0; k <= index && k < data.events.length; k++) {
-    const e = data.events[k];
-    if (e.kind === "TapeBuilt") {
-      onTape = new Set(e.nodes);
-    } else if (e.kind === "StepStarted") {
-      current = e; flows = []; recomputed.clear();
-      upstream = container.has(e.node) ? container.get(e.node).total : null;
-      started.add(e.node);
-    } else if (e.kind === "Recomputed") {
-      recomputed.add(e.node);
-    } else if (e.kind === "GradientRegistered") {
-      container.set(e.node, e);
-      received.set(e.node, e.total);
-      if (current && e.source === current.node) flows.push(e);
-      if (e.edge) sent.set(e.edge, e.value);
-    } else if (e.kind === "GradientConsumed") {
-      if (!e.kept) container.delete(e.node);
-    } else if (e.kind === "SweepFreed" || e.kind === "BackwardFinished") {
-      current = null; flows = []; recomputed.clear();
-      if (e.kind === "SweepFreed") e.nodes.forEach((n) => swept.add(n));
-    }
+function emptyFrame() {
+  return { started: new Set(), swept: new Set(), recomputed: new Set(), container: new Map(), received: new Map(),
+    sent: new Map(), onTape: null, current: null, currentAt: -1, flows: [], upstream: null };
+}
+
+function advance(f, e, k) {
+  if (e.kind === "TapeBuilt") {
+    f.onTape = new Set(e.nodes);
+  } else if (e.kind === "StepStarted") {
+    f.current = e; f.currentAt = k; f.flows = []; f.recomputed.clear();
+    f.upstream = f.container.has(e.node) ? f.container.get(e.node).total : null;
+    f.started.add(e.node);
+  } else if (e.kind === "Recomputed") {
+    f.recomputed.add(e.node);
+  } else if (e.kind === "GradientRegistered") {
+    f.container.set(e.node, e);
+    f.received.set(e.node, e.total);
+    if (f.current && e.source === f.current.node) f.flows.push(e);
+    if (e.edge) f.sent.set(e.edge, e.value);
+  } else if (e.kind === "GradientConsumed") {
+    if (!e.kept) f.container.delete(e.node);
+  } else if (FINISH.has(e.kind)) {
+    f.current = null; f.currentAt = -1; f.flows = []; f.recomputed.clear();
+    if (e.kind === "SweepFreed") e.nodes.forEach((n) => f.swept.add(n));
   }
-  return { started, swept, recomputed, container, received, sent, onTape, current, flows, upstream };
+}
+
+function frame(data, index) {
+  const f = emptyFrame();
+  for (let k = 0; k <= index && k < data.events.length; k++) advance(f, data.events[k], k);
+  return f;
 }
 
 function nodeView(data, node, state) {
@@ -420,21 +672,51 @@ function show(stage, index, animate, period = 800, report = true) {
   const { data, root } = stage;
   stage.index = index;
   const state = stage.replay ? frame(data, index) : null;
+  stage.current = state && state.current ? state.current.node : null;
   stage.views = new Map(data.nodes.map((node) => [node.element, nodeView(data, node, state)]));
   if (stage.replay) {
-    const event = data.events[index];
+    const at = stopAt(stage, index), onStop = stage.stops[at] === index;
     const scrub = root.querySelector(".stage-scrub");
-    scrub.value = String(index + 1);
-    scrub.setAttribute("aria-valuetext", `event ${index + 1} of ${data.events.length}`);
-    root.querySelector(".stage-caption").textContent = `Event ${index + 1} of ${data.events.length}. ${event.text}`;
+    scrub.max = String(stage.stops.length);
+    scrub.value = String(Math.max(1, at + 1));
+    if (!stage.groups) stage.groups = groupNumbers(data.events);
+    const position = !stage.byStep || !onStop ? `event ${index + 1} of ${data.events.length}`
+      : `step ${stage.groups[index]} of ${stage.groups[data.events.length - 1]}`;
+    scrub.setAttribute("aria-valuetext", position);
+    scrub.setAttribute("aria-label", stage.byStep ? "Step" : "Event");
+    root.querySelector(".stage-caption").textContent = `${position[0].toUpperCase()}${position.slice(1)}. ${narration(stage, index)}`;
     drawStep(stage, state);
     drawContainer(stage, state);
+    lightLines(stage, state);
   }
   if (stage.svg) drawPicture(stage, state, animate, period);
-  drawLegend(stage, state);
   fillTable(stage);
   clearTimeout(stage.reportTimer);  // tell Python once stepping stops: links and exercises follow
   if (report && stage.replay) stage.reportTimer = setTimeout(() => stage.setStateValue("event", index), 700);
+}
+
+function narration(stage, index) {
+  // a press on a step says the step in one sentence: what it sent where, and what became of its gradient (the
+  // card beside it has the arithmetic); between steps, every event's own sentence
+  const { data } = stage;
+  const { events } = data;
+  if (!stage.byStep) return events[index].text;
+  const group = events.slice(groupStart(events, index), index + 1);
+  const q = question(stage, index);
+  if (q && !stage.answers.has(q.key)) return `${events[index].text} What will it send to each input? Predict it beside the graph.`;
+  const step = group.find((e) => e.kind === "StepStarted");
+  if (!step) return group.map((e) => e.text).join(" ");
+  const name = nameOf(data, step.node);
+  const sends = group.filter((e) => e.kind === "GradientRegistered" && e.source === step.node)
+    .map((e) => `${e.value} to ${nameOf(data, e.node)}${e.accumulated ? ` (added: now ${e.total})` : ""}`);
+  const recomputed = group.filter((e) => e.kind === "Recomputed").length;
+  const consumed = group.find((e) => e.kind === "GradientConsumed");
+  const parts = [`The step of ${name} runs (${step.op}, order ${step.order}).`];
+  if (recomputed) parts.push(`Checkpointing recomputes ${recomputed} value${recomputed > 1 ? "s" : ""} it needs first.`);
+  if (sends.length) parts.push(`It sends ${sends.join(", ")}.`);
+  if (consumed) parts.push(consumed.kept ? `${name} is a leaf that asked for its gradient: the container keeps it.`
+    : "Its gradient is consumed: the entry leaves the container.");
+  return parts.join(" ");
 }
 
 function drawPicture(stage, state, animate, period) {
@@ -443,7 +725,8 @@ function drawPicture(stage, state, animate, period) {
     const g = stage.nodes.get(node.element);
     if (!g) continue;
     const view = stage.views.get(node.element);
-    g.setAttribute("class", `node s-${view.state}`);
+    const selected = stage.selected && stage.selected.includes(node.element);
+    g.setAttribute("class", `node s-${view.state}${selected ? " selected" : ""}`);
     const text = stage.gradText.get(node.element);
     if (text) text.textContent = view.grad;
   }
@@ -456,7 +739,7 @@ function drawPicture(stage, state, animate, period) {
     if (value) g.classList.add("sent");
   });
   if (!state) return;
-  let focus = state.current ? stage.nodes.get(data.box_of[state.current.node]) : null;
+  const focus = state.current ? stage.nodes.get(data.box_of[state.current.node]) : null;
   for (const flow of state.flows) {
     const edge = flow.edge && stage.edges.get(flow.edge);
     if (!edge) continue;
@@ -464,19 +747,19 @@ function drawPicture(stage, state, animate, period) {
     const path = edge.querySelector("path");
     if (path && animate && !stage.reduceMotion) travel(edge, path, flow.value, Math.min(period * 0.7, 900));
   }
-  if (focus) reveal(stage, focus);
+  if (focus) reveal(stage, focus, true);
 }
 
-function reveal(stage, g) {
-  // a graph larger than its box scrolls so that the running step is in view
+function reveal(stage, g, smooth) {
+  // zoomed in, the box scrolls so that the running step is in view
   const box = stage.root.querySelector(".stage-svg");
-  if (!stage.scrollable) return;
+  if (stage.fitted) return;
   const r = g.getBoundingClientRect(), b = box.getBoundingClientRect();
   if (r.left >= b.left && r.right <= b.right && r.top >= b.top && r.bottom <= b.bottom) return;
   box.scrollTo({
     left: box.scrollLeft + r.left - b.left - (b.width - r.width) / 2,
     top: box.scrollTop + r.top - b.top - (b.height - r.height) / 2,
-    behavior: stage.reduceMotion ? "auto" : "smooth",
+    behavior: smooth && !stage.reduceMotion ? "smooth" : "auto",
   });
 }
 
@@ -504,6 +787,41 @@ function travel(edge, path, value, duration) {
   requestAnimationFrame(step);
 }
 
+function selectNodes(stage, elements, fromGraph, line) {
+  // a node clicked lights the program line that made it; a line clicked marks the nodes it made
+  stage.selected = elements;
+  stage.nodes.forEach((g, id) => g.classList.toggle("selected", elements.includes(id)));
+  const { data, root } = stage;
+  let lines = [];
+  if (line) lines = [line];
+  else if (fromGraph && data.program) {
+    const node = data.nodes.find((n) => n.element === elements[0]);
+    const span = node && data.program.spans[node.id];
+    if (span) for (let k = span[0]; k <= span[1]; k++) lines.push(k);
+  }
+  root.querySelectorAll(".stage-code .line").forEach((el) => el.classList.toggle("selected", lines.includes(Number(el.dataset.line))));
+}
+
+function lightLines(stage, state) {
+  const { data, root } = stage;
+  if (!data.program) return;
+  const span = state.current ? data.program.spans[state.current.node] : null;
+  let lit = null;
+  root.querySelectorAll(".stage-code .line").forEach((el) => {
+    const k = Number(el.dataset.line);
+    const on = !!span && span[0] <= k && k <= span[1];
+    el.classList.toggle("running", on);
+    if (on && !lit) lit = el;
+  });
+  if (lit) {  // a long program keeps its running line in view, without moving the page
+    const pre = lit.closest(".stage-code");
+    if (pre.scrollHeight > pre.clientHeight + 1) {
+      const r = lit.getBoundingClientRect(), b = pre.getBoundingClientRect();
+      if (r.top < b.top || r.bottom > b.bottom) pre.scrollTop += r.top - b.top - b.height / 3;
+    }
+  }
+}
+
 // -- the panels beside it ---------------------------------------------------------------------------------------
 
 function table(columns, rows, caption) {
@@ -520,8 +838,7 @@ function table(columns, rows, caption) {
 }
 
 function nodeById(data, id) {
-  if (!data.__byId) data.__byId = new Map(data.nodes.map((n) => [n.id, n]));
-  return data.__byId.get(id);
+  return data.nodes.find((n) => n.id === id);
 }
 
 function nameOf(data, id) {
@@ -530,24 +847,148 @@ function nameOf(data, id) {
 }
 
 function drawStep(stage, state) {
+  // the chain rule of the running step in numbers: what it received, times each input's local derivative, is
+  // what it sends; where paths meet, the sum written out
   const { data, root } = stage;
   const box = root.querySelector(".stage-step");
   const step = state.current;
-  if (!step) return box.replaceChildren(element("p", "stage-note", "No step is running at this event."));
-  const head = element("p", "stage-note",
-    `${nameOf(data, step.node)}: ${step.op}, order ${step.order}. It received the gradient ${state.upstream ?? "—"}.`);
-  if (!step.parents.length) {
-    return box.replaceChildren(head, element("p", "stage-note",
-      "A leaf's step only consumes its gradient: for a Grad leaf, the container keeps the entry."));
+  if (!step) {
+    const leaves = data.nodes.filter((n) => n.grad_kind === "leaf" && state.received.has(n.id) && data.sums[n.id]);
+    const parts = [element("p", "stage-note", "No step is running at this event.")];
+    if (leaves.length && state.started.size) {
+      parts.push(element("p", "stage-note", "Where each kept gradient came from:"));
+      for (const n of leaves) parts.push(sumLine(data, data.sums[n.id]));
+    }
+    return box.replaceChildren(...parts);
   }
+  const card = data.cards[state.currentAt];
+  const q = question(stage, state.currentAt);
+  const upstream = card ? card.upstream : state.upstream ?? "—";
+  const head = element("p", "stage-note");
+  head.append(strong(card ? card.title : nameOf(data, step.node)), ` received the gradient ${upstream}.`);
+  const parts = [head];
+  const sum = data.sums[step.node];
+  if (sum && sum.terms.length > 1) parts.push(element("p", "stage-note", "Its paths met: the gradients sent along them add up."), sumLine(data, sum));
+  if (!step.parents.length) {
+    parts.push(element("p", "stage-note", step.op && nodeById(data, step.node)?.grad_kind === "leaf"
+      ? "A leaf has no inputs: its step only takes its gradient, and for a leaf that asked for one (require_grad) the container keeps it."
+      : "It has no tracked inputs: its step only consumes its gradient."));
+    return box.replaceChildren(...parts);
+  }
+  if (q && !stage.answers.has(q.key)) {
+    parts.push(askForm(stage, q, card));
+    return box.replaceChildren(...parts);
+  }
+  if (q) parts.push(verdictLine(stage.answers.get(q.key)));
   const sent = state.flows.slice();
-  const rows = step.parents.map((parent, k) => {
+  step.parents.forEach((parent, k) => {
     const i = sent.findIndex((f) => f.node === parent);
     const flow = i >= 0 ? sent.splice(i, 1)[0] : null;
-    return [nameOf(data, parent), step.rules[k], flow ? flow.value : "not yet",
-      flow ? (flow.accumulated ? "added to its entry" : "a new entry") : ""];
+    parts.push(cardInput(data, step, k, card, flow));
   });
-  box.replaceChildren(head, table(["Input", "Local rule", "Sends", "In the container"], rows));
+  box.replaceChildren(...parts);
+}
+
+function strong(text) {
+  return element("strong", "", text);
+}
+
+function cardInput(data, step, k, card, flow) {
+  const input = card ? card.inputs[k] : null;
+  const row = element("div", "card-input");
+  const head = element("p", "card-to");
+  head.append("to ", strong(input ? input.input : nameOf(data, step.parents[k])), ": ");
+  if (input && input.derivative) head.append(`${input.derivative} = ${input.derivative_value}`);
+  else head.append(`rule ${input ? input.rule : step.rules[k]}`);
+  row.append(head);
+  if (input) row.append(element("p", "card-math", input.product));
+  const status = flow ? `sent ${flow.value}: ${flow.accumulated ? "added to its entry" : "a new entry in the container"}` : "not sent yet";
+  row.append(element("p", `card-status${flow ? "" : " waiting"}`, status));
+  return row;
+}
+
+function sumLine(data, sum) {
+  const p = element("p", "card-sum");
+  p.append(strong(`${nameOf(data, sum.node)}: `), element("span", "card-sum-text", sum.text));
+  const list = element("ul", "card-paths");
+  sum.terms.forEach((term) => list.append(element("li", "", `${term.value} ${term.path}`)));
+  const wrap = element("div", "card-sum-box");
+  wrap.append(p);
+  if (sum.terms.length > 1) wrap.append(list);
+  return wrap;
+}
+
+function verdictLine(answer) {
+  if (!answer) return element("p", "stage-note", "");
+  if (answer.right === null) return element("p", "card-verdict revealed", "Revealed without an answer (not scored).");
+  return element("p", `card-verdict ${answer.right ? "right" : "wrong"}`,
+    answer.right ? "Right: every value matches." : `Not quite: you entered ${answer.typed}. The chain rule, worked out:`);
+}
+
+function askForm(stage, q, card) {
+  // the prediction, asked in the stage at the step: the local rule stays hidden until it is answered
+  const form = element("form", "stage-ask");
+  form.append(element("p", "stage-note", "Predict what this step sends to each input (numbers separated by commas), then check."));
+  const inputs = q.step.parents.map((parent, k) => {
+    const label = element("label", "stage-ask-row");
+    const name = card ? card.inputs[k].input : nameOf(stage.data, parent);
+    label.append(element("span", "", `To ${name}${q.step.parents.length > 1 ? ` (input ${k + 1})` : ""}`));
+    const input = element("input", "stage-answer");
+    input.type = "text";
+    input.maxLength = 2000;
+    input.placeholder = "e.g. 1.0, 2.0";
+    input.autocomplete = "off";
+    input.setAttribute("aria-label", `What this step sends to ${name}${q.step.parents.length > 1 ? `, input ${k + 1}` : ""}`);
+    label.append(input);
+    form.append(label);
+    return input;
+  });
+  const row = element("div", "stage-ask-buttons");
+  const check = element("button", "", "Check my prediction");
+  check.type = "submit";
+  const reveal = element("button", "", "Reveal without answering");
+  reveal.type = "button";
+  const note = element("p", "stage-note stage-ask-note");
+  note.setAttribute("role", "status");
+  row.append(check, reveal);
+  form.append(row, note);
+  form.onsubmit = (event) => {
+    event.preventDefault();
+    const answers = inputs.map((input) => parseNumbers(input.value));
+    if (answers.some((a) => a === null)) {
+      note.textContent = "Enter numbers separated by commas for every input, as many as it has values (e.g. 1.0, 2.0); or reveal the answer without scoring.";
+      return;
+    }
+    const [rtol, atol] = stage.data.tolerance;
+    const right = q.sent.every((sent, k) => close(sent.numbers, answers[k], rtol, atol));
+    answer(stage, q, right, inputs.map((input) => input.value.trim().slice(0, 80)).join("; "));
+  };
+  reveal.onclick = () => answer(stage, q, null, "");
+  setTimeout(() => { if (inputs[0].isConnected) inputs[0].focus({ preventScroll: true }); }, 0);
+  return form;
+}
+
+function parseNumbers(text) {
+  if (text.length > 2000) return null;
+  const parts = text.replace(/[[\],]/g, " ").split(/\s+/).filter(Boolean);
+  if (!parts.length) return null;
+  const values = parts.map(Number);
+  return values.some((v) => Number.isNaN(v)) ? null : values;
+}
+
+function close(expected, given, rtol, atol) {
+  return expected.length === given.length && expected.every((e, k) => Math.abs(given[k] - e) <= atol + rtol * Math.abs(e));
+}
+
+function answer(stage, q, right, typed) {
+  // scored once per question in Python (the session's score); the step then runs: its sends are revealed
+  stage.answers.set(q.key, { right, typed });
+  stage.setStateValue("answer", { question: q.key, right });
+  const at = stopAt(stage, q.start);
+  const next = stage.byStep ? stage.stops[Math.min(at + 1, stage.stops.length - 1)] : q.start;
+  show(stage, next, !stage.reduceMotion, 800, true);
+  const focus = stage.root.querySelector(".card-verdict") || stage.root.querySelector(".stage-step");
+  if (focus) { focus.tabIndex = -1; focus.focus({ preventScroll: true }); }
 }
 
 function drawContainer(stage, state) {
@@ -559,18 +1000,28 @@ function drawContainer(stage, state) {
     const leaf = kind && kind.grad_kind === "leaf";
     const waiting = !state.started.has(node);
     return [nameOf(data, node), entry.total_full, entry.shape,
-      leaf ? "kept: a Grad leaf" : waiting ? "waiting for its step" : "its step is running"];
+      leaf ? "kept: a leaf that asked for its gradient" : waiting ? "waiting for its step" : "its step is running"];
   });
   box.replaceChildren(table(["Node", "Gradient", "Shape", "Entry"], rows));
 }
 
-function drawLegend(stage, state) {
+function drawLegend(stage) {
+  // every state this picture shows at some event, in one fixed place: stepping never resizes the graph
   const { data, root } = stage;
-  const present = new Set([...stage.views.values()].map((v) => v.state));
-  if ([...stage.nodes.keys()].some((id) => id.startsWith("order"))) present.add("bucket");
-  const chips = [...Object.keys(data.legend)].filter((key) => present.has(key)).map((key) => chip(key, data.legend[key]));
+  const present = new Set(data.nodes.map((n) => n.state));
+  let flows = false;
+  if (stage.replay) {
+    const f = emptyFrame();
+    data.events.forEach((e, k) => {
+      advance(f, e, k);
+      for (const node of data.nodes) present.add(nodeView(data, node, f).state);
+      if (f.flows.length) flows = true;
+    });
+  }
+  if (Object.values(data.box_of).some((id) => id.startsWith("order"))) present.add("bucket");
+  const chips = Object.keys(data.legend).filter((key) => present.has(key)).map((key) => chip(key, data.legend[key]));
   if (data.edges.some((e) => !e.tracked)) chips.push(chip("untracked_edge", data.legend.untracked_edge, "line"));
-  if (state && state.flows.length) chips.push(chip("flow", data.legend.flow, "line"));
+  if (flows) chips.push(chip("flow", data.legend.flow, "line"));
   root.querySelector(".stage-legend").replaceChildren(...chips);
 }
 
@@ -619,6 +1070,65 @@ function fillTable(stage) {
     tr.onblur = () => stage.nodes.get(data.nodes[k].element)?.classList.remove("focused");
   });
   body.replaceChildren(t);
+}
+
+// -- the picture as a file: SVG with its colours written in, or PNG at twice its size -------------------------
+
+const PAINT = ["fill", "stroke", "stroke-width", "stroke-dasharray", "font-size", "font-family", "font-weight", "opacity"];
+
+function standaloneSvg(stage) {
+  const clone = stage.svg.cloneNode(true);
+  const originals = [stage.svg, ...stage.svg.querySelectorAll("*")];
+  [clone, ...clone.querySelectorAll("*")].forEach((el, k) => {
+    const style = getComputedStyle(originals[k]);
+    el.setAttribute("style", PAINT.map((p) => `${p}:${style.getPropertyValue(p)}`).join(";"));
+  });
+  clone.querySelectorAll(".flow-dot").forEach((el) => el.remove());
+  const { w, h } = stage.natural;
+  clone.setAttribute("xmlns", SVG_NS);
+  clone.setAttribute("width", String(w));
+  clone.setAttribute("height", String(h));
+  clone.removeAttribute("aria-hidden");
+  const background = document.createElementNS(SVG_NS, "rect");
+  Object.entries({ x: "-10%", y: "-10%", width: "120%", height: "120%" }).forEach(([k, v]) => background.setAttribute(k, v));
+  background.setAttribute("style", `fill:${getComputedStyle(stage.root).getPropertyValue("--bg")}`);
+  clone.insertBefore(background, clone.firstChild);
+  return new XMLSerializer().serializeToString(clone);
+}
+
+function fileName(stage, extension) {
+  const position = stage.replay ? `-event-${stage.index + 1}` : "";
+  return `graph${position}.${extension}`;
+}
+
+function download(name, blob) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+}
+
+function saveSvg(stage) {
+  if (stage.svg) download(fileName(stage, "svg"), new Blob([standaloneSvg(stage)], { type: "image/svg+xml" }));
+}
+
+function savePng(stage) {
+  if (!stage.svg) return;
+  const { w, h } = stage.natural;
+  const image = new Image();
+  image.onload = () => {
+    const canvas = document.createElement("canvas");
+    canvas.width = Math.round(w * 2);
+    canvas.height = Math.round(h * 2);
+    const context = canvas.getContext("2d");
+    context.scale(2, 2);
+    context.drawImage(image, 0, 0, w, h);
+    canvas.toBlob((blob) => { if (blob) download(fileName(stage, "png"), blob); }, "image/png");
+  };
+  image.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(standaloneSvg(stage))}`;
 }
 
 // -- loading Graphviz: the app's own pinned copy (the saved replay carries it inline instead) ---------------------
