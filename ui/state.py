@@ -12,8 +12,10 @@ import functools
 import os
 from collections.abc import Callable, Hashable
 from typing import TypeVar
+from urllib.parse import parse_qs
 
 import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from autodiff import MemoryBudget
 
@@ -101,7 +103,11 @@ EMBEDDED = "embedded_stage"  # the key of the container that `?embed=1` shows al
 def embed_mode() -> bool:
     """The stage alone (`?embed=1`): for an iframe in a slide deck, no sidebar, title or other widget around it."""
     if "embed" not in st.session_state:
-        st.session_state.embed = st.query_params.get("embed") == "1"
+        # `embed` is Streamlit's own parameter (`embed=true` is its embedded mode): `st.query_params` hides it, so
+        # the address's query string is read as the browser sent it
+        context = get_script_run_ctx()
+        asked = parse_qs(context.query_string if context else "").get("embed", [""])[0].lower()
+        st.session_state.embed = bool(st.context.is_embedded) or asked in ("1", "true")
     return bool(st.session_state.embed)
 
 

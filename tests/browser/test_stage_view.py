@@ -1,0 +1,146 @@
+"""The stage as a student and a teacher use it (issue 26): a press per step, the whole graph with zoom and fit, the
+program beside it with its running line lit, the stage alone in a slide's iframe, and the frame as SVG or PNG."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import screenshot
+from .test_picture import in_box, whole_graph_shown
+from .test_playground_load import run_in
+
+pytestmark = pytest.mark.browser
+NODES = ".stage svg g.node"
+CAPTION = ".stage-caption"
+LOOP = (
+    "w = Tensor.from_floats([0.5, -1.0], ad).require_grad()\n"
+    "x = Tensor.from_floats([1.0, 2.0], ad)\n"
+    "y = w * x\n"
+    "for i in range(12):\n"
+    "    y = (y * 0.9 + w).tanh()\n"
+    "loss = y.sum()\n"
+    "g = loss.backward()\n"
+)
+
+
+def open_seed(page, url: str, extra: str = "") -> None:
+    page.goto(f"{url}/traversal?program=seed{extra}")
+    page.locator(NODES).first.wait_for()
+    page.wait_for_timeout(500)
+
+
+def test_zoom_in_out_and_fit_keep_the_running_node_in_view(page, app_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{app_url}/traversal?program=mlp")
+    page.locator(NODES).first.wait_for()
+    page.wait_for_timeout(500)
+    assert whole_graph_shown(page)
+    zoom = page.locator(".stage-zoom")
+    assert page.locator("[data-act='fit']").get_attribute("aria-pressed") == "true"
+    page.keyboard.press("+")
+    page.wait_for_timeout(300)
+    assert page.locator("[data-act='fit']").get_attribute("aria-pressed") == "false"
+    assert "%" in zoom.get_attribute("aria-label")
+    for _ in range(6):  # stepping while zoomed in: the box follows the running step
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(700)  # the box scrolls smoothly to it
+        if page.locator(f"{NODES}.s-current").count():
+            assert in_box(page, ".stage svg g.node.s-current"), page.locator(CAPTION).inner_text()
+    page.get_by_role("button", name="Zoom in").click()
+    page.get_by_role("button", name="Zoom out").click()
+    page.keyboard.press("0")  # fit: the whole graph again
+    page.wait_for_timeout(300)
+    assert page.locator("[data-act='fit']").get_attribute("aria-pressed") == "true"
+    assert whole_graph_shown(page)
+    box = page.locator(".stage-svg").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, -400)  # Ctrl+wheel (a trackpad's pinch): zooms the graph, not the page
+    page.keyboard.up("Control")
+    page.wait_for_timeout(300)
+    assert page.locator("[data-act='fit']").get_attribute("aria-pressed") == "false"
+
+
+def test_a_twelve_iteration_loop_is_whole_at_first_and_readable_one_key_away(page, app_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    run_in(page, app_url, LOOP)
+    page.locator(NODES).first.wait_for(timeout=60_000)
+    page.wait_for_timeout(800)
+    assert page.locator(NODES).count() > 30
+    assert whole_graph_shown(page)
+    page.keyboard.press("End")
+    page.keyboard.press("Home")
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("+")
+    page.wait_for_timeout(800)
+    sizes = page.locator(".stage .stage-svg").first.evaluate(
+        """box => [...box.querySelectorAll('svg text')].filter(t => t.textContent.trim()).map(t =>
+             parseFloat(getComputedStyle(t).fontSize) * Math.abs(t.getScreenCTM().d))"""
+    )
+    assert min(sizes) >= 12 - 0.05
+    assert in_box(page, ".stage svg g.node.s-current")
+    screenshot(page, "stage_playground_loop_zoomed")
+
+
+def test_the_program_beside_the_graph_lights_the_running_line(page, app_url):
+    open_seed(page, app_url)
+    running = page.locator(".stage-code .line.running")
+    for _ in range(8):
+        if "The step of h runs" in page.locator(CAPTION).inner_text():
+            break
+        page.keyboard.press("ArrowRight")
+    assert running.count() == 1 and "h = x * x" in running.inner_text()
+    page.keyboard.press("ArrowLeft")  # the step of x·3: made inside the loss's line
+    assert "loss = (h + x * 3.0).sum()" in running.inner_text()
+    page.locator(NODES, has_text="unused").first.click()  # a node lights the line that made it
+    selected = page.locator(".stage-code .line.selected")
+    assert selected.count() == 1 and "unused = Tensor.from_floats" in selected.inner_text()
+    page.locator(".stage-code .line", has_text="loss = (h + x * 3.0)").click()  # a line marks its nodes
+    marked = page.locator(f"{NODES}.selected").evaluate_all("gs => gs.map(g => g.querySelector('text').textContent)")
+    assert sorted(marked) == sorted(["x·3", "h + x·3", "loss = sum(h + x·3)"])
+
+
+def test_the_stage_alone_in_a_slide_plays_with_the_keys(page, app_url):
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.set_content(
+        f'<h1>Lecture 4</h1><iframe src="{app_url}/traversal?program=seed&embed=1" width="960" height="540"'
+        ' title="The replay"></iframe>'
+    )
+    frame = page.frame_locator("iframe")
+    frame.locator(NODES).first.wait_for(timeout=60_000)
+    page.wait_for_timeout(800)
+    assert frame.locator("h1").first.is_hidden()  # no title, sidebar or other widget: the stage alone
+    assert frame.locator("[data-testid='stSidebar']").first.is_hidden()
+    assert (
+        frame.locator("[data-testid='stSelectbox']").count() == 0
+        or frame.locator("[data-testid='stSelectbox']").first.is_hidden()
+    )
+    caption = frame.locator(CAPTION)
+    before = caption.inner_text()
+    frame.locator(".stage-svg").click()  # the slide's viewer clicks into it, then presents with the keys
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("PageDown")
+    assert caption.inner_text() != before and caption.inner_text().startswith("Step 2 of 7")
+    stage = frame.locator(".stage").bounding_box()
+    assert stage["height"] <= 540 and stage["y"] >= 0  # the whole stage inside the slide's frame
+    screenshot(page, "stage_embedded")
+
+
+def test_the_frame_saves_as_svg_and_png(page, app_url, tmp_path):
+    open_seed(page, app_url)
+    page.keyboard.press("End")
+    with page.expect_download() as svg:
+        page.get_by_role("button", name="Save this picture as SVG").click()
+    path = tmp_path / "frame.svg"
+    svg.value.save_as(path)
+    text = path.read_text()
+    assert text.startswith("<svg") and "grad [5.0, 7.0] · kept" in text and "loss = sum(h + x·3)" in text
+    assert "fill:" in text  # the colours written in: it looks the same anywhere
+    with page.expect_download() as png:
+        page.get_by_role("button", name="Save this picture as PNG").click()
+    path = tmp_path / "frame.png"
+    png.value.save_as(path)
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
+    assert svg.value.suggested_filename.endswith(".svg") and "event-25" in png.value.suggested_filename
