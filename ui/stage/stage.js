@@ -462,20 +462,22 @@ async function layout(stage, loadGraphviz) {
   drawLegend(stage);  // first: the box's size is what the legend leaves
   const graphviz = await loadGraphviz();
   const readable = stage.data.presenter ? 16 : 12;
-  const candidates = [];
-  for (const [dot, detail] of [[stage.data.dot, true], [stage.data.compact_dot, false]]) {
-    for (const rankdir of stage.data.rankdirs) {
-      const svgText = graphviz.dot(dot.replace(/rankdir=\w+/, `rankdir=${rankdir}`));
-      const svg = new DOMParser().parseFromString(svgText, "image/svg+xml").documentElement;
-      const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
-      const font = Math.min(...[...svg.querySelectorAll("g.node text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14));
-      const scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
-      candidates.push({ svg, w, h, font, scale, detail, smallest: scale * font });
-    }
+  const lay = (dot, rankdir, detail) => {
+    const svgText = graphviz.dot(dot.replace(/rankdir=\w+/, `rankdir=${rankdir}`));
+    const svg = new DOMParser().parseFromString(svgText, "image/svg+xml").documentElement;
+    const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
+    const sizes = [...svg.querySelectorAll("g.node text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14);
+    const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
+    return { svg, w, h, font, scale, detail, smallest: scale * font };
+  };
+  // without the detail line first (a layout costs tens of ms on a large graph); with it only where it could fit
+  const compact = stage.data.rankdirs.map((r) => lay(stage.data.compact_dot, r, false)).sort((a, b) => b.scale - a.scale)[0];
+  const detailFont = compact.font * 0.8;  // the detail line is the smallest text, about four fifths of the rest
+  let best = compact;
+  if (compact.scale * detailFont >= readable - 0.01) {
+    const withDetail = stage.data.rankdirs.map((r) => lay(stage.data.dot, r, true)).sort((a, b) => b.scale - a.scale)[0];
+    if (withDetail.smallest >= readable - 0.01) best = withDetail;
   }
-  const withDetail = candidates.filter((c) => c.detail).sort((a, b) => b.scale - a.scale)[0];
-  const best = withDetail.smallest >= readable - 0.01 ? withDetail
-    : candidates.sort((a, b) => b.smallest - a.smallest || Number(b.detail) - Number(a.detail))[0];
   const svg = document.importNode(best.svg, true);
   svg.removeAttribute("width");
   svg.removeAttribute("height");
@@ -898,7 +900,10 @@ function cardInput(data, step, k, card, flow) {
   const row = element("div", "card-input");
   const head = element("p", "card-to");
   head.append("to ", strong(input ? input.input : nameOf(data, step.parents[k])), ": ");
-  if (input && input.derivative) head.append(`${input.derivative} = ${input.derivative_value}`);
+  if (input && input.derivative) {  // `∂(x·3)/∂x = 3`, not `= 3 = 3`
+    const known = input.derivative.endsWith(` = ${input.derivative_value}`) || !input.derivative_value;
+    head.append(known ? input.derivative : `${input.derivative} = ${input.derivative_value}`);
+  }
   else head.append(`rule ${input ? input.rule : step.rules[k]}`);
   row.append(head);
   if (input) row.append(element("p", "card-math", input.product));
