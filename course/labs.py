@@ -25,12 +25,12 @@ from autodiff import (
 )
 from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed
 
-from .naming import node_names
+from .naming import expressions, node_names, with_gone_inputs
 
 if TYPE_CHECKING:
     from autodiff.crosscheck import CrossCheck
 from .programs import ProgramRun, memory_forward, record_program, seed_program, shared_losses
-from .scenarios import format_option, gradient_consumption, memory_experiment
+from .scenarios import gradient_consumption, memory_experiment, python_value
 
 
 @dataclass(frozen=True)
@@ -80,19 +80,22 @@ class ConsumptionLab:
         if tensor.grad(self.grads) is not None:
             if name in self.replaced:
                 return f"{name}'s entry was replaced with grad_replace."
-            return f"{name} is a Grad leaf: its step keeps its gradient in the container."
+            return f"{name} is a leaf that asked for its gradient (Burn's Grad): its step keeps it in the container."
         if tensor.requirement is Requirement.GradInBackward:
-            return f"{name} is an op output (GradInBackward): its own step consumed and removed its gradient."
+            return (
+                f"{name} is an op output (Burn's GradInBackward: its gradient lives only during backward): its own "
+                "step consumed and removed it."
+            )
         if name in self.removed:
             return f"{name}'s gradient was taken out with grad_remove."
         return f"{name} is not an ancestor of the loss: backward never registered a gradient for it."
 
     def grad(self, name: str) -> Outcome:
-        value = format_option(self.tensors[name].grad(self.grads))
-        return self._log(Outcome(f"{name}.grad(&grads)", True, value, self.reason(name)))
+        value = python_value(self.tensors[name].grad(self.grads))
+        return self._log(Outcome(f"{name}.grad(grads)", True, value, self.reason(name)))
 
     def grad_remove(self, name: str) -> Outcome:
-        value = format_option(self.tensors[name].grad_remove(self.grads))
+        value = python_value(self.tensors[name].grad_remove(self.grads))
         explanation = (
             f"The entry of {name} was taken out and returned; the container no longer has it."
             if value != "None"
@@ -101,21 +104,21 @@ class ConsumptionLab:
         if value != "None":
             self.removed.add(name)
             self.replaced.discard(name)
-        return self._log(Outcome(f"{name}.grad_remove(&mut grads)", True, value, explanation))
+        return self._log(Outcome(f"{name}.grad_remove(grads)", True, value, explanation))
 
     def grad_replace(self, name: str, values: list[float]) -> Outcome:
         tensor = self.tensors[name]
         try:
             tensor.grad_replace(self.grads, Tensor.from_floats(values, self.ad.inner))
         except AutodiffError as error:
-            return self._log(Outcome(f"{name}.grad_replace(&mut grads, …)", False, "refused", str(error)))
+            return self._log(Outcome(f"{name}.grad_replace(grads, …)", False, "refused", str(error)))
         self.replaced.add(name)
         self.removed.discard(name)
         return self._log(
             Outcome(
-                f"{name}.grad_replace(&mut grads, {values})",
+                f"{name}.grad_replace(grads, {values})",
                 True,
-                format_option(tensor.grad(self.grads)),
+                python_value(tensor.grad(self.grads)),
                 "grad_replace removes the old entry, then inserts the new one: it replaces, it does not add.",
             )
         )
@@ -148,10 +151,14 @@ class TapeLab:
         self.refused_at: int | None = None
         # the last backward that ran: its code, the graph before it, and its recorded events (for a replay)
         self.last_backward: tuple[str, GraphSnapshot, BackwardRecorder] | None = None
+        self.remembered: dict[int, str] = {}  # each node's expression, as of the last backward
 
     @property
     def names(self) -> dict[int, str]:
-        return node_names({**self.seed, "shared": self.shared, **self.losses})
+        """Each node's variable, and for an input a backward's sweep removed its expression as it was (so the loss
+        still reads `loss = sum(h + x·3)`, not `sum(#4)`)."""
+        variables = node_names({**self.seed, "shared": self.shared, **self.losses})
+        return with_gone_inputs(self.ad.snapshot().nodes, variables, self.remembered)
 
     def backward(self, name: str) -> Outcome:
         """`name.backward()` for the seed's loss, one of `LOSSES`, or their sum ("l1 + l2")."""
@@ -163,6 +170,7 @@ class TapeLab:
             target = self.losses[name]
         action = backward_code(name)
         before, recorder = self.ad.snapshot(), BackwardRecorder()
+        self.remembered.update(expressions(before.nodes, self.names))
         try:
             grads = target.backward(recorder=recorder)
         except TapeConsumedError as refusal:
@@ -190,11 +198,18 @@ class TapeLab:
             Outcome(
                 action,
                 True,
-                format_option(self.x.grad(grads)),
+                python_value(self.x.grad(grads)),
                 f"Every step on the path from {name} to x ran once and is now consumed.",
-                query="x.grad(&grads)",
+                query="x.grad(grads)",
             )
         )
+
+    def last_gradients(self) -> dict[int, np.ndarray] | None:
+        """The `Gradients` container the last backward that ran returned (None before any ran)."""
+        if self.last_backward is None:
+            return None
+        recorder = self.last_backward[2]
+        return {int(k): v for k, v in recorder.container_after(len(recorder.events) - 1).items()}
 
     def detach_demo(self) -> Outcome:
         action = "(shared.detach() * x).sum().backward()"
@@ -207,10 +222,10 @@ class TapeLab:
             Outcome(
                 action,
                 True,
-                format_option(self.x.grad(grads)),
+                python_value(self.x.grad(grads)),
                 "detach() gives a new untracked leaf with the same values: gradient flows only through the "
                 "direct use of x (so x's gradient is exp(x)), never into shared's step, consumed or not.",
-                query="x.grad(&grads)",
+                query="x.grad(grads)",
             )
         )
 
@@ -309,7 +324,7 @@ def policy_comparison(backend: str = "numpy") -> list[dict[str, str]]:
             except TapeConsumedError as refusal:
                 row[label] = f"second backward refused at NodeId({int(refusal.node_id)})"
             else:
-                row[label] = f"runs; x.grad accumulates to {format_option(x.grad(grads))}"
+                row[label] = f"runs; x.grad accumulates to {python_value(x.grad(grads))}"
         rows.append(row)
     return rows
 

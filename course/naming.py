@@ -19,7 +19,7 @@ BINARY = {"add": (" + ", SUM), "sub": (" − ", SUM), "mul": ("·", PRODUCT), "d
 SCALAR = {"add_scalar": ("{x} + {c}", SUM), "sub_scalar": ("{x} − {c}", SUM), "rsub_scalar": ("{c} − {x}", SUM),
           "mul_scalar": ("{x}·{c}", PRODUCT), "div_scalar": ("{x} / {c}", PRODUCT),
           "rdiv_scalar": ("{c} / {x}", PRODUCT), "powf_scalar": ("{x}^{c}", ATOM)}  # fmt: skip
-LEAVES = {"from_floats": "data", "zeros": "zeros", "ones": "ones", "random": "random", "from_inner": "from_inner",
+LEAVES = {"from_floats": "data", "zeros": "zeros", "ones": "ones", "random": "random", "from_inner": "data",
           "detach": "detach"}  # fmt: skip
 SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
@@ -31,6 +31,17 @@ def node_names(variables: Mapping[str, object]) -> dict[int, str]:
         for name, value in variables.items()
         if isinstance(value, Tensor) and value.node_id is not None
     }
+
+
+def with_gone_inputs(
+    nodes: Iterable[NodeSnapshot], names: Mapping[int, str], remembered: Mapping[int, str]
+) -> dict[int, str]:
+    """`names`, plus the remembered expression of each input no longer in the graph (a step a backward's sweep
+    removed), so a node that used it still reads `loss = sum(h + x·3)`, never `sum(#4)`."""
+    nodes = list(nodes)
+    present = {int(n.id) for n in nodes}
+    gone = {int(i) for n in nodes for i in n.inputs if int(i) not in present}
+    return {**{i: remembered[i] for i in gone if i in remembered}, **names}
 
 
 def node_name(node_id: int | NodeId, names: Mapping[int, str]) -> str:

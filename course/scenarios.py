@@ -20,12 +20,18 @@ from .programs import memory_forward, seed_program, shared_losses
 LABEL_WIDTH = 35
 
 
-def format_option(tensor: Tensor | None) -> str:
-    """A gradient as the seed prints it: `Some([5.0, 7.0])` or `None` (f32 shortest repr)."""
+def python_value(tensor: Tensor | None) -> str:
+    """A gradient as Python returns it, in the app's words: its values `[5.0, 7.0]` (float32's shortest form, as the
+    seed prints them), or `None`."""
     if tensor is None:
         return "None"
     values = tensor.numpy().astype(np.float32).ravel()
-    return "Some([" + ", ".join(str(np.float32(v)) for v in values) + "])"
+    return "[" + ", ".join(str(np.float32(v)) for v in values) + "]"
+
+
+def format_option(tensor: Tensor | None) -> str:
+    """A gradient as the seed's Rust prints it: `Some([5.0, 7.0])` or `None` (only where the seed is quoted)."""
+    return "None" if tensor is None else f"Some({python_value(tensor)})"
 
 
 def format_dims(tensor: Tensor | None) -> str:
@@ -36,9 +42,21 @@ def format_dims(tensor: Tensor | None) -> str:
 class GradRow:
     """One line of the gradient-consumption table, with the reason in plain words."""
 
-    expression: str
-    value: str
+    expression: str  # as the seed labels it: `x.grad`, `x.grad again`
+    value: str  # as the seed prints it: `Some([5.0, 7.0])`
     reason: str
+
+    @property
+    def call(self) -> str:
+        """The Python call: `x.grad(grads)`, `x.grad(grads)  # again`."""
+        name, _, rest = self.expression.partition(".")
+        method, _, note = rest.partition(" ")
+        return f"{name}.{method}(grads)" + (f"  # {note}" if note else "")
+
+    @property
+    def returns(self) -> str:
+        """What Python returns: `[5.0, 7.0]` or `None` (the seed's `Some(…)` is Rust's way to say there is one)."""
+        return self.value.removeprefix("Some(").removesuffix(")") if self.value.startswith("Some(") else self.value
 
 
 @dataclass
@@ -58,9 +76,11 @@ def gradient_consumption(ad: Device) -> ConsumptionRun:
     grads = loss.backward()
     rows = [
         GradRow("x.grad", format_option(x.grad(grads)),
-                "x is a leaf (Grad): its step keeps the gradient; both paths (x·x and x·3) added up."),
+                "x is a leaf that asked for its gradient (require_grad, Burn's Grad): its step keeps it; both paths "
+                "(x·x and x·3) added up."),
         GradRow("h.grad", format_option(h.grad(grads)),
-                "h is an intermediate (GradInBackward): its step consumed (removed) its gradient."),
+                "h is an op output (Burn's GradInBackward: its gradient lives only during backward): its step "
+                "consumed (removed) it."),
         GradRow("loss.grad", format_dims(loss.grad(grads)),
                 "The loss is an op output too: its seed gradient was consumed by its own step."),
         GradRow("unused.grad", format_option(unused.grad(grads)),

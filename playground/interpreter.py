@@ -23,7 +23,7 @@ import numpy as np
 
 from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.memory import MemoryUsage
-from course.naming import node_names
+from course.naming import expressions, node_names, with_gone_inputs
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,8 @@ class _Interpreter:
         self.ad = self.inner.autodiff(keep_values=True)  # the graph shows each node's value
         self.deadline = time.monotonic() + limits.seconds
         self.variables: dict[str, Any] = {}
+        self.named: dict[int, str] = {}  # every tensor ever bound to a variable: the last name it had
+        self.remembered: dict[int, str] = {}  # each node's expression, as of the last backward
         self.globals: dict[str, Any] = {
             "ad": self.ad, "device": self.ad, "inner": self.inner, "Tensor": _TensorClass(),
             "Distribution": _DistributionClass(), "None": None, "True": True, "False": False,
@@ -187,7 +189,7 @@ class _Interpreter:
             raise refusal from None
         finally:
             self.result.snapshot = self.ad.snapshot()
-            self.result.names = self._names()
+            self.result.names = with_gone_inputs(self.result.snapshot.nodes, self._names(), self.remembered)
 
     def _block(self, statements: list[ast.stmt]) -> None:
         if self.depth > self.limits.nesting:
@@ -230,6 +232,8 @@ class _Interpreter:
         if target.id in self.globals or target.id in self.functions or target.id.startswith("_"):
             raise self._error(f"`{target.id}` is a reserved name here; pick another.")
         self.variables[target.id] = value
+        if isinstance(value, Tensor) and value.node_id is not None:  # a reassigned `w` still reads `w` on the graph
+            self.named[int(value.node_id)] = target.id
 
     def _for(self, node: ast.For) -> None:
         if node.orelse or not isinstance(node.target, ast.Name):
@@ -447,6 +451,7 @@ class _Interpreter:
                                   f"the limit is {self.limits.bytes_held / 2**20:.0f} MiB in all.",
                                   "Use smaller tensors, or fewer operations before the backward.")  # fmt: skip
             names = self._names()
+            self.remembered.update(expressions(before.nodes, names))  # for nodes a later sweep removes
             recorder = BackwardRecorder()
             grads = tensor.backward(recorder=recorder)
             self.result.backward = BackwardRun(before, recorder, names)
@@ -493,7 +498,7 @@ class _Interpreter:
             )
 
     def _names(self) -> dict[int, str]:
-        return node_names(self.variables)
+        return {**self.named, **node_names(self.variables)}
 
     def _error(self, message: str, hint: str = "") -> PlaygroundError:
         node = self.node

@@ -92,7 +92,7 @@ def score_answer(answer: object) -> None:
 
 def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
     """Ask what each expression returns (`None` or values) before showing the answers.
-    `rows` are (expression, seed-style value such as `Some([5.0, 7.0])` or `None`, reason).
+    `rows` are (the Python call, what it returns: `[5.0, 7.0]` or `None`, the reason).
     Returns True once the student has checked, so the page can reveal the table."""
     with st.form(f"{key}_form"):
         st.markdown("**Predict** what each call returns: type `None`, or the values (e.g. `1.0, 2.0`).")
@@ -112,7 +112,7 @@ def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
         if value == "None":
             right = answer.strip().lower() == "none"
         else:
-            right = bool(matches(np.array(parse_numbers(value.removeprefix("Some(").removesuffix(")"))), answer))
+            right = bool(matches(np.array(parse_numbers(value)), answer))
         record_answer(f"{key}_{k}", right)
         if right:
             st.success(f"`{expression}` → `{value}`: right.")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import html
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
 from course.naming import labels
@@ -24,6 +26,9 @@ class Overlay:
 
     refused: int | None = None
     verdicts: dict[int, bool] = field(default_factory=dict)  # cross-check: True agrees, False differs
+    # the Gradients container beside the picture, NodeId -> its entry as a node shows it: a leaf that asked for its
+    # gradient then says what the table says (`grad [5.0, 7.0] · kept`, or no gradient); None: no container shown
+    gradients: dict[int, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,11 @@ class Picture:
     box_of: dict[int, str]  # node id -> the element that shows it (its own, or its bucket's box)
 
 
+def held_gradients(entries: Mapping[int, Any] | None) -> dict[int, str] | None:
+    """`Overlay.gradients` from a container's entries (NodeId -> values); None when there is no container."""
+    return None if entries is None else {int(node_id): compact(values) for node_id, values in entries.items()}
+
+
 def node_state(node: NodeSnapshot, overlay: Overlay) -> str:
     """The state a static picture shows for a node (a replay starts from these and moves on)."""
     if node.id == overlay.refused:
@@ -69,17 +79,26 @@ def node_state(node: NodeSnapshot, overlay: Overlay) -> str:
     if node.status is NodeStatus.FREED:
         return "swept"
     if node.requirement is Requirement.Grad:
-        return "leaf"
+        unreached = overlay.gradients is not None and int(node.id) not in overlay.gradients
+        return "unreached" if unreached and node.status is not NodeStatus.CONSUMED else "leaf"
     return "consumed" if node.status is NodeStatus.CONSUMED else "pending"
 
 
 STATE_WORDS = {  # the words on a node in each state (its gradient line); `none_yet` before a replay reaches it
-    "leaf": "keeps its gradient", "pending": "waiting for its step", "none_yet": "no gradient yet",
+    "leaf": "asked for its gradient", "pending": "waiting for its step", "none_yet": "no gradient yet",
     "consumed": "step ran: gradient consumed", "untracked": "untracked: no gradient",
     "abandoned": "abandoned: holds memory", "swept": "freed without running", "refused": "refused: tape consumed",
     "agrees": "agrees with MLX", "differs": "differs from MLX", "unreached": "not reached: no gradient",
     "current": "running now", "recomputed": "recomputed now",
 }  # fmt: skip
+
+
+def _grad_line(node: NodeSnapshot, state: str, overlay: Overlay) -> str:
+    """A static node's gradient line: what the container beside it holds for a leaf, else its state's words."""
+    if state == "leaf" and overlay.gradients is not None:
+        entry = overlay.gradients.get(int(node.id))
+        return f"grad {entry} · kept" if entry is not None else "no gradient now: its entry was removed"
+    return STATE_WORDS[state]
 
 
 def order_buckets(snapshot: GraphSnapshot) -> dict[int, list[NodeSnapshot]]:
@@ -129,7 +148,7 @@ def picture(
         if node.held_bytes:
             detail += f" · holds {format_bytes(node.held_bytes)}"
         nodes.append(PictureNode(int(node.id), element, titles[int(node.id)], f"value {compact(node.value)}",
-                                 STATE_WORDS[state], detail, state))  # fmt: skip
+                                 _grad_line(node, state, overlay), detail, state))  # fmt: skip
     boxes = []
     for element, bucket in members.items():
         ops = Counter(m.op.split("(")[0] for m in bucket)

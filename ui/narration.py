@@ -76,7 +76,10 @@ def describe(event: Event, called: dict[int, str]) -> str:
         return f"{n(event.source)} sends {value} to {n(event.node_id)}: a new entry in the container."
     if isinstance(event, GradientConsumed):
         if event.kept:
-            return f"{n(event.node_id)} is a Grad leaf: its step takes its gradient, and the container keeps it."
+            return (
+                f"{n(event.node_id)} is a leaf that asked for its gradient (Burn's Grad): its step takes its "
+                "gradient, and the container keeps it."
+            )
         return f"The step of {n(event.node_id)} consumes its gradient: the entry leaves the container."
     if isinstance(event, SavedStateFreed):
         if not event.saved_bytes:

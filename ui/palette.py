@@ -27,7 +27,7 @@ class State:
 
 
 STATES: tuple[State, ...] = (
-    State("leaf", "Grad leaf (require_grad): its gradient is kept", "", 2,
+    State("leaf", "a leaf that asked for its gradient (require_grad): the container keeps it", "", 2,
           Look("#d3f9d8", "#2b8a3e"), Look("#12361d", "#69db7c")),
     State("pending", "op output: waiting for its step", "", 2,
           Look("#d0ebff", "#1864ab"), Look("#13304d", "#74c0fc")),

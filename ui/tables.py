@@ -13,11 +13,18 @@ from course.labs import Outcome
 from course.naming import node_name
 
 from .format import format_shape, format_values
+from .narration import short_names
 
 # Verdict cells are tinted, not painted: 18% of a green or red over the theme's own background, under the theme's
 # own text colour (about 11.7:1 in both themes), so a dark page has no glaring light cells. The ✓ or ✗ word says
 # the verdict too: colour is never its only carrier.
 VERDICT_TINTS = {"✓": "rgba(43, 138, 62, 0.18)", "✗": "rgba(224, 49, 49, 0.18)"}
+
+
+SEED_NOTE = (
+    "The seed's Rust program prints these values as `Some([5.0, 7.0])` and `None`: Rust's `Option`, either some "
+    "value or none. In Python, `grad(grads)` returns the gradient, or `None` when the container has no entry."
+)
 
 
 def data_table(rows: list[dict[str, object]], verdict_columns: Sequence[str] = ()) -> None:
@@ -46,7 +53,7 @@ def gradients_table(
     def why(node_id: int) -> str:
         if node_id in replaced:
             return "put in with grad_replace" + ("" if node_id in kept else "; no step is left to consume it")
-        return "kept by its step (a Grad leaf)" if node_id in kept else "left by backward"
+        return "kept by its step (a leaf that asked for its gradient)" if node_id in kept else "left by backward"
 
     rows = [
         {
@@ -71,9 +78,11 @@ def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, na
     half = TAPE_ROWS // 2
     hidden = orders[half:-half] if len(orders) > TAPE_ROWS else []
 
+    called = short_names(snapshot.nodes, names)  # the graph's names: `h + x·3`, never `NodeId(4)` alone
+
     def row(order: int) -> dict[str, object]:
         steps = buckets[order]
-        listed = ", ".join(node_name(i, names) for i in steps[:CELL_NAMES])
+        listed = ", ".join(node_name(i, called) for i in steps[:CELL_NAMES])
         ops = dict.fromkeys(snapshot.node(i).op for i in steps)
         return {
             "Order": str(order),

@@ -6,29 +6,32 @@ from course.labs import ConsumptionLab
 from course.programs import PROGRAMS
 from ui.code import code_block
 from ui.exercise import ANSWER_CHARS, parse_numbers, predict_table
+from ui.graph_dot import Overlay, held_gradients
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.state import session_lab
-from ui.tables import data_table, gradients_table, outcome_log, outcome_message
+from ui.tables import SEED_NOTE, data_table, gradients_table, outcome_log, outcome_message
 
 lesson_intro(
     "Gradient consumption",
     "`backward()` returns a `Gradients` container: a map from node to gradient. While backward runs, every "
-    "step **consumes** the gradient of its own node. For an op output (`GradInBackward`) that removes the "
-    "entry; for a leaf marked with `require_grad()` (`Grad`) the entry is **kept**. So after backward only "
-    "leaves have gradients, and a leaf the loss never used has none.",
+    "step **consumes** the gradient of its own node. For an op output (Burn calls it `GradInBackward`: its "
+    "gradient lives only during backward) that removes the entry; for a leaf that asked for its gradient with "
+    "`require_grad()` (Burn's `Grad`) the entry is **kept**. So after backward only those leaves have "
+    "gradients, and a leaf the loss never used has none.",
 )
 
 lab = session_lab("consumption_lab", ConsumptionLab)
 
 code_block(PROGRAMS["seed"].source + '\ngrads = seed_program(ad)["loss"].backward()\n')
 exercise = st.toggle("Exercise: predict each value before the table is revealed", key="consumption_exercise")
-revealed = not exercise or predict_table([(r.expression, r.value, r.reason) for r in lab.rows], "consumption_predict")
+revealed = not exercise or predict_table([(r.call, r.returns, r.reason) for r in lab.rows], "consumption_predict")
 if not revealed:
     st.info("Check your predictions to see the table and the rest of the lesson.")
     st.stop()
 st.markdown("**The seed's table**, computed live on your device:")
-data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows])
+data_table([{"Python": r.call, "Returns": r.returns, "Why": r.reason} for r in lab.rows])
+st.caption(SEED_NOTE)
 
 st.subheader("Ask the container yourself")
 st.markdown(
@@ -71,7 +74,9 @@ data_table([{"Tensor": n, "Why": lab.reason(n)} for n in names])
 snapshot_graph(
     lab.ad.snapshot(),
     lab.names,
-    "After backward every step on the loss's path is consumed (dashed). `unused` was never on the path.",
+    "After backward every step on the loss's path is consumed (dashed). `unused` was never on the path: it has no "
+    "gradient, as the tables say.",
+    Overlay(gradients=held_gradients(lab.container())),
 )
 if lab.log:
     st.markdown("**What you did**")

@@ -5,7 +5,7 @@ import streamlit as st
 from course.labs import LOSSES, TapeLab, backward_code
 from course.programs import PROGRAMS, shared_losses
 from ui.code import code_block
-from ui.graph_dot import Overlay
+from ui.graph_dot import Overlay, held_gradients
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
@@ -46,7 +46,7 @@ snapshot_graph(
     lab.ad.snapshot(),
     lab.names,
     "The device's whole graph now. Consumed steps are dashed; a refused backward marks the consumed step it hit.",
-    Overlay(refused=lab.refused_at),
+    Overlay(refused=lab.refused_at, gradients=held_gradients(lab.last_gradients())),
 )
 if lab.last_backward is not None:
     code, before, recorder = lab.last_backward

@@ -5,7 +5,7 @@ from course.labs import cross_checked_program
 from course.naming import node_name
 from course.programs import PROGRAMS
 from ui.format import format_number, format_values
-from ui.graph_dot import Overlay
+from ui.graph_dot import Overlay, held_gradients
 from ui.graph_view import snapshot_graph
 from ui.narration import short_names
 from ui.navigation import lesson_intro
@@ -37,7 +37,8 @@ st.caption(
 if result.ok:
     st.success(f"All {len(result.nodes)} gradients agree, and every step's local rule matches `mx.vjp`.")
 else:
-    culprits = ", ".join(node_name(i, run.names) for i in result.wrong_rules) or "none found"
+    culprits = ", ".join(node_name(i, short_names(run.before.nodes, run.names)) for i in result.wrong_rules)
+    culprits = culprits or "none found"
     st.error(f"Some gradients disagree. Backward rules that differ from `mx.vjp`: {culprits}.")
 
 
@@ -76,6 +77,9 @@ snapshot_graph(
     run.names,
     "A thick solid border: the gradient reaching this node agrees with MLX and finite differences. A thick dashed "
     "one: it differs. Untracked inputs are not checked.",
-    Overlay(verdicts={int(n.node_id): n.ok and n.local_ok is not False for n in result.nodes}),
+    Overlay(
+        verdicts={int(n.node_id): n.ok and n.local_ok is not False for n in result.nodes},
+        gradients=held_gradients({i: run.grads.get(i).to_numpy() for i in run.grads.node_ids()}),
+    ),
     key="check_graph",
 )

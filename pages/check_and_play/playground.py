@@ -105,5 +105,6 @@ if result.backward is None and result.snapshot is not None and result.snapshot.n
     snapshot_graph(result.snapshot, result.names, "The device's graph when the program ended.", key="playground_graph")
 if result.backward is not None:  # its graph, once: the replay's last event is the graph after that backward
     st.subheader("The graph, and a replay of the last backward")
-    replay_view(result.backward.before, result.backward.recorder, result.backward.names, "playground_replay",
-                file_stem="playground", exercise=exercise, source=st.session_state.get("playground_source"))  # fmt: skip
+    run = result.backward
+    replay_view(run.before, run.recorder, run.names, "playground_replay", file_stem="playground", exercise=exercise,
+                source=st.session_state.get("playground_source"))  # fmt: skip

@@ -5,7 +5,7 @@ from course.programs import PROGRAMS
 from ui.code import code_block
 from ui.navigation import LESSONS, lesson_intro
 from ui.state import session_lab
-from ui.tables import data_table
+from ui.tables import SEED_NOTE, data_table
 
 lesson_intro(
     "Seeing reverse-mode autodiff",
@@ -23,7 +23,8 @@ st.subheader("The first program")
 st.markdown("`x` is used on two paths (`x * x` and `x * 3`), so its gradient is the sum of both: 2x + 3.")
 code_block(PROGRAMS["seed"].source)
 lab = session_lab("home_seed", ConsumptionLab)
-data_table([{"Expression": r.expression, "Value": r.value, "Why": r.reason} for r in lab.rows])
+data_table([{"Python": r.call, "Returns": r.returns, "Why": r.reason} for r in lab.rows])
+st.caption(SEED_NOTE)
 
 st.subheader("Lessons")
 for section in dict.fromkeys(lesson.section for lesson in LESSONS if lesson.section):

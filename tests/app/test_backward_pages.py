@@ -54,7 +54,7 @@ def test_gradient_consumption_controls():
     assert table(at, "Node")["Gradient"].tolist() == ["[5.0, 7.0]"]  # a fresh backward: x's entry is there
     at.radio(key="consumption_tensor").set_value("x").run()
     button(at, "grad()").click().run()
-    assert "→ `Some([5.0, 7.0])`" in at.success[0].value  # the sandbox does not inherit the table's grad_remove
+    assert "→ `[5.0, 7.0]`" in at.success[0].value  # the sandbox does not inherit the table's grad_remove
     at.text_input[0].set_value("2.5, -1").run()
     button(at, "grad_replace()").click().run()
     assert "[2.5, -1.0]" in at.success[0].value
@@ -83,23 +83,23 @@ def test_gradient_consumption_controls():
 def test_tape_consumption_refusals_match_the_seed():
     at = app("pages/backward/tape_consumption.py")
     button(at, "loss.backward()").click().run()
-    assert "`x.grad(&grads)` → `Some([5.0, 7.0])`" in at.success[0].value
+    assert "`x.grad(grads)` → `[5.0, 7.0]`" in at.success[0].value
     button(at, "loss.backward()").click().run()
     assert "NodeId(5)" in at.error[0].value and "retain_graph" in at.error[0].value
     assert "loss's own step was already run" in at.error[0].value  # not "the path from loss passes through loss"
     assert node_states(stage_data(at, "static"))[5] == "refused"  # the consumed loss, marked where it was refused
     button(at, "l1.backward()").click().run()
-    assert "Some([5.4365635, 14.778112])" in at.success[0].value
+    assert "[5.4365635, 14.778112]" in at.success[0].value
     button(at, "l2.backward()").click().run()
     assert "NodeId(6)" in at.error[0].value and "passes through shared" in at.error[0].value
     button(at, "l3.backward()").click().run()
-    assert "Some([4.0, 4.0])" in at.success[0].value
+    assert "[4.0, 4.0]" in at.success[0].value
     button(at, "(l1 + l2).backward()").click().run()
     assert "NodeId(" in at.error[0].value  # l1's own steps are consumed too
     assert "`l3.backward()`" in replay_heading(at)  # the last backward that ran, said so after a refusal
     assert "refused backward after it changed nothing" in replay_heading(at)
     button(at, "(shared.detach() * x).sum().backward()").click().run()
-    assert "Some([2.7182817, 7.389056])" in at.success[0].value
+    assert "[2.7182817, 7.389056]" in at.success[0].value
     assert replay_heading(at) == "`(shared.detach() * x).sum().backward()`"  # the heading follows the state
     assert not any("l3" in h.value for h in at.subheader)
     assert len(at.session_state["tape_lab"].log) == 7
@@ -180,7 +180,7 @@ def test_consumption_exercise_hides_the_table_until_checked():
     at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
     assert len(at.success) == 5 and len(at.error) == 1 and "removed" in at.error[0].value
     assert at.session_state["exercise_score"] == (5, 6)
-    assert table(at, "Expression")["Value"].tolist()[0] == "Some([5.0, 7.0])"
+    assert table(at, "Python")["Returns"].tolist()[0] == "[5.0, 7.0]"
 
 
 def test_blank_predictions_are_revealed_not_right():
@@ -192,7 +192,7 @@ def test_blank_predictions_are_revealed_not_right():
     assert not at.success and not at.error and len([i for i in at.info if "(not answered)" in i.value]) == 6
     score = " ".join(c.value for c in at.caption)
     assert "6 revealed without an answer" in score and "right" not in score
-    assert table(at, "Expression")["Value"].tolist()[0] == "Some([5.0, 7.0])"  # revealing shows the table
+    assert table(at, "Python")["Returns"].tolist()[0] == "[5.0, 7.0]"  # revealing shows the table
 
 
 def test_partly_answered_predictions_score_only_the_answers():

@@ -80,7 +80,7 @@ def test_labs_in_concurrent_threads_do_not_cross_talk():
         t.join()
     assert [len(results[n]) for n in (1, 2, 3, 4)] == [1, 2, 3, 4]
     for n in (1, 2, 3, 4):
-        assert results[n][0] == "Some([5.0, 7.0])"
+        assert results[n][0] == "[5.0, 7.0]"
         assert all("NodeId(5)" in r for r in results[n][1:])  # each session's own counter
 
 
@@ -92,6 +92,8 @@ def test_engine_devices_stay_isolated_from_the_app():
 
 def test_home_shows_the_seed_table():
     at = app()
-    frame = table(at, "Expression")
-    assert frame["Value"].tolist() == ["Some([5.0, 7.0])", "None", "None", "None", "Some([5.0, 7.0])", "None"]
+    frame = table(at, "Python")  # Python's calls and values; the seed's Rust `Some(…)` only in a note
+    assert frame["Python"].tolist()[:2] == ["x.grad(grads)", "h.grad(grads)"]
+    assert frame["Returns"].tolist() == ["[5.0, 7.0]", "None", "None", "None", "[5.0, 7.0]", "None"]
+    assert "Some([5.0, 7.0])" in " ".join(c.value for c in at.caption)
     assert frame["Why"].str.len().min() > 20

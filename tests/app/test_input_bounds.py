@@ -76,4 +76,4 @@ def test_a_wrong_answer_is_quoted_as_typed_never_as_markdown():
     for answer, quoted in HOSTILE_ANSWERS.items():
         at.text_input(key="consumption_predict_0").set_value(answer)
         at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
-        assert f"`x.grad` → `Some([5.0, 7.0])`, not {quoted}. " in at.error[0].value
+        assert f"`x.grad(grads)` → `[5.0, 7.0]`, not {quoted}. " in at.error[0].value

@@ -73,9 +73,9 @@ def test_gradient_consumption_exercise_with_the_keyboard_alone(page, app_url):
     tab_until(page, _named("Exercise: predict each value"))
     page.keyboard.press("Space")
     page.get_by_role("button", name="Check and reveal").wait_for()
-    for row in rows:  # the value as the seed prints it: Some([5.0, 7.0]) is typed as 5.0, 7.0
+    for row in rows:  # the value as Python returns it: [5.0, 7.0] is typed as 5.0, 7.0
         tab_until(page, lambda e: e["tag"] == "INPUT" and e["in_form"])
-        page.keyboard.type(row.value.removeprefix("Some([").removesuffix("])"))
+        page.keyboard.type(row.returns.removeprefix("[").removesuffix("]"))
     tab_until(page, _named("Check and reveal"))
     page.keyboard.press("Enter")
     page.get_by_text("The seed's table").wait_for()
