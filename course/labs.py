@@ -5,7 +5,7 @@ work. No Streamlit here: a lab is plain Python, tested on its own."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,6 +19,7 @@ from autodiff import (
     GraphSnapshot,
     MemoryBudgetError,
     MemoryUsage,
+    NodeSnapshot,
     Requirement,
     TapeConsumedError,
     Tensor,
@@ -232,6 +233,66 @@ class TapeLab:
     def _log(self, outcome: Outcome) -> Outcome:
         self.log.append(outcome)
         return outcome
+
+
+@dataclass(frozen=True)
+class HolderGroup:
+    """Forward passes whose graphs hold the same steps in the same state: one row of "what holds memory"."""
+
+    first: int  # the passes it covers, counted from 1 in the order they ran
+    last: int
+    ops: tuple[str, ...]  # each graph's steps, in the order they were made
+    status: str  # a NodeStatus value (abandoned, live, consumed, freed), or "mixed"
+    held_bytes: int  # what one graph holds that no live tensor shares
+
+    @property
+    def graphs(self) -> int:
+        return self.last - self.first + 1
+
+
+def memory_holders(snapshot: GraphSnapshot) -> list[HolderGroup]:
+    """The graphs of a snapshot, one per forward pass (the steps connected to each other, leaves aside), grouped where
+    consecutive passes hold the same: 20 abandoned passes are one row, never 80 boxes."""
+    steps = [n for n in snapshot.nodes if n.inputs]
+    graph_of = {int(n.id): int(n.id) for n in steps}
+
+    def root(node_id: int) -> int:
+        while graph_of[node_id] != node_id:
+            node_id = graph_of[node_id]
+        return node_id
+
+    for node in steps:
+        for input_id in node.inputs:
+            if int(input_id) in graph_of:
+                graph_of[root(int(node.id))] = root(int(input_id))
+    graphs: dict[int, list[NodeSnapshot]] = {}
+    for node in steps:
+        graphs.setdefault(root(int(node.id)), []).append(node)
+    groups: list[HolderGroup] = []
+    for number, nodes in enumerate(sorted(graphs.values(), key=lambda g: min(int(n.id) for n in g)), start=1):
+        nodes.sort(key=lambda n: int(n.id))
+        statuses = {n.status.value for n in nodes}
+        status = statuses.pop() if len(statuses) == 1 else "mixed"
+        group = HolderGroup(number, number, tuple(n.op for n in nodes), status, sum(n.held_bytes for n in nodes))
+        previous = groups[-1] if groups else None
+        if previous and (previous.ops, previous.status, previous.held_bytes) == (group.ops, status, group.held_bytes):
+            groups[-1] = HolderGroup(previous.first, number, group.ops, status, group.held_bytes)
+        else:
+            groups.append(group)
+    return groups
+
+
+def last_pass(snapshot: GraphSnapshot) -> GraphSnapshot:
+    """The snapshot with the leaves and the newest forward pass's graph only: one pass drawn, the others in a table."""
+    steps = [n for n in snapshot.nodes if n.inputs]
+    if not steps:
+        return snapshot
+    keep = {int(steps[-1].id)}
+    for node in sorted(steps, key=lambda n: -int(n.id)):  # users come after their inputs
+        if int(node.id) in keep:
+            keep.update(int(i) for i in node.inputs)
+    nodes = tuple(n for n in snapshot.nodes if int(n.id) in keep or not n.inputs and n.status.value != "freed")
+    return replace(snapshot, nodes=nodes)
 
 
 @dataclass(frozen=True)

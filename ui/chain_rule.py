@@ -20,10 +20,9 @@ from autodiff.printing import format_array
 from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview, ValueSummary
 from course.naming import labels
 
-from .format import compact, format_shape
+from .format import WHOLE, compact, format_shape
 from .narration import short_names
 
-WHOLE = 16  # a value with at most this many numbers is written out whole in a card
 ORDINALS = ("first", "second")
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from autodiff.printing import format_array, format_float
-from autodiff.trace import TensorPreview, ValueSummary
+from autodiff.trace import WHOLE_VALUE, TensorPreview, ValueSummary
 
-MAX_VALUES = 8
-WHOLE = 3  # a value with at most this many numbers is written whole on a node; a larger one as a range
+MAX_VALUES = 16  # a value with more numbers is written as its first ones and how many there are
+WHOLE = WHOLE_VALUE  # a value with at most this many numbers is written whole (a student can check it by hand)
 
 
 def format_number(value: float) -> str:

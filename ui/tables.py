@@ -9,10 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from autodiff import GraphSnapshot
-from course.labs import Outcome
+from course.labs import HolderGroup, Outcome
 from course.naming import node_name
 
-from .format import format_shape, format_values
+from .format import format_bytes, format_shape, format_values
 from .narration import short_names
 
 # Verdict cells are tinted, not painted: 18% of a green or red over the theme's own background, under the theme's
@@ -39,6 +39,31 @@ def data_table(rows: list[dict[str, object]], verdict_columns: Sequence[str] = (
 def _verdict_tint(value: object) -> str:
     tint = VERDICT_TINTS.get(str(value)[:1])
     return f"background-color: {tint}" if tint else ""
+
+
+HOLDER_STATES = {
+    "abandoned": "abandoned: no live tensor needs it, yet it holds memory until a backward's sweep",
+    "live": "waiting for a backward: a live tensor (its loss) still needs it",
+    "consumed": "its backward ran: nothing held",
+    "freed": "freed by a backward's sweep without running",
+    "mixed": "partly run, partly waiting",
+}
+
+
+def holder_rows(groups: list[HolderGroup]) -> list[dict[str, object]]:
+    """Memory growth's "what holds memory": a row per run of passes holding the same, with counts and bytes."""
+    return [
+        {
+            "Forward passes": f"{g.first}" if g.graphs == 1 else f"{g.first}–{g.last} ({g.graphs} graphs)",
+            "Each graph's steps": ", ".join(g.ops),
+            "State": HOLDER_STATES.get(g.status, g.status),
+            "Holds": "nothing"
+            if not g.held_bytes
+            else format_bytes(g.held_bytes * g.graphs)
+            + (f" ({format_bytes(g.held_bytes)} each)" if g.graphs > 1 else ""),
+        }
+        for g in groups
+    ]
 
 
 def gradients_table(

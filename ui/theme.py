@@ -67,9 +67,13 @@ _COLLAPSED_SIDEBAR = (
 # a narrow screen (640 CSS px is 1280 px at 200%) even inside a word, so the table fits its column. Only there:
 # breaking anywhere also lets a wide table squeeze words ("Frame|work") where it had room.
 _TABLE_CELLS = "[data-testid='stTable'] :is(th, td), [data-testid='stTable'] :is(th, td) *"
+# A header never breaks inside a word ("Fra|me|wo|rk" on a phone): its column is at least as wide as its longest
+# word, and the values below it (long numbers, code) give way instead.
+_TABLE_HEADERS = "[data-testid='stTable'] th, [data-testid='stTable'] th *"
 _TABLE_WRAP = (
     f"{_TABLE_CELLS} {{white-space: normal !important;}}\n"
-    f"@media (max-width: 640px) {{{_TABLE_CELLS} {{overflow-wrap: anywhere !important;}}}}"
+    f"@media (max-width: 640px) {{{_TABLE_CELLS} {{overflow-wrap: anywhere !important;}}"
+    f" {_TABLE_HEADERS} {{overflow-wrap: normal !important; word-break: normal !important;}}}}"
 )
 
 # Widget labels and page links are cut to one line with an ellipsis: at 320 px or 200% zoom the end of a long

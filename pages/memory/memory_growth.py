@@ -4,7 +4,7 @@ import time
 import streamlit as st
 
 from autodiff import NodeStatus
-from course.labs import MemoryLab
+from course.labs import MemoryLab, last_pass, memory_holders
 from course.naming import node_names
 from course.programs import memory_forward
 from course.scenarios import abandoned_graphs_experiment
@@ -14,7 +14,7 @@ from ui.format import format_bytes
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.state import current_backend, presenter_mode
-from ui.tables import data_table
+from ui.tables import data_table, holder_rows
 
 lesson_intro(
     "Memory growth",
@@ -94,11 +94,13 @@ def live_experiment() -> None:
             help="One more forward pass, then backward: its sweep frees every abandoned graph.",
         )  # fmt: skip
     if lab.autodiff and not presenter_mode() and not st.session_state.get(RUNNING):  # drawn once, when it stops
+        st.markdown("**What holds memory**, one row per run of forward passes whose graphs hold the same:")
+        data_table(holder_rows(memory_holders(snapshot)))
         snapshot_graph(
-            snapshot,
+            last_pass(snapshot),
             node_names({"x": lab.x}),
-            "Which nodes hold memory: orange boxes are abandoned steps. *saves* counts every tensor a step "
-            "saved; *holds* only what no live tensor shares, so the holds add up to what the graph costs.",
+            "The newest pass's graph: orange boxes are abandoned steps. *saves* counts every tensor a step saved; "
+            "*holds* only what no live tensor shares, so the holds add up to what the graph costs.",
             key="memory_graph",
         )
     elif lab.autodiff and not presenter_mode():

@@ -6,6 +6,8 @@ import pytest
 from apptest import app, button, chart, node_states, stage_data, stages, table
 from streamlit.testing.v1 import AppTest
 
+from ui.format import format_bytes
+
 
 def memory_run(
     mode: str, passes: int = 5, size: int = 128, at: AppTest | None = None, ticks: int | None = None
@@ -82,14 +84,17 @@ def test_abandoned_graphs_experiment_table():
     assert frame["In use"].tolist() == [f"{mib * 1024:.1f} KiB"] * 3 + ["8 B"]  # the two-element loss's x
 
 
-def test_large_memory_graph_is_collapsed_with_a_way_to_expand():
+def test_what_holds_memory_is_grouped_by_pass_never_a_wall_of_boxes():
     at = memory_run("autodiff", passes=40)
-    data = stage_data(at, "static")
-    assert data["nodes"] == [] and set(data["box_of"].values()) == {f"order{k}" for k in range(5)}  # a box an order
-    at.multiselect(key="memory_graph_expand").set_value([1]).run()
-    data = stage_data(at, "static")
-    assert "order1" not in data["box_of"].values()
-    assert sum(node["detail"].endswith("· exp") for node in data["nodes"]) == 40
+    holders = table(at, "Forward passes")
+    assert holders["Forward passes"].tolist() == ["1–40 (40 graphs)"]  # 40 identical abandoned graphs: one row
+    assert holders["Each graph's steps"].tolist() == ["exp, mul, matmul, sum"]
+    held = sum(n.held_bytes for n in at.session_state["memory_lab"].ad.snapshot().nodes)
+    assert "abandoned" in holders["State"][0]
+    assert holders["Holds"][0] == f"{format_bytes(held)} ({format_bytes(held // 40)} each)"  # the graph's cost
+    data = stage_data(at, "static")  # the newest pass drawn, with x: five boxes
+    assert sorted(node["detail"].split(" · ")[1] for node in data["nodes"]) == ["exp", "from_floats", "matmul",
+                                                                                "mul", "sum"]  # fmt: skip
 
 
 def test_memory_page_shows_mlx_counter_beside_the_engine():
