@@ -144,3 +144,32 @@ def test_the_frame_saves_as_svg_and_png(page, app_url, tmp_path):
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
     assert svg.value.suggested_filename.endswith(".svg") and "event-25" in png.value.suggested_filename
+
+
+def test_the_card_writes_the_chain_rule_in_numbers_and_the_paths_adding_up(page, app_url):
+    open_seed(page, app_url)
+    step = page.locator(".stage-step")
+    for _ in range(8):
+        if "The step of h runs" in page.locator(CAPTION).inner_text():
+            break
+        page.keyboard.press("ArrowRight")
+    text = step.inner_text()
+    assert "∂h/∂x = x = [1.0, 2.0]" in text and text.count("[1.0, 1.0] × [1.0, 2.0] = [1.0, 2.0]") == 2
+    page.keyboard.press("ArrowRight")  # x's own step: its three paths, added up
+    sums = page.locator(".card-sum-text").all_inner_texts()
+    assert "[1.0, 2.0] + [1.0, 2.0] + [3.0, 3.0] = [5.0, 7.0]" in sums
+    paths = page.locator(".card-paths li").all_inner_texts()
+    assert any("first operand" in p for p in paths) and any("from x·3" in p for p in paths)
+    screenshot(page, "stage_card_sum")
+
+
+@pytest.mark.parametrize("path", ["gradients", "mlx", "tape"])
+def test_unused_reads_no_gradient_on_every_page(page, app_url, path):
+    page.goto(f"{app_url}/{path}")
+    if path == "tape":
+        page.get_by_role("button", name="loss.backward()").click()
+    unused = page.locator(NODES, has_text="unused").first
+    unused.wait_for(timeout=60_000)
+    page.wait_for_timeout(500)
+    text = unused.text_content()
+    assert "no gradient" in text and "keeps" not in text and "kept" not in text, text
