@@ -1,5 +1,6 @@
-"""Screenshots of every lesson on a laptop (1440x900), a projector (1280x720, presenter mode) and a phone (390x844),
-as a student would first see each, with the page's main action done (a run started, an event stepped).
+"""Screenshots of every lesson on a laptop (1440x900), a projector (1280x720, presenter mode), a phone (390x844) and a
+laptop in dark mode, as a student would first see each, with the page's main action done (a run started, steps
+stepped).
 
 Run: python docs/screenshots.py   -> docs/screenshots/<lesson>-<setup>.png (needs /usr/bin/chromium and playwright)
 """
@@ -16,7 +17,12 @@ sys.path.insert(0, str(ROOT))
 from tests.browser.harness import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
 from ui.navigation import LESSONS  # noqa: E402
 
-SETUPS = {"laptop": (1440, 900, ""), "projector": (1280, 720, "present=1"), "phone": (390, 844, "")}
+SETUPS = {  # name: (width, height, query, colour scheme)
+    "laptop": (1440, 900, "", "light"),
+    "projector": (1280, 720, "present=1", "light"),
+    "phone": (390, 844, "", "light"),
+    "dark": (1440, 900, "", "dark"),
+}
 OUT = ROOT / "docs" / "screenshots"
 
 
@@ -30,7 +36,7 @@ def act(page, path: str) -> None:
             page.get_by_role("button", name="Run", exact=True).click()
             page.wait_for_timeout(4000)
         page.locator(".stage-caption").first.wait_for(timeout=60_000)
-        for _ in range(8):
+        for _ in range(4):  # a press per step: the middle of the backward, a step's chain rule on its card
             page.keyboard.press("ArrowRight")
     elif path == "memory":
         page.get_by_role("button", name="Start").click()
@@ -46,8 +52,8 @@ def main() -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for lesson in LESSONS:
             path = lesson.url_path
-            for setup, (width, height, query) in SETUPS.items():
-                context = browser.new_context(viewport={"width": width, "height": height})
+            for setup, (width, height, query, scheme) in SETUPS.items():
+                context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
                 page = context.new_page()
                 page.set_default_timeout(60_000)
                 page.goto(f"{url}/{path}" + (f"?{query}" if query else ""))

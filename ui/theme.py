@@ -64,11 +64,9 @@ _COLLAPSED_SIDEBAR = (
 )
 
 # Tables (st.table) likewise scroll sideways in an unfocusable box on a phone or at 200% zoom: cells wrap, and on
-# a narrow screen (640 CSS px is 1280 px at 200%) even inside a word, so the table fits its column. Only there:
-# breaking anywhere also lets a wide table squeeze words ("Frame|work") where it had room.
+# a narrow screen (640 CSS px is 1280 px at 200%) even inside a word, so the table fits its column. Only there, and
+# never a header: its column is at least as wide as its longest word ("Fra|me|wo|rk" on a phone otherwise).
 _TABLE_CELLS = "[data-testid='stTable'] :is(th, td), [data-testid='stTable'] :is(th, td) *"
-# A header never breaks inside a word ("Fra|me|wo|rk" on a phone): its column is at least as wide as its longest
-# word, and the values below it (long numbers, code) give way instead.
 _TABLE_HEADERS = "[data-testid='stTable'] th, [data-testid='stTable'] th *"
 _TABLE_WRAP = (
     f"{_TABLE_CELLS} {{white-space: normal !important;}}\n"
