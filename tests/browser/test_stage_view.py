@@ -29,6 +29,15 @@ def open_seed(page, url: str, extra: str = "") -> None:
     page.wait_for_timeout(500)
 
 
+def step_to(page, caption: str, presses: int = 8) -> None:
+    """Press → until the stage's caption says `caption`."""
+    for _ in range(presses):
+        if caption in page.locator(CAPTION).inner_text():
+            return
+        page.keyboard.press("ArrowRight")
+    assert caption in page.locator(CAPTION).inner_text()
+
+
 def test_zoom_in_out_and_fit_keep_the_running_node_in_view(page, app_url):
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(f"{app_url}/traversal?program=mlp")
@@ -86,10 +95,7 @@ def test_a_twelve_iteration_loop_is_whole_at_first_and_readable_one_key_away(pag
 def test_the_program_beside_the_graph_lights_the_running_line(page, app_url):
     open_seed(page, app_url)
     running = page.locator(".stage-code .line.running")
-    for _ in range(8):
-        if "The step of h runs" in page.locator(CAPTION).inner_text():
-            break
-        page.keyboard.press("ArrowRight")
+    step_to(page, "The step of h runs")
     assert running.count() == 1 and "h = x * x" in running.inner_text()
     page.keyboard.press("ArrowLeft")  # the step of x·3: made inside the loss's line
     assert "loss = (h + x * 3.0).sum()" in running.inner_text()
@@ -149,10 +155,7 @@ def test_the_frame_saves_as_svg_and_png(page, app_url, tmp_path):
 def test_the_card_writes_the_chain_rule_in_numbers_and_the_paths_adding_up(page, app_url):
     open_seed(page, app_url)
     step = page.locator(".stage-step")
-    for _ in range(8):
-        if "The step of h runs" in page.locator(CAPTION).inner_text():
-            break
-        page.keyboard.press("ArrowRight")
+    step_to(page, "The step of h runs")
     text = step.inner_text()
     assert "∂h/∂x = x = [1.0, 2.0]" in text and text.count("[1.0, 1.0] × [1.0, 2.0] = [1.0, 2.0]") == 2
     page.keyboard.press("ArrowRight")  # x's own step: its three paths, added up
