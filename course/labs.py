@@ -456,6 +456,7 @@ class CheckpointingLesson:
     before: GraphSnapshot  # the balanced run's graph before backward, and its recorded backward
     recorder: BackwardRecorder
     names: dict[int, str]
+    lines: dict[int, tuple[int, int]]  # NodeId -> the statement of the program that made it
 
 
 def checkpointing_lesson(key: str, backend: str = "numpy") -> CheckpointingLesson:
@@ -469,6 +470,7 @@ def checkpointing_lesson(key: str, backend: str = "numpy") -> CheckpointingLesso
         balanced.before,
         balanced.recorder,
         balanced.names,
+        balanced.lines,
     )
 
 

@@ -3,11 +3,14 @@ real source, and `record_program` runs one on a fresh device with its backward r
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
@@ -115,6 +118,71 @@ CHECKPOINTING_PROGRAMS: dict[str, Program] = {
 }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """Where each node of a program run came from, watched while it ran: the statement that made it (its lines in
+    `Program.source`) and the variable that statement assigned it to (each pass of a loop's `y = ...` names its `y`)."""
+
+    lines: dict[int, tuple[int, int]]
+    names: dict[int, str]
+
+
+def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Provenance]:
+    """`program.build(ad)`, watching each statement of the program's own functions as it runs: the nodes the device
+    created while a statement ran are that statement's (the device numbers nodes in the order it makes them)."""
+    functions = (*program.helpers, program.build)
+    offsets: dict[object, int] = {}  # a function's code -> what turns its file line into a line of `source`
+    line = 0
+    for function in functions:
+        lines, first = inspect.getsourcelines(function)
+        offsets[function.__code__] = line + 1 - first
+        line += len(lines) + 2  # `source` joins the functions with "\n\n" after their own last "\n"
+    spans = _statement_spans(program.source)
+    made: dict[int, tuple[int, int]] = {}
+    names: dict[int, str] = {}
+    running: dict[object, int] = {}  # each watched frame -> the line of the statement it is running
+    mark = [0]
+
+    def settle(frame: FrameType) -> None:
+        created = ad.server.nodes_created
+        line = running.get(frame)
+        if line is not None:
+            span = spans.get(line, (line, line))
+            for node_id in range(mark[0], created):
+                made[node_id] = span
+            for variable, value in frame.f_locals.items():
+                if isinstance(value, Tensor) and value.node_id is not None and mark[0] <= int(value.node_id) < created:
+                    names[int(value.node_id)] = variable
+        mark[0] = created
+
+    def watch(frame: FrameType, event: str, arg: object) -> Callable[..., object] | None:
+        if frame.f_code not in offsets:
+            return None
+        if event in ("line", "return"):
+            settle(frame)
+            running[frame] = frame.f_lineno + offsets[frame.f_code] if event == "line" else None
+        return watch
+
+    previous = sys.gettrace()
+    sys.settrace(watch)
+    try:
+        tensors = program.build(ad)
+    finally:
+        sys.settrace(previous)
+        running.clear()  # the frames, and the locals they hold: a tensor kept alive here would change the memory
+    return tensors, Provenance(made, names)
+
+
+def _statement_spans(source: str) -> dict[int, tuple[int, int]]:
+    """The first line of each simple statement -> its first and last line (a statement may span several lines)."""
+    compound = (ast.For, ast.While, ast.If, ast.With, ast.FunctionDef, ast.ClassDef, ast.Try)
+    return {
+        node.lineno: (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.stmt) and not isinstance(node, compound)
+    }
+
+
 @dataclass
 class ProgramRun:
     """A program built on a fresh device, with its graph before backward and a recorded backward."""
@@ -127,6 +195,7 @@ class ProgramRun:
     grads: Gradients
     graph: list[GraphNode]  # the loss's graph, captured before backward (for the MLX cross-check)
     names: dict[int, str] = field(default_factory=dict)
+    lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # NodeId -> the statement that made it
 
     @property
     def backend(self) -> str:
@@ -137,9 +206,10 @@ def record_program(key: str, backend: str = "numpy", checkpointing: str = "none"
     """Run a program on a fresh seeded device and record the backward of its `loss`."""
     program = CHECKPOINTING_PROGRAMS[key]
     ad = Device.named(backend, seed=0).autodiff(checkpointing=checkpointing, keep_values=True)
-    tensors = program.build(ad)
+    tensors, provenance = traced_build(program, ad)
     before = ad.snapshot()
     graph = ad.server.graph_of(tensors["loss"].node_id)
     recorder = BackwardRecorder()
     grads = tensors["loss"].backward(recorder=recorder)
-    return ProgramRun(program, ad, tensors, before, recorder, grads, graph, node_names(tensors))
+    names = {**provenance.names, **node_names(tensors)}  # what it returns names a node last
+    return ProgramRun(program, ad, tensors, before, recorder, grads, graph, names, provenance.lines)

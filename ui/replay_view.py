@@ -34,13 +34,14 @@ def _shared_payload(
     presenter: bool,
     expanded: frozenset[int],
     source: str | None,
+    _lines: dict[int, tuple[int, int]] | None,
     _before: GraphSnapshot,
     _recorder: BackwardRecorder,
     _names: dict[int, str],
 ) -> StagePayload:
     """The payload of a replay that every student sees alike, built once per server: `identity` names the
     recording (Streamlit does not hash the arguments that start with `_`)."""
-    return replay_payload(_before, _recorder, _names, presenter, expanded, source)
+    return replay_payload(_before, _recorder, _names, presenter, expanded, source, _lines)
 
 
 def replay_view(
@@ -53,6 +54,7 @@ def replay_view(
     exercise: bool = False,
     shared: Hashable | None = None,
     source: str | None = None,
+    lines: dict[int, tuple[int, int]] | None = None,
 ) -> None:
     """The stage over `recorder`'s events, with the program's `source` beside it. Keys: → / Page Down next,
     ← / Page Up previous, Home, End, Space play, + - 0 zoom. The event it stops at comes back here (`{key}_index`):
@@ -68,9 +70,9 @@ def replay_view(
     cached = st.session_state.get(f"{key}_payload")
     if cached is None or cached[0] is not recorder or cached[1] != (expanded, presenter, source):
         if shared is None:
-            built = replay_payload(before, recorder, names, presenter, expanded, source)
+            built = replay_payload(before, recorder, names, presenter, expanded, source, lines)
         else:
-            built = _shared_payload(shared, presenter, expanded, source, before, recorder, names)
+            built = _shared_payload(shared, presenter, expanded, source, lines, before, recorder, names)
         cached = st.session_state[f"{key}_payload"] = (recorder, (expanded, presenter, source), built)
     payload = {**with_view(cached[2], exercise, embed_mode()), "index": index}
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser

@@ -130,7 +130,7 @@ def static_payload(
 ) -> StagePayload:
     """A snapshot drawn as it is: each node's state, value and what happened to its gradient."""
     pic = picture(snapshot, names, overlay, expanded_orders)
-    return _payload("static", pic, snapshot, names, [], presenter, {}, {}, None)
+    return _payload("static", pic, snapshot, names, [], presenter, {}, {}, None, None)
 
 
 def replay_payload(
@@ -140,9 +140,12 @@ def replay_payload(
     presenter: bool = False,
     expanded_orders: frozenset[int] = frozenset(),
     source: str | None = None,
+    lines: dict[int, tuple[int, int]] | None = None,
 ) -> StagePayload:
     """Everything the player needs, as plain data: the picture is laid out from `dot` once. With the program's
-    `source`, the stage shows it beside the graph and lights the line of the running step."""
+    `source`, the stage shows it beside the graph and lights the line of the running step: `lines` says which
+    statement made each node (watched while it ran, `course.programs.traced_build`), else it is read from the
+    text (`course.source_lines`)."""
     pic = picture(before, names, None, expanded_orders)
     called = short_names(before.nodes, names)
     edges_left: dict[tuple[int, int], list[str]] = {}
@@ -170,7 +173,7 @@ def replay_payload(
             longest = f"grad {record['total']} · consumed"
             grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
         events.append(record)
-    payload = _payload("replay", pic, before, names, events, presenter, grad_widths, edge_labels, source)
+    payload = _payload("replay", pic, before, names, events, presenter, grad_widths, edge_labels, source, lines)
     payload["cards"] = {str(k): card for k, card in step_cards(before, recorder, names).items()}
     payload["sums"] = {str(k): total for k, total in gradient_sums(before, recorder, names).items()}
     return payload
@@ -193,6 +196,7 @@ def _payload(
     grad_widths: dict[str, str],
     edge_labels: dict[str, str],
     source: str | None,
+    lines: dict[int, tuple[int, int]] | None,
 ) -> StagePayload:
     called = short_names(snapshot.nodes, names)
     by_id = {int(n.id): n for n in snapshot.nodes}
@@ -212,7 +216,7 @@ def _payload(
     compact_dot = dot_text(pic, presenter, grad_widths, edge_labels, detail=False)
     program = None
     if source is not None:
-        spans = node_lines(source, snapshot.nodes, names)
+        spans = lines if lines is not None else node_lines(source, snapshot.nodes, names)
         program = StageProgram(lines=code_lines(source), spans={str(k): v for k, v in spans.items()})
     edges = [StageEdge(element=e.element, source=e.source, target=e.target, tracked=e.tracked) for e in pic.edges]
     signature = hashlib.sha256((dot + json.dumps(events) + mode + str(source)).encode()).hexdigest()[:16]

@@ -53,6 +53,7 @@ replay_view(
     exercise=exercise,
     shared=("traversal", key, run.backend),  # the same recording for every student
     source=program.source,
+    lines=run.lines,
 )
 st.caption(f"**The program**, beside the graph: {program.summary} Click a line to see the nodes it made.")
 

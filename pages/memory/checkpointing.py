@@ -52,4 +52,5 @@ st.caption(
 st.subheader("Replay with checkpointing")
 st.markdown("The replay shows each recomputation as its own event, just before the step that needs it.")
 replay_view(lesson.before, lesson.recorder, lesson.names, "checkpointing_replay", file_stem=f"{key}-balanced",
-            shared=("checkpointing", key, backend), source=CHECKPOINTING_PROGRAMS[key].source)  # fmt: skip
+            shared=("checkpointing", key, backend), source=CHECKPOINTING_PROGRAMS[key].source,
+            lines=lesson.lines)  # fmt: skip

@@ -95,3 +95,11 @@ def test_a_playground_loop_names_every_binding_of_a_variable():
     assert titles and not [t for t in titles if "from_inner" in t or re.search(r"#\d", t)], titles
     assert "loss = sum((w − 3)²)" in titles
     assert "Gradient descent" in EXAMPLES
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.url_path or "home")
+def test_no_lesson_graph_has_an_id_for_a_name(lesson):
+    at = app(lesson.path)
+    for data in stages(at):
+        for node in data["nodes"]:
+            assert not re.search(r"#\d|from_inner", node["title"]), (lesson.url_path, node["title"])
