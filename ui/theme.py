@@ -64,14 +64,12 @@ _COLLAPSED_SIDEBAR = (
 )
 
 # Tables (st.table) likewise scroll sideways in an unfocusable box on a phone or at 200% zoom: cells wrap, and on
-# a narrow screen (640 CSS px is 1280 px at 200%) even inside a word, so the table fits its column. Only there, and
-# never a header: its column is at least as wide as its longest word ("Fra|me|wo|rk" on a phone otherwise).
+# a narrow screen (640 CSS px is 1280 px at 200%) even inside a word, so the table fits its column (WCAG 1.4.10
+# wins over whole words there: keeping headers whole pushed tables past a 320 px screen).
 _TABLE_CELLS = "[data-testid='stTable'] :is(th, td), [data-testid='stTable'] :is(th, td) *"
-_TABLE_HEADERS = "[data-testid='stTable'] th, [data-testid='stTable'] th *"
 _TABLE_WRAP = (
     f"{_TABLE_CELLS} {{white-space: normal !important;}}\n"
-    f"@media (max-width: 640px) {{{_TABLE_CELLS} {{overflow-wrap: anywhere !important;}}"
-    f" {_TABLE_HEADERS} {{overflow-wrap: normal !important; word-break: normal !important;}}}}"
+    f"@media (max-width: 640px) {{{_TABLE_CELLS} {{overflow-wrap: anywhere !important;}}}}"
 )
 
 # Widget labels and page links are cut to one line with an ellipsis: at 320 px or 200% zoom the end of a long

@@ -65,7 +65,7 @@ def run_growth(page) -> None:
         "[...document.querySelectorAll('[data-testid=stMetricValue]')].some(e => e.innerText == '20 / 20')",
         timeout=60_000,
     )
-    page.get_by_text("Which nodes hold memory").wait_for(timeout=30_000)  # the run stopped: its graph is drawn
+    page.get_by_text("What holds memory").wait_for(timeout=30_000)  # the run stopped: its graph is drawn
     page.wait_for_timeout(1000)
 
 

@@ -52,7 +52,7 @@ def test_zoom_in_out_and_fit_keep_the_running_node_in_view(page, app_url):
     assert "%" in zoom.get_attribute("aria-label")
     for _ in range(6):  # stepping while zoomed in: the box follows the running step
         page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(700)  # the box scrolls smoothly to it
+        page.wait_for_timeout(1500)  # the box scrolls smoothly to it
         if page.locator(f"{NODES}.s-current").count():
             assert in_box(page, ".stage svg g.node.s-current"), page.locator(CAPTION).inner_text()
     page.get_by_role("button", name="Zoom in").click()
