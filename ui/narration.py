@@ -1,16 +1,13 @@
 """One plain sentence per event of a recorded backward, in the lesson's words: the caption under the player and
-the live region a screen reader speaks. Also the one fact the exercises need from a replay (`upstream_at`)."""
+the live region a screen reader speaks."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
-
 from autodiff import NodeSnapshot
 from autodiff.trace import (
     BackwardFinished,
-    BackwardRecorder,
     Event,
     GradientConsumed,
     GradientRegistered,
@@ -19,7 +16,6 @@ from autodiff.trace import (
     StepStarted,
     SweepFreed,
     TapeBuilt,
-    TensorPreview,
 )
 from course.naming import expressions
 
@@ -107,19 +103,3 @@ def describe(event: Event, called: dict[int, str]) -> str:
         if kept
         else f"Backward is finished. The container is empty. The device holds {format_bytes(held.bytes_in_use)}."
     )
-
-
-def upstream_at(recorder: BackwardRecorder, index: int) -> np.ndarray | TensorPreview | None:
-    """The gradient the step running at event `index` received (None between steps)."""
-    started = None
-    for k in range(min(index, len(recorder.events) - 1), -1, -1):
-        event = recorder.events[k]
-        if isinstance(event, StepStarted):
-            started = k
-            break
-        if isinstance(event, SweepFreed | BackwardFinished):
-            return None
-    if started is None:
-        return None
-    node = recorder.events[started].node_id
-    return recorder.container_after(started - 1).get(node)
