@@ -107,8 +107,9 @@ class Tensor:
         server = device.server
         if server is None:
             return cls(buffer, device)
-        tensor = cls(buffer, device, Node(server.new_node_id(), (), 0, Requirement.Untracked))
-        server.register_leaf(tensor, op)
+        node = Node(server.new_node_id(), (), 0, Requirement.Untracked)
+        tensor = cls(buffer, device, node)
+        server.register_leaf(tensor, node, op)
         return tensor
 
     # -- metadata --------------------------------------------------------------------------
@@ -174,7 +175,7 @@ class Tensor:
                 "on the input tensors (the leaves) instead."
             )
         self.node = Node(self.node.id, (), 0, Requirement.Grad)
-        server.register_root(self)
+        server.register_root(self.node)
         return self
 
     def detach(self) -> Tensor:
@@ -214,7 +215,7 @@ class Tensor:
                 "autodiff(memory_policy='eager').)"
             )
         grads = into if into is not None else Gradients()
-        return server.backward(self, grads, NO_RECORDER if recorder is None else recorder, retain_graph)
+        return server.backward(self.node, self.data, grads, NO_RECORDER if recorder is None else recorder, retain_graph)
 
     def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in `grads`, as a tensor on the inner device (None when it has none)."""
@@ -529,18 +530,22 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
     first = inputs[0]
     device = first.device
     server = device.server
+    nodes: tuple[Node, ...]
+    tracked: tuple[int, ...]
     if len(inputs) == 1:
         out = op.forward(first.data)
-        if server is None:
+        a = first.node
+        if server is None or a is None:  # a tensor has a node exactly when its device has a server
             return Tensor(out, device)
-        nodes = (first.node,)
-        order = first.node.order + 1
-        tracked = (0,) if first.node.requirement is not _UNTRACKED else ()
+        nodes = (a,)
+        order = a.order + 1
+        tracked = (0,) if a.requirement is not _UNTRACKED else ()
     else:
         out = op.forward(first.data, inputs[1].data)
-        if server is None:
+        a, b = first.node, inputs[1].node
+        if server is None or a is None or b is None:
             return Tensor(out, device)
-        a, b = nodes = (first.node, inputs[1].node)
+        nodes = (a, b)
         order = (a.order if a.order > b.order else b.order) + 1
         tracked = _TRACKED[a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED]
     step: Step
@@ -604,7 +609,7 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     if (
         not isinstance(shape, (list, tuple))
         or not shape
-        or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d > 0 for d in shape)
+        or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and int(d) > 0 for d in shape)
     ):
         raise ShapeMismatchError(f"A shape is a non-empty list of positive sizes, e.g. [2, 3]; got {excerpt(shape)}.")
     return tuple(int(d) for d in shape)

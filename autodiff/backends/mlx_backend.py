@@ -7,6 +7,8 @@ engine counts is a buffer MLX has really allocated, and memory figures mean what
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import mlx.core as mx
 import numpy as np
 
@@ -17,7 +19,7 @@ _DTYPES = {"float32": mx.float32, "float64": mx.float64}
 
 class MlxBuffer(Buffer):
     __slots__ = ()
-    xp = mx
+    xp: ClassVar[Any] = mx
 
     @property
     def dtype(self) -> str:

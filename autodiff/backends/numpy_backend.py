@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 
 from .base import Array, Backend, Buffer, Shape
@@ -9,7 +11,7 @@ from .base import Array, Backend, Buffer, Shape
 
 class NumpyBuffer(Buffer):
     __slots__ = ()
-    xp = np
+    xp: ClassVar[Any] = np
 
     @property
     def dtype(self) -> str:
