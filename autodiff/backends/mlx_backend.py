@@ -14,7 +14,8 @@ import numpy as np
 
 from .base import Array, Backend, Buffer
 
-_DTYPES = {"float32": mx.float32, "float64": mx.float64}
+# floats for tensors; int64 and bool for the indices and masks of indexing ops
+_DTYPES = {"float32": mx.float32, "float64": mx.float64, "int64": mx.int64, "bool": mx.bool_}
 
 
 class MlxBuffer(Buffer):
@@ -31,6 +32,9 @@ class MlxBuffer(Buffer):
     def _new(self, array: Array) -> Buffer:
         mx.eval(array)
         return MlxBuffer(array, self.pool)
+
+    def added_at(self, index: tuple, values: Buffer) -> Buffer:
+        return self._new(self.array.at[index].add(values.array))
 
     # MLX's kernels can be one ulp off (exp(2) gives 7.3890557, not 7.389056) and its float64 exp
     # has float32 precision: transcendental functions run in numpy's float64 on the host.
