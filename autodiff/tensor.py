@@ -1077,7 +1077,8 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
         step = Step(node, op.name, rules, shapes, saved)
         server.strategy.checkpoint(step, op, nodes, inputs)
     tensor = Tensor(out, device, node)
-    server.register(tensor, step, tuple([n.id for n in nodes]), op.forward)
+    ids = (nodes[0].id,) if len(nodes) == 1 else tuple([n.id for n in nodes])
+    server.register(tensor, step, ids, op.forward)
     return tensor
 
 
