@@ -72,8 +72,7 @@ class BalancedCheckpointing(CheckpointStrategy):
                 del step.saved[name]
                 step.recipes[name] = producer.id
         if step.node.memory_bound:
-            for tensor in inputs:
-                node = tensor.node
+            for node, tensor in zip(nodes, inputs, strict=True):
                 if not (node.memory_bound and node.requirement.is_tracked):
                     self.checkpoints[node.id] = tensor.data
 
@@ -133,7 +132,9 @@ class RecomputingCheckpointer(Checkpointer):
         if node_id in self._checkpoints:
             return self._checkpoints[node_id]
         record = self._records[node_id]
-        value = record.forward(*(self._recompute(i) for i in record.inputs))
+        forward = record.forward
+        assert forward is not None, "a leaf is never a recipe: it is kept as a checkpoint"
+        value = forward(*(self._recompute(i) for i in record.inputs))
         self._recorder.recomputed(node_id, record.op)
         if self._uses.get(node_id, 0) > 0:
             self._cache[node_id] = value

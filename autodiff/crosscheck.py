@@ -14,20 +14,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from .backends.base import Array, Buffer
+from .errors import UnsupportedOperationError
 from .graph import NodeId, Requirement
 from .memory import MemoryPool
 from .snapshot import GraphNode
-from .trace import BackwardRecorder, GradientRegistered, StepStarted
+from .trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview
 
 RTOL = 1e-4
 ATOL = 1e-5
 FINITE_DIFFERENCE_BUDGET = 64  # elements per node; larger nodes skip finite differences
 EPS = 1e-6
+
+
+_UNCOUNTED = MemoryPool()  # a plain buffer owns no bytes, so nothing is ever counted here
 
 
 class _Plain(Buffer):
@@ -36,7 +40,7 @@ class _Plain(Buffer):
 
     __slots__ = ()
 
-    def __init__(self, array: Array, pool: MemoryPool | None = None, base: Buffer | None = None) -> None:
+    def __init__(self, array: Array, pool: MemoryPool = _UNCOUNTED, base: Buffer | None = None) -> None:
         self.array, self.pool, self.base, self.owned_bytes = array, pool, None, 0
 
     def __del__(self) -> None:
@@ -56,7 +60,7 @@ class _Plain(Buffer):
 
 class _NumpyPlain(_Plain):
     __slots__ = ()
-    xp = np
+    xp: ClassVar[Any] = np
 
 
 def _mlx_plain() -> type[_Plain]:
@@ -64,7 +68,7 @@ def _mlx_plain() -> type[_Plain]:
 
     class MlxPlain(_Plain):
         __slots__ = ()
-        xp = mx
+        xp: ClassVar[Any] = mx
 
     return MlxPlain
 
@@ -128,8 +132,17 @@ def engine_gradients(recorder: BackwardRecorder) -> dict[NodeId, np.ndarray]:
     totals: dict[NodeId, np.ndarray] = {}
     for event in recorder.events:
         if isinstance(event, GradientRegistered):
-            totals[event.node_id] = event.total
+            totals[event.node_id] = _whole(event.total)
     return totals
+
+
+def _whole(value: np.ndarray | TensorPreview) -> np.ndarray:
+    if isinstance(value, TensorPreview):
+        raise UnsupportedOperationError(
+            "A cross-check needs every recorded gradient whole; this trace kept only a preview of some. "
+            "Cross-check the recorder of the backward itself, in the process that ran it."
+        )
+    return value
 
 
 def cross_check(
@@ -140,7 +153,7 @@ def cross_check(
     mlx_plain = _mlx_plain()
     root = graph[-1].id
     tracked = [n for n in graph if n.requirement is not Requirement.Untracked]
-    leaves32 = {n.id: mx.array(n.leaf_value.astype(np.float32)) for n in graph if n.forward is None}
+    leaves32 = {n.id: mx.array(n.leaf_value.astype(np.float32)) for n in graph if n.leaf_value is not None}
     ops = [n.id for n in tracked if n.forward is not None]
 
     # End to end with MLX: d sum(root) / d (each tracked leaf and each op output), in one grad call.
@@ -176,7 +189,7 @@ def cross_check(
 def _finite_differences(graph: list[GraphNode], tracked: list[GraphNode]) -> dict[NodeId, np.ndarray]:
     """Central differences in float64 of sum(root) with respect to each small tracked node."""
     root = graph[-1].id
-    leaves = {n.id: n.leaf_value.astype(np.float64) for n in graph if n.forward is None}
+    leaves = {n.id: n.leaf_value.astype(np.float64) for n in graph if n.leaf_value is not None}
     base = recompute(graph, _NumpyPlain, leaves, {})
     results = {}
     for node in tracked:
@@ -222,8 +235,8 @@ def _local_rules(
             sent[current] = []
         elif isinstance(event, GradientRegistered):
             if event.source is not None and event.source == current:
-                sent[current].append(event.value)
-            upstream[event.node_id] = event.total
+                sent[current].append(_whole(event.value))
+            upstream[event.node_id] = _whole(event.total)
     results = {}
     for node_id, values_sent in sent.items():
         node = nodes.get(node_id)
@@ -232,11 +245,16 @@ def _local_rules(
         inputs = [values[i] for i in node.inputs]
         positions = [k for k, i in enumerate(node.inputs) if requirement[i] is not Requirement.Untracked]
 
-        def op(*tracked_inputs: Array, node: GraphNode = node, inputs: list = inputs, positions: list = positions):
+        def op(
+            *tracked_inputs: Array,
+            forward: Callable[..., Buffer] = node.forward,
+            inputs: list = inputs,
+            positions: list = positions,
+        ) -> Array:
             args = list(inputs)
             for k, value in zip(positions, tracked_inputs, strict=True):
                 args[k] = value
-            return node.forward(*(mlx_plain(a) for a in args)).array
+            return forward(*(mlx_plain(a) for a in args)).array
 
         cotangent = mx.array(upstream[node_id].astype(np.float32))
         _, vjps = mx.vjp(op, [inputs[k] for k in positions], [cotangent])

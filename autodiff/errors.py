@@ -43,6 +43,10 @@ class ShapeMismatchError(AutodiffError, ValueError):
     """Shapes that cannot be combined (broadcasting, matmul, reshape, dims)."""
 
 
+class IndexOutOfBoundsError(AutodiffError, IndexError):
+    """An index or a range outside a tensor's dimension (slice, select, gather, scatter)."""
+
+
 class DTypeError(AutodiffError, TypeError):
     """Data that is not a float, or tensors of two different float types."""
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import enum
 import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, TypeVar, overload
 
 import numpy as np
 
@@ -38,6 +39,7 @@ class NodeStatus(enum.Enum):
 
 
 _FREED = NodeStatus.FREED
+_T = TypeVar("_T")
 
 
 class NodeRecord:
@@ -103,13 +105,16 @@ class EagerFreeing(MemoryPolicy):
     allows_retain_graph = True
     watches_op_outputs = True
 
+    def __init__(self) -> None:
+        self.steps = CountedSteps()  # one policy per server: this is that server's table
+
     def new_steps(self) -> dict[NodeId, Step]:
-        return CountedSteps()
+        return self.steps
 
     def dropped(self, memory: GraphMemoryManagement, node_id: NodeId) -> None:
         """Free the dropped node's step, and then each ancestor's, as soon as no live tensor and no pending
         step needs it; forget each at once (nothing is left to show)."""
-        steps = memory.steps
+        steps = self.steps
         stack = [node_id]
         while stack:
             current = stack.pop()
@@ -134,7 +139,12 @@ class CountedSteps(dict):
         for parent in step.node.parents:
             self.dependents[parent.id] = self.dependents.get(parent.id, 0) + 1
 
-    def pop(self, node_id: NodeId, *default: Step | None) -> Step | None:
+    @overload
+    def pop(self, node_id: NodeId, /) -> Step: ...
+    @overload
+    def pop(self, node_id: NodeId, default: Step | _T, /) -> Step | _T: ...
+
+    def pop(self, node_id: NodeId, *default: object) -> object:
         if node_id not in self:
             return super().pop(node_id, *default)
         step = super().pop(node_id)
@@ -172,12 +182,12 @@ class GraphMemoryManagement:
     def track(
         self,
         tensor: Tensor,
+        node: Node,
         op: str,
         inputs: tuple[NodeId, ...] = (),
         forward: Callable[..., Buffer] | None = None,
     ) -> None:
-        """Remember a new node: a leaf, or an op's output with its inputs."""
-        node = tensor.node
+        """Remember `tensor`'s new node: a leaf, or an op's output with its inputs."""
         records = self.records
         # told of the drop: a leaf always, an op's output when the policy frees graphs on drops
         handle = weakref.ref(tensor, self._on_drop(node.id) if self._watch_op_outputs or not inputs else None)
@@ -260,7 +270,7 @@ class GraphMemoryManagement:
                     break
         return unavailable
 
-    def needed_steps(self, steps: dict[NodeId, Step], unavailable: set[NodeId] = frozenset()) -> set[NodeId]:
+    def needed_steps(self, steps: dict[NodeId, Step], unavailable: AbstractSet[NodeId] = frozenset()) -> set[NodeId]:
         """Pending steps that are a live handle's own or one of its ancestors."""
         stack = [i for i in steps if i not in unavailable and self.records[i].handle() is not None]
         needed: set[NodeId] = set()

@@ -16,7 +16,7 @@ from . import snapshot as snapshots
 from .checkpointing import Checkpointer, CheckpointStrategy, NoCheckpointing
 from .errors import TapeConsumedError
 from .grads import Gradients
-from .graph import NodeId, RootStep, Step
+from .graph import Node, NodeId, RootStep, Step
 from .memory import MemoryPool
 from .memory_management import GraphMemoryManagement, LazyFreeing, MemoryPolicy, NodeStatus
 from .trace import NO_RECORDER, Recorder
@@ -57,20 +57,20 @@ class AutodiffServer:
         self._next_id += 1
         return node_id
 
-    def register_leaf(self, tensor: Tensor, op: str) -> None:
-        self.memory.track(tensor, op)
+    def register_leaf(self, tensor: Tensor, node: Node, op: str) -> None:
+        self.memory.track(tensor, node, op)
 
     def register(
         self, tensor: Tensor, step: Step, inputs: tuple[NodeId, ...], forward: Callable[..., Buffer] | None = None
     ) -> None:
         """An op's output and its one step (tracked or untracked)."""
-        self.memory.track(tensor, step.op, inputs, forward)
+        self.memory.track(tensor, step.node, step.op, inputs, forward)
         self.steps[step.node.id] = step
 
-    def register_root(self, tensor: Tensor) -> None:
+    def register_root(self, node: Node) -> None:
         """require_grad() on a leaf: the same node id, now a `Grad` leaf with a `RootStep`."""
-        self.memory.retrack_as_leaf(tensor.node)
-        self.steps[tensor.node.id] = RootStep(tensor.node)
+        self.memory.retrack_as_leaf(node)
+        self.steps[node.id] = RootStep(node)
 
     def _free_step(self, node_id: NodeId) -> Step | None:
         """Take a pending step off the server without running it, and free what it kept."""
@@ -82,17 +82,23 @@ class AutodiffServer:
 
     # -- backward ----------------------------------------------------------------------------------
     def backward(
-        self, root: Tensor, grads: Gradients, recorder: Recorder = NO_RECORDER, retain_graph: bool = False
+        self,
+        root: Node,
+        value: Buffer,
+        grads: Gradients,
+        recorder: Recorder = NO_RECORDER,
+        retain_graph: bool = False,
     ) -> Gradients:
-        """Build the tape, execute its steps, clean up. Refused before anything is consumed.
-        `retain_graph` (PyTorch's policy only) leaves every step on the server for another backward."""
-        tape = self.build_tape(root.node.id, retain_graph)
+        """Build the tape from `root` (whose forward value is `value`), execute its steps, clean up. Refused
+        before anything is consumed. `retain_graph` (PyTorch's policy only) leaves every step on the server
+        for another backward."""
+        tape = self.build_tape(root.id, retain_graph)
         self.backward_count += 1
         self.pool.reset_peak()
         grads.recorder = recorder  # held for this backward only
         try:
-            recorder.tape_built(root.node.id, tape)
-            grads.register(root.node.id, root.data.ones_like())
+            recorder.tape_built(root.id, tape)
+            grads.register(root.id, value.ones_like())
             checkpointer = self.strategy.checkpointer(tape, self.memory.records, recorder)
             self.execute_steps(tape, grads, checkpointer, recorder, _keep if retain_graph else self.consume)
             self.cleanup(recorder)

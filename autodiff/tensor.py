@@ -19,6 +19,7 @@ from .device import Device, Distribution
 from .errors import (
     DeviceMismatchError,
     DTypeError,
+    IndexOutOfBoundsError,
     NonFiniteError,
     NonLeafRequireGradError,
     ShapeMismatchError,
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 FLOAT_DTYPES = ("float32", "float64")
 REPR_VALUES = 64  # a repr shows every value up to this many, else only the shape
 Scalar = float | int
+Range = Sequence[int] | slice | range  # one dim's part: (start, end), slice(start, end) or range(start, end)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 class Tensor:
@@ -102,13 +105,28 @@ class Tensor:
             )
         return cls._leaf(tensor.data, device, "from_inner")
 
+    @staticmethod
+    def from_ints(data: object, device: Device) -> IntTensor:
+        """Indices for `select`, `gather` and `scatter` (Burn's `Tensor<B, D, Int>`), e.g. [1, 0, 1]."""
+        array = _values_array(data, "from_ints", "iub", "whole numbers, e.g. [1, 0, 1]")
+        if array.dtype.kind == "b":
+            raise DTypeError("from_ints needs whole numbers, not True/False: use from_bools for a mask.")
+        return IntTensor(device.backend.from_numpy(array.astype(np.int64)), device)
+
+    @staticmethod
+    def from_bools(data: object, device: Device) -> BoolTensor:
+        """A mask for `mask_fill` and `mask_where` (Burn's `Tensor<B, D, Bool>`), e.g. [[True, False]]."""
+        array = _values_array(data, "from_bools", "b", "True/False values, e.g. [[True, False]]")
+        return BoolTensor(device.backend.from_numpy(array.astype(np.bool_)), device)
+
     @classmethod
     def _leaf(cls, buffer: Buffer, device: Device, op: str) -> Tensor:
         server = device.server
         if server is None:
             return cls(buffer, device)
-        tensor = cls(buffer, device, Node(server.new_node_id(), (), 0, Requirement.Untracked))
-        server.register_leaf(tensor, op)
+        node = Node(server.new_node_id(), (), 0, Requirement.Untracked)
+        tensor = cls(buffer, device, node)
+        server.register_leaf(tensor, node, op)
         return tensor
 
     # -- metadata --------------------------------------------------------------------------
@@ -174,7 +192,7 @@ class Tensor:
                 "on the input tensors (the leaves) instead."
             )
         self.node = Node(self.node.id, (), 0, Requirement.Grad)
-        server.register_root(self)
+        server.register_root(self.node)
         return self
 
     def detach(self) -> Tensor:
@@ -214,7 +232,7 @@ class Tensor:
                 "autodiff(memory_policy='eager').)"
             )
         grads = into if into is not None else Gradients()
-        return server.backward(self, grads, NO_RECORDER if recorder is None else recorder, retain_graph)
+        return server.backward(self.node, self.data, grads, NO_RECORDER if recorder is None else recorder, retain_graph)
 
     def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in `grads`, as a tensor on the inner device (None when it has none)."""
@@ -458,9 +476,9 @@ class Tensor:
     # -- shape ops (views: no new allocation) ------------------------------------------------------
     @staticmethod
     @per_constant
-    def _reshape(original: tuple[int, ...], target: tuple[int, ...]) -> Op:
+    def _reshape(original: tuple[int, ...], target: tuple[int, ...], name: str) -> Op:
         return Op(
-            f"reshape({list(target)})", lambda x: x.reshape(target),
+            name, lambda x: x.reshape(target),
             (Rule("grad reshaped back", lambda g, s: g.reshape(original)),),
         )  # fmt: skip
 
@@ -468,7 +486,7 @@ class Tensor:
         if not isinstance(shape, (list, tuple)) or not all(isinstance(d, numbers.Integral) for d in shape):
             raise ShapeMismatchError("reshape takes a list of sizes, e.g. x.reshape([3, 1]).")
         target = _reshaped(self.shape, [int(d) for d in shape])
-        return _run_op(self._reshape(self.shape, target), (self,))
+        return self._shaped(target, f"reshape({list(target)})")
 
     @staticmethod
     @per_constant
@@ -485,6 +503,489 @@ class Tensor:
         if len(self.shape) < 2:
             raise ShapeMismatchError(f"transpose swaps the last two dims, but this tensor has shape {self.dims()}.")
         return self.swap_dims(-2, -1)
+
+    # -- Burn's elementwise ops (burn-autodiff ops/tensor.rs: each saves its input, as exp does) -------------
+    _ABS = Op("abs", lambda x: x.abs(), (Rule("grad * sign(x)", lambda g, s: g * s["x"].sign(), ("x",)),))
+
+    def abs(self) -> Tensor:
+        return _run_op(self._ABS, (self,))
+
+    _SIGN = Op("sign", lambda x: x.sign(), (Rule("0 (sign is flat)", lambda g, s: g * 0.0),))
+
+    def sign(self) -> Tensor:
+        return _run_op(self._SIGN, (self,))
+
+    _RECIP = Op("recip", lambda x: 1.0 / x, (Rule("-grad / x²", lambda g, s: -g / (s["x"] * s["x"]), ("x",)),))
+
+    def recip(self) -> Tensor:
+        return _run_op(self._RECIP, (self,))
+
+    _TAN = Op(
+        "tan", lambda x: x.transcendental("tan"),
+        (Rule("grad * (1 + tan(x)²)", lambda g, s: g * (_squared(s["x"].transcendental("tan")) + 1.0), ("x",)),),
+    )  # fmt: skip
+
+    def tan(self) -> Tensor:
+        return _run_op(self._TAN, (self,))
+
+    _SINH = Op(
+        "sinh", lambda x: x.transcendental("sinh"),
+        (Rule("grad * cosh(x)", lambda g, s: g * s["x"].transcendental("cosh"), ("x",)),),
+    )  # fmt: skip
+
+    def sinh(self) -> Tensor:
+        return _run_op(self._SINH, (self,))
+
+    _COSH = Op(
+        "cosh", lambda x: x.transcendental("cosh"),
+        (Rule("grad * sinh(x)", lambda g, s: g * s["x"].transcendental("sinh"), ("x",)),),
+    )  # fmt: skip
+
+    def cosh(self) -> Tensor:
+        return _run_op(self._COSH, (self,))
+
+    _ASIN = Op(
+        "asin", lambda x: x.transcendental("arcsin"),
+        (Rule("grad / sqrt(1 - x²)", lambda g, s: g / (1.0 - _squared(s["x"])).sqrt(), ("x",)),),
+    )  # fmt: skip
+
+    def asin(self) -> Tensor:
+        return _run_op(self._ASIN, (self,))
+
+    _ACOS = Op(
+        "acos", lambda x: x.transcendental("arccos"),
+        (Rule("-grad / sqrt(1 - x²)", lambda g, s: -g / (1.0 - _squared(s["x"])).sqrt(), ("x",)),),
+    )  # fmt: skip
+
+    def acos(self) -> Tensor:
+        return _run_op(self._ACOS, (self,))
+
+    _ATAN = Op(
+        "atan", lambda x: x.transcendental("arctan"),
+        (Rule("grad / (1 + x²)", lambda g, s: g / (_squared(s["x"]) + 1.0), ("x",)),),
+    )  # fmt: skip
+
+    def atan(self) -> Tensor:
+        return _run_op(self._ATAN, (self,))
+
+    _ERF = Op(
+        "erf", lambda x: x.transcendental("erf"),
+        (Rule("grad * 2/√π * exp(-x²)", lambda g, s: g * ((-_squared(s["x"])).exp() * _TWO_OVER_SQRT_PI), ("x",)),),
+    )  # fmt: skip
+
+    def erf(self) -> Tensor:
+        return _run_op(self._ERF, (self,))
+
+    _LOG1P = Op(
+        "log1p", lambda x: x.transcendental("log1p"), (Rule("grad / (1 + x)", lambda g, s: g / (s["x"] + 1.0), ("x",)),)
+    )
+
+    def log1p(self) -> Tensor:
+        return _run_op(self._LOG1P, (self,))
+
+    _POWF = Op(
+        "powf", lambda a, b: a**b,
+        (Rule("grad * b * a^(b-1)", lambda g, s: g * s["b"] * s["a"] ** (s["b"] - 1.0), ("a", "b")),
+         Rule("grad * a^b * ln(a)", lambda g, s: g * s["y"] * s["a"].log(), ("a", "y"))),
+        ("a", "b"),
+    )  # fmt: skip
+
+    def powf(self, exponent: Tensor) -> Tensor:
+        """Elementwise `self ** exponent` with a tensor exponent (Burn's `powf`); `powf_scalar` or `**` for a number."""
+        return _run_op(self._POWF, self._operands(exponent))
+
+    def powf_scalar(self, exponent: Scalar) -> Tensor:
+        return self**exponent
+
+    @staticmethod
+    @per_constant
+    def _clamp(low: float | None, high: float | None) -> Op:
+        name = "clamp" if low is not None and high is not None else "clamp_min" if low is not None else "clamp_max"
+        bounds = ", ".join(f"{b:g}" for b in (low, high) if b is not None)
+        return Op(
+            f"{name}({bounds})", lambda x: x.clamp(low, high),
+            (Rule("grad where x is inside the bounds", lambda g, s: g * s["x"].inside(low, high), ("x",)),),
+        )  # fmt: skip
+
+    def clamp(self, min: Scalar, max: Scalar) -> Tensor:
+        low, high = _scalar(min), _scalar(max)
+        if low > high:
+            raise ShapeMismatchError(f"clamp needs min <= max, got min={low:g} and max={high:g}.")
+        return _run_op(self._clamp(low, high), (self,))
+
+    def clamp_min(self, min: Scalar) -> Tensor:
+        return _run_op(self._clamp(_scalar(min), None), (self,))
+
+    def clamp_max(self, max: Scalar) -> Tensor:
+        return _run_op(self._clamp(None, _scalar(max)), (self,))
+
+    # -- comparisons: boolean tensors, for masks (no gradient flows through a comparison) ----------------
+    def greater_elem(self, value: Scalar) -> BoolTensor:
+        return self._compare(value, "gt")
+
+    def greater_equal_elem(self, value: Scalar) -> BoolTensor:
+        return self._compare(value, "ge")
+
+    def lower_elem(self, value: Scalar) -> BoolTensor:
+        return self._compare(value, "lt")
+
+    def lower_equal_elem(self, value: Scalar) -> BoolTensor:
+        return self._compare(value, "le")
+
+    def equal_elem(self, value: Scalar) -> BoolTensor:
+        return self._compare(value, "eq")
+
+    def greater(self, other: Tensor) -> BoolTensor:
+        return self._compare(other, "gt")
+
+    def lower(self, other: Tensor) -> BoolTensor:
+        return self._compare(other, "lt")
+
+    def equal(self, other: Tensor) -> BoolTensor:
+        return self._compare(other, "eq")
+
+    def _compare(self, other: Tensor | Scalar, how: str) -> BoolTensor:
+        if isinstance(other, Tensor):
+            a, b = self._operands(other)
+            return BoolTensor(a.data.compare(b.data, how), self.device)
+        return BoolTensor(self.data.compare(_scalar(other), how), self.device)
+
+    # -- Burn's reductions (compute-bound: kept, not recomputed, under balanced checkpointing) -------------
+    @staticmethod
+    @per_constant
+    def _extreme_dim(dim: int, largest: bool) -> Op:
+        which = "max" if largest else "min"
+        return Op(
+            f"{which}_dim({dim})", lambda x: x.extreme_dim(dim, largest),
+            (Rule(f"grad at the first arg{which} along dim",
+                  lambda g, s: g * s["x"].first_extreme_mask(dim, largest), ("x",)),),
+            compute_bound=True,
+        )  # fmt: skip
+
+    def max_dim(self, dim: int) -> Tensor:
+        """The largest value along `dim`, which keeps size 1 (Burn's `max_dim`); the gradient goes to the
+        first largest element, as Burn's argmax picks it."""
+        return _run_op(self._extreme_dim(self._dim(dim), True), (self,))
+
+    def min_dim(self, dim: int) -> Tensor:
+        return _run_op(self._extreme_dim(self._dim(dim), False), (self,))
+
+    def max(self) -> Tensor:
+        """The largest value, shape [1]: a reshape to one dim and `max_dim(0)`, as Burn's default `float_max`."""
+        return self.reshape([-1]).max_dim(0)
+
+    def min(self) -> Tensor:
+        return self.reshape([-1]).min_dim(0)
+
+    @staticmethod
+    @per_constant
+    def _prod_dim(dim: int) -> Op:
+        return Op(
+            f"prod_dim({dim})", lambda x: x.prod_dim(dim),
+            (Rule("grad * product of the others along dim", lambda g, s: g * s["x"].prod_of_others(dim), ("x",)),),
+            compute_bound=True,
+        )  # fmt: skip
+
+    def prod_dim(self, dim: int) -> Tensor:
+        """The product along `dim`, which keeps size 1. Its gradient multiplies the other elements instead of
+        dividing the product by each one, so a zero gives the right gradient (Burn divides: NaN there)."""
+        return _run_op(self._prod_dim(self._dim(dim)), (self,))
+
+    def prod(self) -> Tensor:
+        return self.reshape([-1]).prod_dim(0)
+
+    @staticmethod
+    @per_constant
+    def _cumsum(dim: int) -> Op:
+        return Op(
+            f"cumsum({dim})", lambda x: x.cumsum(dim),
+            (Rule("cumsum of grad from the end", lambda g, s: g.reverse_cumsum(dim)),), compute_bound=True,
+        )  # fmt: skip
+
+    def cumsum(self, dim: int) -> Tensor:
+        return _run_op(self._cumsum(self._dim(dim)), (self,))
+
+    # -- Burn's shape ops ---------------------------------------------------------------------------------
+    @staticmethod
+    @per_constant
+    def _permute(axes: tuple[int, ...]) -> Op:
+        inverse = tuple(axes.index(d) for d in range(len(axes)))
+        return Op(
+            f"permute({list(axes)})", lambda x: x.permute(axes),
+            (Rule("grad permuted back", lambda g, s: g.permute(inverse)),),
+        )  # fmt: skip
+
+    def permute(self, axes: Sequence[int]) -> Tensor:
+        rank = len(self.shape)
+        dims = tuple(self._dim(d) for d in _int_list(axes, "permute", "x.permute([1, 0])"))
+        if sorted(dims) != list(range(rank)):
+            raise ShapeMismatchError(f"permute needs each of the {rank} dims once, got {excerpt(list(axes))}.")
+        return _run_op(self._permute(dims), (self,))
+
+    @staticmethod
+    @per_constant
+    def _expand(original: tuple[int, ...], target: tuple[int, ...]) -> Op:
+        return Op(
+            f"expand({list(target)})", lambda x: x.expand(target),
+            (Rule("grad summed over the expanded dims", lambda g, s: g.sum_to(original)),),
+        )  # fmt: skip
+
+    def expand(self, shape: Sequence[int]) -> Tensor:
+        """Broadcast to `shape` (new leading dims, or size-1 dims stretched), as Burn's `expand`."""
+        target = _check_shape(shape)
+        if len(target) < len(self.shape) or _broadcast_shape(self.shape, target, "expand") != target:
+            raise ShapeMismatchError(
+                f"Cannot expand shape {self.dims()} to {list(target)}: only size-1 dims stretch, and dims are "
+                "added in front."
+            )
+        return _run_op(self._expand(self.shape, target), (self,))
+
+    @staticmethod
+    @per_constant
+    def _repeat_dim(dim: int, times: int) -> Op:
+        return Op(
+            f"repeat_dim({dim}, {times})", lambda x: x.tile_dim(dim, times),
+            (Rule(f"grad summed over the {times} copies", lambda g, s: g.sum_tiles(dim, times)),),
+        )  # fmt: skip
+
+    def repeat_dim(self, dim: int, times: int) -> Tensor:
+        if not isinstance(times, numbers.Integral) or isinstance(times, bool) or times < 1:
+            raise ShapeMismatchError(f"repeat_dim repeats a positive number of times, got {excerpt(times)}.")
+        return _run_op(self._repeat_dim(self._dim(dim), int(times)), (self,))
+
+    @staticmethod
+    @per_constant
+    def _flip(axes: tuple[int, ...]) -> Op:
+        return Op(
+            f"flip({list(axes)})", lambda x: x.flip(axes), (Rule("grad flipped back", lambda g, s: g.flip(axes)),)
+        )
+
+    def flip(self, axes: Sequence[int]) -> Tensor:
+        dims = tuple(sorted({self._dim(d) for d in _int_list(axes, "flip", "x.flip([0])")}))
+        return _run_op(self._flip(dims), (self,))
+
+    def unsqueeze(self, rank: int) -> Tensor:
+        """Add size-1 dims in front up to `rank` dims (Burn's `unsqueeze::<D2>()`)."""
+        if not isinstance(rank, numbers.Integral) or rank < len(self.shape):
+            raise ShapeMismatchError(f"unsqueeze({excerpt(rank)}) cannot give fewer dims than {self.dims()} has.")
+        return self._shaped((1,) * (int(rank) - len(self.shape)) + self.shape, "unsqueeze")
+
+    def unsqueeze_dim(self, dim: int) -> Tensor:
+        rank = len(self.shape)
+        if not isinstance(dim, numbers.Integral) or not 0 <= dim <= rank:
+            raise ShapeMismatchError(f"unsqueeze_dim({excerpt(dim)}): a new dim goes at 0 to {rank}.")
+        return self._shaped(self.shape[:dim] + (1,) + self.shape[dim:], f"unsqueeze_dim({dim})")
+
+    def squeeze(self, dim: int) -> Tensor:
+        """Remove `dim`, which must have size 1 (Burn's `squeeze_dim`)."""
+        d = self._dim(dim)
+        if self.shape[d] != 1 or len(self.shape) == 1:
+            raise ShapeMismatchError(
+                f"squeeze({dim}) removes a dim of size 1 from a tensor of 2 or more dims; this one has shape "
+                f"{self.dims()}."
+            )
+        return self._shaped(self.shape[:d] + self.shape[d + 1 :], f"squeeze({d})")
+
+    def _shaped(self, target: tuple[int, ...], name: str) -> Tensor:
+        return _run_op(self._reshape(self.shape, target, name), (self,))
+
+    # -- Burn's indexing ops ------------------------------------------------------------------------------
+    @staticmethod
+    @per_constant
+    def _slice(shape: tuple[int, ...], ranges: tuple[tuple[int, int], ...]) -> Op:
+        index = tuple(slice(a, b) for a, b in ranges)
+        return Op(
+            f"slice({_ranges_text(ranges)})", lambda x: x.index(index),
+            (Rule("grad placed in zeros of the input's shape", lambda g, s: g.placed(shape, index)),),
+        )  # fmt: skip
+
+    def slice(self, ranges: Sequence[Range]) -> Tensor:
+        """The part of the tensor in `ranges`, one (start, end) pair per leading dim, end excluded (Burn's
+        `slice([0..1, 0..2])` is `slice([(0, 1), (0, 2)])`)."""
+        return _run_op(self._slice(self.shape, self._ranges(ranges)), (self,))
+
+    @staticmethod
+    @per_constant
+    def _slice_assign(ranges: tuple[tuple[int, int], ...]) -> Op:
+        index = tuple(slice(a, b) for a, b in ranges)
+        return Op(
+            f"slice_assign({_ranges_text(ranges)})", lambda x, v: x.assigned(index, v),
+            (Rule("grad, zero in the assigned part", lambda g, s: g.assigned(index, 0.0)),
+             Rule("grad in the assigned part", lambda g, s: g.index(index))),
+            ("x", "values"),
+        )  # fmt: skip
+
+    def slice_assign(self, ranges: Sequence[Range], values: Tensor) -> Tensor:
+        """This tensor with the part in `ranges` replaced by `values` (a new tensor; Burn's `slice_assign`)."""
+        checked = self._ranges(ranges)
+        x, v = self._operands(values, broadcast=False)
+        part = tuple(b - a for a, b in checked) + self.shape[len(checked) :]
+        if v.shape != part:
+            raise ShapeMismatchError(f"slice_assign's values have shape {v.dims()}, the part {list(part)}.")
+        return _run_op(self._slice_assign(checked), (x, v))
+
+    @staticmethod
+    @per_constant
+    def _cat(sizes: tuple[int, ...], dim: int, rank: int) -> Op:
+        starts = [sum(sizes[:k]) for k in range(len(sizes))]
+        parts = [_dim_index(rank, dim, slice(a, a + n)) for a, n in zip(starts, sizes, strict=True)]
+
+        def forward(first: Buffer, *rest: Buffer) -> Buffer:
+            return first.concatenate(rest, dim)
+
+        return Op(
+            f"cat(dim={dim})", forward,
+            tuple(_part_rule(k, part) for k, part in enumerate(parts)),
+            tuple(f"x{k}" for k in range(len(sizes))),
+        )  # fmt: skip
+
+    @staticmethod
+    def cat(tensors: Sequence[Tensor], dim: int) -> Tensor:
+        """Concatenate tensors along `dim` (Burn's `Tensor::cat`); the other dims must agree."""
+        if not isinstance(tensors, (list, tuple)) or not tensors or not all(isinstance(t, Tensor) for t in tensors):
+            raise UnsupportedOperationError("Tensor.cat takes a non-empty list of tensors, e.g. Tensor.cat([a, b], 0).")
+        first = tensors[0]
+        d = first._dim(dim)
+        for other in tensors[1:]:
+            first._operands(other, broadcast=False)
+            if len(other.shape) != len(first.shape) or any(
+                n != m for k, (n, m) in enumerate(zip(first.shape, other.shape, strict=True)) if k != d
+            ):
+                raise ShapeMismatchError(
+                    f"cat along dim {d} needs the other dims equal: shapes {first.dims()} and {other.dims()}."
+                )
+        if len(tensors) == 1:
+            return first
+        return _run_op(Tensor._cat(tuple(t.shape[d] for t in tensors), d, len(first.shape)), tuple(tensors))
+
+    def select(self, dim: int, indices: IntTensor) -> Tensor:
+        """The slices at `indices` along `dim` (a rank-1 IntTensor; Burn's `select`); repeated indices are
+        allowed and their gradients add up."""
+        d = self._dim(dim)
+        index = self._indices(indices, d, rank=1)
+        shape, at = self.shape, (slice(None),) * d + (index.array,)
+        op = Op(
+            f"select(dim={d})",
+            lambda x: x.take(d, index),
+            (Rule("grad added at the indices", lambda g, s: g.zeros(shape).added_at(at, g)),),
+        )  # a fresh op: its rule holds this call's indices
+        return _run_op(op, (self,))
+
+    def gather(self, dim: int, indices: IntTensor) -> Tensor:
+        """out[i][j] = x[i][indices[i][j]] for dim 1 (Burn's `gather`): `indices` has this tensor's rank and
+        its sizes except along `dim`."""
+        d = self._dim(dim)
+        index = self._indices(indices, d, rank=len(self.shape))
+        shape, at = self.shape, self.data.index_grid(d, index)
+        op = Op(
+            f"gather(dim={d})",
+            lambda x: x.take_along(d, index),
+            (Rule("grad added at the indices", lambda g, s: g.zeros(shape).added_at(at, g)),),
+        )  # a fresh op: its rule holds this call's indices
+        return _run_op(op, (self,))
+
+    def scatter(self, dim: int, indices: IntTensor, values: Tensor) -> Tensor:
+        """This tensor with `values` *added* at `indices` along `dim` (Burn's `scatter`, which sums)."""
+        d = self._dim(dim)
+        index = self._indices(indices, d, rank=len(self.shape))
+        x, v = self._operands(values, broadcast=False)
+        if v.shape != indices.shape:
+            raise ShapeMismatchError(f"scatter's values have shape {v.dims()}, its indices {indices.dims()}.")
+        at = self.data.index_grid(d, index)
+        op = Op(
+            f"scatter(dim={d})",
+            lambda a, b: a.added_at(at, b),
+            (Rule("grad", lambda g, s: g), Rule("grad at the indices", lambda g, s: g.take_along(d, index))),
+            ("x", "values"),
+        )  # a fresh op: its rules hold this call's indices
+        return _run_op(op, (x, v))
+
+    def mask_fill(self, mask: BoolTensor, value: Scalar) -> Tensor:
+        """`value` where `mask` is true, this tensor's values elsewhere (Burn's `mask_fill`)."""
+        m, c = self._mask(mask), _scalar(value)
+        op = Op(
+            f"mask_fill({c:g})",
+            lambda x: x.where(m, c),
+            (Rule("grad, zero where the mask is true", lambda g, s: g.where(m, 0.0)),),
+        )  # a fresh op: its rule holds this call's mask
+        return _run_op(op, (self,))
+
+    def mask_where(self, mask: BoolTensor, source: Tensor) -> Tensor:
+        """`source` where `mask` is true, this tensor's values elsewhere (Burn's `mask_where`)."""
+        m = self._mask(mask)
+        x, src = self._operands(source, broadcast=False)
+        if src.shape != x.shape:
+            raise ShapeMismatchError(f"mask_where's source has shape {src.dims()}, the tensor {x.dims()}.")
+        op = Op(
+            "mask_where", lambda a, b: a.where(m, b),
+            (Rule("grad where the mask is false", lambda g, s: g.where(m, 0.0)),
+             Rule("grad where the mask is true", lambda g, s: g.only_where(m))),
+            ("x", "source"),
+        )  # fmt: skip
+        return _run_op(op, (x, src))
+
+    def _ranges(self, ranges: Sequence[Range]) -> tuple[tuple[int, int], ...]:
+        if not isinstance(ranges, (list, tuple)) or not 0 < len(ranges) <= len(self.shape):
+            raise ShapeMismatchError(
+                f"slice takes one (start, end) pair per dim, at most {len(self.shape)} here, e.g. "
+                "x.slice([(0, 1), (0, 2)])."
+            )
+        checked = []
+        for d, r in enumerate(ranges):
+            if isinstance(r, (slice, range)):
+                if r.step not in (None, 1):
+                    raise ShapeMismatchError(f"slice takes contiguous ranges: the range for dim {d} has a step.")
+                pair: tuple[object, object] = (
+                    0 if r.start is None else r.start,
+                    self.shape[d] if r.stop is None else r.stop,
+                )
+            elif isinstance(r, (list, tuple)) and len(r) == 2:
+                pair = (r[0], r[1])
+            else:
+                raise ShapeMismatchError(f"The range for dim {d} is {excerpt(r)}; write it as (start, end).")
+            start, end = (_index(v, f"slice's range for dim {d}") for v in pair)
+            n = self.shape[d]
+            start, end = start + n if start < 0 else start, end + n if end < 0 else end  # Burn counts -1 from the end
+            if not 0 <= start < end <= n:
+                raise IndexOutOfBoundsError(
+                    f"The range {excerpt(r)} for dim {d} is empty or outside 0..{n} (shape {self.dims()})."
+                )
+            checked.append((start, end))
+        return tuple(checked)
+
+    def _indices(self, indices: object, dim: int, rank: int) -> Buffer:
+        """`indices`' buffer, checked: an IntTensor of `rank` dims on this backend, each index inside `dim`."""
+        if not isinstance(indices, IntTensor):
+            raise DTypeError(
+                f"Indices must be an IntTensor, not {type(indices).__name__}: make them with Tensor.from_ints(...)."
+            )
+        if indices.device.backend is not self.device.backend:
+            raise DeviceMismatchError("The indices live on another device; create them on this tensor's device.")
+        if len(indices.shape) != rank:
+            raise ShapeMismatchError(f"These indices need {rank} dim(s), they have shape {indices.dims()}.")
+        if rank > 1 and any(n != m for k, (n, m) in enumerate(zip(indices.shape, self.shape, strict=True)) if k != dim):
+            raise ShapeMismatchError(
+                f"The indices' shape {indices.dims()} must equal the tensor's {self.dims()} except along dim {dim}."
+            )
+        values = indices.numpy()
+        n = self.shape[dim]
+        if values.size and (values.min() < 0 or values.max() >= n):
+            raise IndexOutOfBoundsError(
+                f"An index is outside 0..{n - 1} along dim {dim}: the indices go from {values.min()} to {values.max()}."
+            )
+        return indices.data
+
+    def _mask(self, mask: object) -> Buffer:
+        if not isinstance(mask, BoolTensor):
+            raise DTypeError(
+                f"A mask must be a BoolTensor, not {type(mask).__name__}: e.g. x.greater_elem(0.0) or "
+                "Tensor.from_bools(...)."
+            )
+        if mask.device.backend is not self.device.backend:
+            raise DeviceMismatchError("The mask lives on another device; create it on this tensor's device.")
+        if mask.shape != self.shape:
+            raise ShapeMismatchError(f"The mask has shape {mask.dims()}, the tensor {self.dims()}: they must match.")
+        return mask.data
 
     # -- input checks --------------------------------------------------------------------------
     def _operands(self, other: object, broadcast: bool = True) -> tuple[Tensor, Tensor]:
@@ -529,20 +1030,31 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
     first = inputs[0]
     device = first.device
     server = device.server
+    nodes: tuple[Node, ...]
+    tracked: tuple[int, ...]
     if len(inputs) == 1:
         out = op.forward(first.data)
-        if server is None:
+        a = first.node
+        if server is None or a is None:  # a tensor has a node exactly when its device has a server
             return Tensor(out, device)
-        nodes = (first.node,)
-        order = first.node.order + 1
-        tracked = (0,) if first.node.requirement is not _UNTRACKED else ()
-    else:
+        nodes = (a,)
+        order = a.order + 1
+        tracked = (0,) if a.requirement is not _UNTRACKED else ()
+    elif len(inputs) == 2:
         out = op.forward(first.data, inputs[1].data)
-        if server is None:
+        a, b = first.node, inputs[1].node
+        if server is None or a is None or b is None:
             return Tensor(out, device)
-        a, b = nodes = (first.node, inputs[1].node)
+        nodes = (a, b)
         order = (a.order if a.order > b.order else b.order) + 1
         tracked = _TRACKED[a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED]
+    else:  # cat: any number of inputs
+        out = op.forward(*(t.data for t in inputs))
+        if server is None:
+            return Tensor(out, device)
+        nodes = tuple(_node_of(t) for t in inputs)
+        order = max(n.order for n in nodes) + 1
+        tracked = tuple(k for k, n in enumerate(nodes) if n.requirement is not _UNTRACKED)
     step: Step
     if not tracked:
         node = Node(server.new_node_id(), (), order, _UNTRACKED, not op.compute_bound)
@@ -552,17 +1064,28 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
         if every:
             parents, rules, needs = nodes, op.rules, op.needs
             shapes = tuple([t.data.array.shape for t in inputs])
-        else:
+        elif len(tracked) == 1:
             k = tracked[0]
             parents, rules, needs = (nodes[k],), (op.rules[k],), op.sources[k]
             shapes = (inputs[k].data.array.shape,)
+        else:
+            parents, rules = tuple(nodes[k] for k in tracked), tuple(op.rules[k] for k in tracked)
+            needs = tuple(dict.fromkeys(source for k in tracked for source in op.sources[k]))
+            shapes = tuple(inputs[k].data.array.shape for k in tracked)
         node = Node(server.new_node_id(), parents, order, _GRAD_IN_BACKWARD, every and not op.compute_bound)
         saved = {name: out if source < 0 else inputs[source].data for name, source in needs}
         step = Step(node, op.name, rules, shapes, saved)
         server.strategy.checkpoint(step, op, nodes, inputs)
     tensor = Tensor(out, device, node)
-    server.register(tensor, step, (nodes[0].id,) if len(nodes) == 1 else (nodes[0].id, nodes[1].id), op.forward)
+    ids = (nodes[0].id,) if len(nodes) == 1 else tuple([n.id for n in nodes])
+    server.register(tensor, step, ids, op.forward)
     return tensor
+
+
+def _node_of(tensor: Tensor) -> Node:
+    if tensor.node is None:  # inputs share a device, so a server means every input has a node
+        raise DeviceMismatchError("A tensor without a graph node was combined with tensors of an autodiff device.")
+    return tensor.node
 
 
 # the tracked inputs of a binary op, from whether each one is tracked
@@ -604,7 +1127,7 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
     if (
         not isinstance(shape, (list, tuple))
         or not shape
-        or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d > 0 for d in shape)
+        or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and int(d) > 0 for d in shape)
     ):
         raise ShapeMismatchError(f"A shape is a non-empty list of positive sizes, e.g. [2, 3]; got {excerpt(shape)}.")
     return tuple(int(d) for d in shape)
@@ -631,3 +1154,89 @@ def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple
             f"Shapes {list(a)} and {list(b)} do not match for {what}: each dimension must be equal, "
             "or 1 in one of them (broadcasting)."
         ) from None
+
+
+class _Values:
+    """Integer or boolean values on a device, for the indices and masks of indexing ops (Burn's `Int` and
+    `Bool` tensors, only as far as those ops need them): never tracked, no arithmetic."""
+
+    __slots__ = ("data", "device")
+    kind = ""
+
+    def __init__(self, data: Buffer, device: Device) -> None:
+        self.data = data
+        self.device = device
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.data.shape)
+
+    def dims(self) -> list[int]:
+        return list(self.data.shape)
+
+    def numpy(self) -> np.ndarray:
+        return self.data.to_numpy()
+
+    def tolist(self) -> list:
+        return self.data.to_numpy().tolist()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.tolist()})"
+            if self.data.array.size <= REPR_VALUES
+            else (f"{type(self).__name__}(shape={self.dims()})")
+        )
+
+
+class IntTensor(_Values):
+    """Indices (int64): made by `Tensor.from_ints`, read by `select`, `gather` and `scatter`."""
+
+    __slots__ = ()
+
+
+class BoolTensor(_Values):
+    """A mask: made by `Tensor.from_bools` or a comparison (`x.greater_elem(0.0)`), read by `mask_fill` and
+    `mask_where`."""
+
+    __slots__ = ()
+
+    def bool_not(self) -> BoolTensor:
+        return BoolTensor(self.data.compare(0.0, "eq"), self.device)
+
+
+def _values_array(data: object, kind: str, accept: str, example: str) -> np.ndarray:
+    try:
+        array = np.array(data)
+    except ValueError:
+        raise ShapeMismatchError("The nested lists are ragged: every row must have the same length.") from None
+    if array.size == 0 or array.dtype.kind not in accept:
+        raise DTypeError(f"{kind} needs (nested) lists of {example}, got {excerpt(data)}.")
+    return array.reshape(array.shape or (1,))
+
+
+def _squared(x: Buffer) -> Buffer:
+    return x * x
+
+
+def _index(value: object, what: str) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise ShapeMismatchError(f"{what} takes whole numbers, got {excerpt(value)}.")
+    return int(value)
+
+
+def _int_list(values: object, what: str, example: str) -> list[int]:
+    if not isinstance(values, (list, tuple)) or not values:
+        raise ShapeMismatchError(f"{what} takes a list of dims, e.g. {example}.")
+    return [_index(v, what) for v in values]
+
+
+def _dim_index(rank: int, dim: int, part: slice) -> tuple[slice, ...]:
+    return tuple(part if d == dim else slice(None) for d in range(rank))
+
+
+def _part_rule(k: int, part: tuple[slice, ...]) -> Rule:
+    return Rule(f"grad's part {k}", lambda g, s: g.index(part))
+
+
+def _ranges_text(ranges: tuple[tuple[int, int], ...]) -> str:
+    return ", ".join(f"{a}..{b}" for a, b in ranges)

@@ -202,9 +202,9 @@ class BackwardRecorder(Recorder):
     def backward_finished(self, pool: MemoryPool, grads: Gradients) -> None:
         self.record(BackwardFinished(pool.usage(), tuple(grads.node_ids()), pool.peak_bytes))
 
-    def container_after(self, index: int) -> dict[NodeId, np.ndarray]:
+    def container_after(self, index: int) -> dict[NodeId, np.ndarray | TensorPreview]:
         """The `Gradients` entries after events[0..index] (inclusive) have happened."""
-        container: dict[NodeId, np.ndarray] = {}
+        container: dict[NodeId, np.ndarray | TensorPreview] = {}
         for event in self.events[: index + 1]:
             if isinstance(event, GradientRegistered):
                 container[event.node_id] = event.total

@@ -27,10 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import best_of, best_of_each  # noqa: E402
+from timing import best_of, best_of_each
 
-from autodiff import Device, Distribution, Tensor  # noqa: E402
-from course.programs import memory_forward  # noqa: E402
+from autodiff import Device, Distribution, Tensor
+from course.programs import memory_forward
 
 
 def seed_graph_engine() -> Callable[[], object]:

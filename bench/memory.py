@@ -13,11 +13,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import best_of  # noqa: E402
+from timing import best_of
 
-from autodiff import BackwardRecorder, Device  # noqa: E402
-from autodiff.trace import BackwardFinished  # noqa: E402
-from course.programs import CHECKPOINTING_PROGRAMS  # noqa: E402
+from autodiff import BackwardRecorder, Device
+from autodiff.trace import BackwardFinished
+from course.programs import CHECKPOINTING_PROGRAMS
 
 CONFIGURATIONS = [
     ("Burn policy, no checkpointing", "lazy", "none"),

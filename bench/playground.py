@@ -16,12 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import best_of  # noqa: E402
+from timing import best_of
 
-from autodiff import BackwardRecorder, Device, Distribution, Gradients, Tensor  # noqa: E402
-from playground import Limits, run_program  # noqa: E402
-from playground.examples import EXAMPLES  # noqa: E402
-from playground.workers import WorkerPool  # noqa: E402
+from autodiff import BackwardRecorder, Device, Distribution, Gradients, Tensor
+from playground import Limits, run_program
+from playground.examples import EXAMPLES
+from playground.workers import WorkerPool
 
 
 def recorded_backward(ad: Device, loss: Tensor, record: bool) -> Gradients:
@@ -106,7 +106,7 @@ def main() -> None:
 def isolation() -> None:
     pool = WorkerPool(size=2)
     try:
-        run_through = lambda source: pool.submit("bench", source, Limits()).wait(60)  # noqa: E731
+        run_through = lambda source: pool.submit("bench", source, Limits()).wait(60)
         for name in EXAMPLES:  # warm both workers
             run_through(EXAMPLES[name])
         print("one run through a worker process vs in process (median of 15; target: overhead <= 50 ms)")

@@ -94,6 +94,11 @@ TENSOR_METHODS = {
     "require_grad", "backward", "grad", "grad_remove", "grad_replace", "detach", "without_autodiff",
     "sum", "mean", "sum_dim", "mean_dim", "matmul", "reshape", "transpose", "swap_dims",
     "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "tolist", "dims", "item",
+    # Burn's ops whose output is never larger than their input (expand, repeat_dim and cat are not here: the
+    # element limit is checked on an op's result, after it is made)
+    "abs", "sign", "recip", "tan", "sinh", "cosh", "asin", "acos", "atan", "erf", "log1p", "powf", "powf_scalar",
+    "clamp", "clamp_min", "clamp_max", "max_dim", "min_dim", "max", "min", "prod", "prod_dim", "cumsum",
+    "permute", "flip", "unsqueeze", "unsqueeze_dim", "squeeze", "slice",
 }  # fmt: skip
 TENSOR_PROPERTIES = {"is_tracked", "is_require_grad", "node_id", "shape", "dtype"}
 TENSOR_CONSTRUCTORS = {"from_floats", "zeros", "ones", "random", "from_inner"}

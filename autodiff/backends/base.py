@@ -9,6 +9,7 @@ differ) and `Backend` (creating buffers). Nothing else in the engine knows which
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -27,14 +28,25 @@ def _in_float64(ufunc: np.ufunc) -> Callable[[np.ndarray, np.ndarray], np.ndarra
 
 
 def _sigmoid_in_float64(values: np.ndarray, out: np.ndarray) -> np.ndarray:
-    denominator = np.exp(np.negative(values, dtype=np.float64))
+    with np.errstate(over="ignore"):  # exp(-x) is inf for x below about -709: then σ(x) is 0, as it should be
+        denominator = np.exp(np.negative(values, dtype=np.float64))
     denominator += 1.0
     return np.divide(1.0, denominator, out=out, casting="unsafe")
 
 
+def _erf_in_float64(values: np.ndarray, out: np.ndarray) -> np.ndarray:
+    # numpy has no erf: the standard library's, element by element (exact to the last bit of float64)
+    out[...] = np.vectorize(math.erf, otypes=[np.float64])(values)
+    return out
+
+
 # The transcendental functions, computed in float64 and correctly rounded (see `Buffer._rounded`).
-ROUNDED = {name: _in_float64(getattr(np, name)) for name in ("exp", "log", "sin", "cos", "tanh")}
+ROUNDED = {
+    name: _in_float64(getattr(np, name))
+    for name in ("exp", "log", "sin", "cos", "tanh", "tan", "sinh", "cosh", "arcsin", "arccos", "arctan", "log1p")
+}
 ROUNDED["sigmoid"] = _sigmoid_in_float64
+ROUNDED["erf"] = _erf_in_float64
 
 
 class Buffer:
@@ -124,8 +136,8 @@ class Buffer:
     def __neg__(self) -> Buffer:
         return self._new(-self.array)
 
-    def __pow__(self, exponent: float) -> Buffer:
-        return self._new(self.array**exponent)
+    def __pow__(self, exponent: Buffer | float) -> Buffer:
+        return self._new(self.array ** (exponent.array if isinstance(exponent, Buffer) else exponent))
 
     def __matmul__(self, other: Buffer) -> Buffer:
         return self._new(self.array @ other.array)
@@ -157,6 +169,44 @@ class Buffer:
     def relu(self) -> Buffer:
         return self._new(self.xp.maximum(self.array, 0.0))
 
+    def transcendental(self, function: str) -> Buffer:
+        """One of `ROUNDED`'s functions (tan, sinh, erf, ...), correctly rounded on every backend."""
+        return self._new(self._rounded(function))
+
+    def abs(self) -> Buffer:
+        return self._new(self.xp.abs(self.array))
+
+    def sign(self) -> Buffer:
+        return self._new(self.xp.sign(self.array))
+
+    def clamp(self, low: float | None, high: float | None) -> Buffer:
+        array = self.array if low is None else self.xp.maximum(self.array, low)
+        return self._new(array if high is None else self.xp.minimum(array, high))
+
+    def inside(self, low: float | None, high: float | None) -> Buffer:
+        """1.0 where low <= x <= high (a missing bound is no bound), else 0.0: where a clamp passes its gradient."""
+        mask = self.xp.ones(self.array.shape, dtype=self.xp.bool_)
+        if low is not None:
+            mask = mask & (self.array >= low)
+        if high is not None:
+            mask = mask & (self.array <= high)
+        return self._new(mask.astype(self.array.dtype))
+
+    def compare(self, other: Buffer | float, how: str) -> Buffer:
+        """A boolean buffer: `how` is one of "gt", "ge", "lt", "le", "eq"."""
+        value = other.array if isinstance(other, Buffer) else other
+        array = self.array
+        result = {
+            "gt": lambda: array > value, "ge": lambda: array >= value, "lt": lambda: array < value,
+            "le": lambda: array <= value, "eq": lambda: array == value,
+        }[how]()  # fmt: skip
+        return self._new(result)
+
+    def where(self, mask: Buffer, other: Buffer | float) -> Buffer:
+        """`other` where `mask` is true, else this buffer's values."""
+        value = other.array if isinstance(other, Buffer) else other
+        return self._new(self.xp.where(mask.array, value, self.array).astype(self.array.dtype))
+
     # -- reductions and shapes ----------------------------------------------------------------------
     def sum(self) -> Buffer:
         return self._new(self.xp.reshape(self.xp.sum(self.array), (1,)))
@@ -175,6 +225,118 @@ class Buffer:
             array = self.xp.sum(array, axis=stretched, keepdims=True)
         return self._new(array)
 
+    def extreme_dim(self, dim: int, largest: bool) -> Buffer:
+        reduce = self.xp.max if largest else self.xp.min
+        return self._new(reduce(self.array, axis=dim, keepdims=True))
+
+    def first_extreme_mask(self, dim: int, largest: bool) -> Buffer:
+        """1.0 at the first maximum (or minimum) along `dim`, 0.0 elsewhere: where Burn's max_dim sends
+        its gradient (the index its argmax picks)."""
+        pick = self.xp.argmax if largest else self.xp.argmin
+        index = pick(self.array, axis=dim, keepdims=True)
+        positions = self.xp.arange(self.array.shape[dim]).reshape(_along(len(self.array.shape), dim, -1))
+        return self._new((positions == index).astype(self.array.dtype))
+
+    def prod_dim(self, dim: int) -> Buffer:
+        return self._new(self.xp.prod(self.array, axis=dim, keepdims=True))
+
+    def prod_of_others(self, dim: int) -> Buffer:
+        """For each element, the product of the other elements along `dim` (no division: right with zeros).
+        The exclusive cumulative products from the left and from the right, multiplied."""
+        xp, array = self.xp, self.array
+        rank = len(array.shape)
+        ones = xp.ones(_replace(array.shape, dim, 1), dtype=array.dtype)
+        drop_last = _slice_along(rank, dim, slice(None, -1))
+        left = xp.concatenate([ones, xp.cumprod(array, axis=dim)[drop_last]], axis=dim)
+        flipped = array[_slice_along(rank, dim, slice(None, None, -1))]
+        right = xp.concatenate([ones, xp.cumprod(flipped, axis=dim)[drop_last]], axis=dim)
+        return self._new(left * right[_slice_along(rank, dim, slice(None, None, -1))])
+
+    def cumsum(self, dim: int) -> Buffer:
+        return self._new(self.xp.cumsum(self.array, axis=dim))
+
+    def reverse_cumsum(self, dim: int) -> Buffer:
+        """The sum of every element from each position to the end along `dim` (cumsum's backward)."""
+        flip = _slice_along(len(self.array.shape), dim, slice(None, None, -1))
+        return self._new(self.xp.cumsum(self.array[flip], axis=dim)[flip])
+
+    def flip(self, dims: tuple[int, ...]) -> Buffer:
+        index = tuple(slice(None, None, -1) if d in dims else slice(None) for d in range(len(self.array.shape)))
+        return self._new(self.array[index])
+
+    def permute(self, axes: tuple[int, ...]) -> Buffer:
+        return self._view(self.xp.transpose(self.array, axes))
+
+    def tile_dim(self, dim: int, times: int) -> Buffer:
+        return self._new(self.xp.tile(self.array, _replace((1,) * len(self.array.shape), dim, times)))
+
+    def sum_tiles(self, dim: int, times: int) -> Buffer:
+        """Undo `tile_dim` for a gradient: sum the `times` copies along `dim`."""
+        shape = self.array.shape
+        split = shape[:dim] + (times, shape[dim] // times) + shape[dim + 1 :]
+        return self._new(self.xp.sum(self.xp.reshape(self.array, split), axis=dim))
+
+    def softmax(self, dim: int) -> Buffer:
+        xp = self.xp
+        shifted = xp.exp(self.array - xp.max(self.array, axis=dim, keepdims=True))
+        return self._new(shifted / xp.sum(shifted, axis=dim, keepdims=True))
+
+    def log_softmax(self, dim: int) -> Buffer:
+        xp = self.xp
+        shifted = self.array - xp.max(self.array, axis=dim, keepdims=True)
+        return self._new(shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True)))
+
+    def log_sigmoid(self) -> Buffer:
+        """log(σ(x)) = min(x, 0) - log1p(exp(-|x|)): no overflow for large |x|."""
+        xp = self.xp
+        return self._new(xp.minimum(self.array, 0.0) - xp.log1p(xp.exp(-xp.abs(self.array))))
+
+    # -- indexing (an index is a tuple of slices and integer buffers' arrays) ---------------------------
+    def index(self, index: tuple) -> Buffer:
+        return self._view(self.array[index])
+
+    def assigned(self, index: tuple, values: Buffer | float) -> Buffer:
+        """A copy of this buffer with `values` written at `index`."""
+        out = self.xp.array(self.array)
+        out[index] = values.array if isinstance(values, Buffer) else values
+        return self._new(out)
+
+    def placed(self, shape: Shape, index: tuple) -> Buffer:
+        """Zeros of `shape` with this buffer written at `index` (the gradient of a slice)."""
+        out = self.xp.zeros(shape, dtype=self.array.dtype)
+        out[index] = self.array
+        return self._new(out)
+
+    def concatenate(self, others: Sequence[Buffer], dim: int) -> Buffer:
+        return self._new(self.xp.concatenate([self.array, *(o.array for o in others)], axis=dim))
+
+    def take(self, dim: int, indices: Buffer) -> Buffer:
+        return self._new(self.xp.take(self.array, indices.array, axis=dim))
+
+    def take_along(self, dim: int, indices: Buffer) -> Buffer:
+        return self._new(self.xp.take_along_axis(self.array, indices.array, axis=dim))
+
+    def added_at(self, index: tuple, values: Buffer) -> Buffer:
+        """A copy of this buffer with `values` added at an integer-array `index`, repeated indices adding up."""
+        raise NotImplementedError
+
+    def index_grid(self, dim: int, indices: Buffer) -> tuple:
+        """The full integer index that `take_along(dim, indices)` reads: `indices` along `dim`, the position
+        itself along every other dim (for scattering a gradient back)."""
+        shape = indices.array.shape
+        rank = len(shape)
+        return tuple(
+            indices.array if d == dim else self.xp.arange(shape[d]).reshape(_along(rank, d, -1)) for d in range(rank)
+        )
+
+    def zeros(self, shape: Shape) -> Buffer:
+        """A new buffer of zeros of `shape`, of this buffer's dtype."""
+        return self._new(self.xp.zeros(shape, dtype=self.array.dtype))
+
+    def only_where(self, mask: Buffer) -> Buffer:
+        """This buffer's values where `mask` is true, 0 elsewhere."""
+        return self._new(self.xp.where(mask.array, self.array, 0.0).astype(self.array.dtype))
+
     def expand(self, shape: Shape) -> Buffer:
         """A new buffer of `shape` filled by broadcasting (Burn's `ones(shape) * grad`)."""
         return self._new(self.xp.zeros(shape, dtype=self.array.dtype) + self.array)
@@ -187,6 +349,19 @@ class Buffer:
 
     def swap_dims(self, dim1: int, dim2: int) -> Buffer:
         return self._view(self.xp.swapaxes(self.array, dim1, dim2))
+
+
+def _replace(shape: Shape, dim: int, size: int) -> Shape:
+    return shape[:dim] + (size,) + shape[dim + 1 :]
+
+
+def _along(rank: int, dim: int, size: int) -> Shape:
+    """The shape of a vector laid along `dim` of a rank-`rank` array (1 everywhere else)."""
+    return _replace((1,) * rank, dim, size)
+
+
+def _slice_along(rank: int, dim: int, part: slice) -> tuple[slice, ...]:
+    return tuple(part if d == dim else slice(None) for d in range(rank))
 
 
 class Backend:

@@ -7,17 +7,20 @@ engine counts is a buffer MLX has really allocated, and memory figures mean what
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import mlx.core as mx
 import numpy as np
 
 from .base import Array, Backend, Buffer
 
-_DTYPES = {"float32": mx.float32, "float64": mx.float64}
+# floats for tensors; int64 and bool for the indices and masks of indexing ops
+_DTYPES = {"float32": mx.float32, "float64": mx.float64, "int64": mx.int64, "bool": mx.bool_}
 
 
 class MlxBuffer(Buffer):
     __slots__ = ()
-    xp = mx
+    xp: ClassVar[Any] = mx
 
     @property
     def dtype(self) -> str:
@@ -29,6 +32,9 @@ class MlxBuffer(Buffer):
     def _new(self, array: Array) -> Buffer:
         mx.eval(array)
         return MlxBuffer(array, self.pool)
+
+    def added_at(self, index: tuple, values: Buffer) -> Buffer:
+        return self._new(self.array.at[index].add(values.array))
 
     # MLX's kernels can be one ulp off (exp(2) gives 7.3890557, not 7.389056) and its float64 exp
     # has float32 precision: transcendental functions run in numpy's float64 on the host.

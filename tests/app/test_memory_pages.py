@@ -120,7 +120,7 @@ def test_memory_page_shows_mlx_counter_beside_the_engine():
 def test_memory_policies_page():
     at = app("pages/memory/memory_policies.py")
     frame = table(at, "Moment")
-    mib = lambda values: [f"{v:.1f} MiB" for v in values]  # noqa: E731
+    mib = lambda values: [f"{v:.1f} MiB" for v in values]
     assert frame["Burn (lazy sweep)"].tolist() == mib([1, 11, 21, 31, 41, 2, 1, 1, 1])
     assert frame["PyTorch (eager)"].tolist() == mib([1, 1, 1, 1, 1, 2, 1, 1, 1])
     comparison = table(at, "Program")

@@ -33,7 +33,7 @@ def contrast(a: str, b: str) -> float:
 def lab(rgb: np.ndarray) -> np.ndarray:
     """CIELAB of a linear-RGB colour (D65)."""
     xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ np.clip(rgb, 0, 1)
-    f = lambda t: np.where(t > 216 / 24389, np.cbrt(t), (24389 / 27 * t + 16) / 116)  # noqa: E731
+    f = lambda t: np.where(t > 216 / 24389, np.cbrt(t), (24389 / 27 * t + 16) / 116)
     fx, fy, fz = f(xyz / np.array([0.95047, 1.0, 1.08883]))
     return np.array([116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)])
 

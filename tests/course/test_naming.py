@@ -14,7 +14,7 @@ def test_each_lesson_program_reads_as_its_source():
             "pred = hidden @ w2",
             "(pred − target)²",
             "loss = mean((pred − target)²)",
-        },  # fmt: skip
+        },
     }
     for key, titles in expected.items():
         run = record_program(key)

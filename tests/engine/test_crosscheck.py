@@ -13,7 +13,7 @@ from course.programs import PROGRAMS
 if mlx_unavailable_reason():
     pytest.skip(mlx_unavailable_reason(), allow_module_level=True)
 
-from autodiff.crosscheck import cross_check  # noqa: E402
+from autodiff.crosscheck import cross_check
 
 
 def check(key: str, backend: str = "numpy"):

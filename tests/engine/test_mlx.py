@@ -24,7 +24,7 @@ if mlx_unavailable_reason():
         pytest.fail(f"MLX is a dependency and must import in CI: {mlx_unavailable_reason()}", pytrace=False)
     pytest.skip(mlx_unavailable_reason(), allow_module_level=True)
 
-from test_gradients import BINARY, UNARY, broadcast_pair  # noqa: E402
+from test_gradients import BINARY, UNARY, broadcast_pair
 
 
 def run_on(backend: str, program, arrays: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -115,7 +115,7 @@ HOSTILE = {
     "node_flood": (
         "x = Tensor.ones([1], ad).require_grad()\nfor i in range(1000):\n    for j in range(6):\n        x = x * 1.0",
         "graph nodes",
-    ),  # fmt: skip
+    ),
     "keyword_args": ("t = Tensor.ones(shape=[1], device=ad)", "Keyword arguments"),
     # what one statement can do: each category the worker process backstops, refused here first, precisely
     "uncounted_lists": (
