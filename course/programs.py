@@ -11,11 +11,14 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
+from typing import TypeVar
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
 
 from .naming import node_names
+
+T = TypeVar("T")
 
 
 def seed_program(ad: Device) -> dict[str, Tensor]:
@@ -128,16 +131,23 @@ class Provenance:
 
 
 def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Provenance]:
-    """`program.build(ad)`, watching each statement of the program's own functions as it runs: the nodes the device
-    created while a statement ran are that statement's (the device numbers nodes in the order it makes them)."""
-    functions = (*program.helpers, program.build)
+    """`program.build(ad)`, watching each statement of the program's own functions as it runs."""
+    return traced_call((*program.helpers, program.build), program.source, lambda: program.build(ad), ad)
+
+
+def traced_call(
+    functions: tuple[Callable[..., object], ...], source: str, call: Callable[[], T], ad: Device
+) -> tuple[T, Provenance]:
+    """`call()`, watching each statement of `functions` (shown as `source`: their sources joined by a blank line)
+    as it runs: the nodes the device created while a statement ran are that statement's (the device numbers nodes
+    in the order it makes them)."""
     offsets: dict[object, int] = {}  # a function's code -> what turns its file line into a line of `source`
     line = 0
     for function in functions:
         lines, first = inspect.getsourcelines(function)
         offsets[function.__code__] = line + 1 - first
         line += len(lines) + 2  # `source` joins the functions with "\n\n" after their own last "\n"
-    spans = _statement_spans(program.source)
+    spans = _statement_spans(source)
     made: dict[int, tuple[int, int]] = {}
     names: dict[int, str] = {}
     running: dict[object, int] = {}  # each watched frame -> the line of the statement it is running
@@ -166,11 +176,11 @@ def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Prove
     previous = sys.gettrace()
     sys.settrace(watch)
     try:
-        tensors = program.build(ad)
+        result = call()
     finally:
         sys.settrace(previous)
         running.clear()  # the frames, and the locals they hold: a tensor kept alive here would change the memory
-    return tensors, Provenance(made, names)
+    return result, Provenance(made, names)
 
 
 def _statement_spans(source: str) -> dict[int, tuple[int, int]]:
