@@ -92,8 +92,7 @@ def forward(model: Mlp, points: Tensor, targets: Tensor) -> dict[str, Tensor]:
 
 
 def sgd_update(param: Tensor, grads: Gradients, learning_rate: float) -> Tensor:
-    """w - lr·∂loss/∂w on the inner device (`without_autodiff()`: no step registered), then a fresh parameter leaf
-    on the autodiff device, as Burn's optimizers update `tensor.inner()`."""
+    """w − lr·∂loss/∂w on the inner device: no step registered (Burn's optimizers update `tensor.inner()`)."""
     grad = param.grad(grads)
     if grad is None:
         raise MissingGradientError(param)
@@ -102,8 +101,7 @@ def sgd_update(param: Tensor, grads: Gradients, learning_rate: float) -> Tensor:
 
 
 def sgd_update_detached(param: Tensor, grads: Gradients, learning_rate: float) -> Tensor:
-    """The same update on the autodiff device, then `detach()`: the result is a new leaf (require_grad() again makes
-    it a parameter), but the subtraction registered a step, abandoned at once, that the next backward sweeps."""
+    """On the autodiff device, then detach(): a new leaf, but the ops' steps wait for the next backward's sweep."""
     grad = param.grad(grads)
     if grad is None:
         raise MissingGradientError(param)
@@ -111,8 +109,7 @@ def sgd_update_detached(param: Tensor, grads: Gradients, learning_rate: float) -
 
 
 def sgd_update_on_autodiff(param: Tensor, grads: Gradients, learning_rate: float) -> Tensor:
-    """The mistake: the update on the autodiff device. The new `w` is the output of a tracked subtraction, not a
-    leaf: the next forward's graph reaches back through it, and backward keeps no gradient for it."""
+    """The mistake: the new w is the output of a tracked subtraction, not a leaf, so it gets no gradient."""
     grad = param.grad(grads)
     if grad is None:
         raise MissingGradientError(param)
@@ -204,19 +201,7 @@ class Training:
         loss = outputs["loss"].item()
         grads = outputs["loss"].backward()
         del outputs  # the forward's tensors: only the parameters outlive an iteration
-        rule = UPDATE_RULES[self.update]
-        updated = {}
-        for name, param in self.model.parameters().items():
-            try:
-                updated[name] = rule(param, grads, self.learning_rate)
-            except MissingGradientError as missing:
-                self.stopped = (
-                    f"Iteration {self.iterations + 2} cannot run: {name} has no gradient after iteration "
-                    f"{self.iterations + 1}'s backward. {missing}"
-                )
-                break
-        else:
-            self.model = Mlp(**updated)
+        self.stopped = self._update(grads)
         del grads
         iteration = Iteration(
             self.iterations + 1, loss, accuracy, tape, abandoned, pending.memory,
@@ -224,6 +209,22 @@ class Training:
         )  # fmt: skip
         self.history.append(iteration)
         return iteration
+
+    def _update(self, grads: Gradients) -> str | None:
+        """Every parameter updated by the chosen rule; why training cannot go on, if a parameter has no gradient.
+        (A method, so the old parameters die with its frame before memory is measured.)"""
+        rule = UPDATE_RULES[self.update]
+        updated = {}
+        for name, param in self.model.parameters().items():
+            try:
+                updated[name] = rule(param, grads, self.learning_rate)
+            except MissingGradientError as missing:
+                return (
+                    f"Iteration {self.iterations + 2} cannot run: {name} has no gradient after iteration "
+                    f"{self.iterations + 1}'s backward. {missing}"
+                )
+        self.model = Mlp(**updated)
+        return None
 
     def predict(self, points: np.ndarray, values: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Class probabilities for `points` with the current parameters (or `values`), computed by the engine on the

@@ -2,7 +2,8 @@
 laptop in dark mode, as a student would first see each, with the page's main action done (a run started, steps
 stepped).
 
-Run: python docs/screenshots.py   -> docs/screenshots/<lesson>-<setup>.png (needs /usr/bin/chromium and playwright)
+Run: python docs/screenshots.py [ADDRESS ...]   -> docs/screenshots/<lesson>-<setup>.png (every lesson, or those named
+by their address, e.g. `training`; needs /usr/bin/chromium and playwright)
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def act(page, path: str) -> None:
     elif path == "memory":
         page.get_by_role("button", name="Start").click()
         page.wait_for_timeout(9000)
+    elif path == "training":
+        page.get_by_role("button", name="Play").click()
+        page.wait_for_timeout(12000)
+        page.get_by_role("button", name="Pause").click()
     page.wait_for_timeout(1500)
 
 
@@ -50,8 +55,11 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, streamlit_server(Path(tmp) / "s.log") as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        wanted = sys.argv[1:]
         for lesson in LESSONS:
             path = lesson.url_path
+            if wanted and path not in wanted:
+                continue
             for setup, (width, height, query, scheme) in SETUPS.items():
                 context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
                 page = context.new_page()

@@ -38,7 +38,7 @@ LESSONS: tuple[Lesson, ...] = (
            "Burn's lazy sweep beside PyTorch's eager freeing and retain_graph.", "Memory"),
     Lesson("pages/memory/checkpointing.py", "Checkpointing", "checkpoints",
            "Keep less, recompute in backward: the same gradients for less memory.", "Memory"),
-    Lesson("pages/train/training.py", "Training", "training",
+    Lesson("pages/train/training_loop.py", "Training", "training",
            "A small network learns two classes: a fresh graph each iteration, the loss falling, memory flat.",
            "Train"),
     Lesson("pages/check_and_play/check_mlx.py", "Check against MLX", "mlx",

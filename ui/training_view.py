@@ -19,7 +19,8 @@ X_AXIS_AT_LEAST = 100  # iterations: a fixed start, so a new run's curve grows i
 
 
 def training_charts(training: Training) -> None:
-    """The loss per iteration and memory per iteration, side by side (one above the other on a projector)."""
+    """The decision boundary beside the loss curve (one above the other on a projector), memory per iteration
+    under them."""
     history = training.history
     domain = (0.0, float(max(X_AXIS_AT_LEAST, training.iterations)))
     losses = pd.DataFrame(
@@ -37,10 +38,13 @@ def training_charts(training: Training) -> None:
         columns=["Iteration", "Bytes", "Moment"],
     )
     left, right = (st.container(), st.container()) if presenter_mode() else st.columns(2)
+    with left:
+        boundary_chart(training)
     line_chart(losses, "Iteration", "Loss", "Curve", title="Training loss (cross-entropy)", y_title="Loss",
-               x_domain=domain, container=left)  # fmt: skip
-    line_chart(memory, "Iteration", "Bytes", "Moment", title="Memory in use", y_title="Memory", y_bytes=True,
-               x_domain=domain, series_order=["before backward", "after the update"], container=right)  # fmt: skip
+               x_domain=domain, container=right)  # fmt: skip
+    line_chart(memory, "Iteration", "Bytes", "Moment", title="Memory in use, each iteration", y_title="Memory",
+               y_bytes=True, x_domain=domain, series_order=["before backward", "after the update"],
+               container=right)  # fmt: skip
 
 
 def boundary_chart(training: Training, cells: int = 40) -> None:
@@ -61,6 +65,8 @@ def boundary_chart(training: Training, cells: int = 40) -> None:
     font = 18 if presenter else 12
     axis = {"title": None, "labelFontSize": font, "grid": False}
     x_scale, y_scale = {"domain": [float(xs[0]), float(xs[-1])]}, {"domain": [float(ys[0]), float(ys[-1])]}
+    # one legend for shape and fill (the same field and title merge them): each class's colour and shape
+    points_legend = {"orient": "bottom", "title": "Training points", "labelFontSize": font, "titleFontSize": font}
     after = f"after iteration {training.iterations}" if training.iterations else "before training"
     spec = {
         "title": {"text": f"Decision boundary {after}", "anchor": "start", "fontSize": font + 2, "limit": 0},
@@ -89,12 +95,11 @@ def boundary_chart(training: Training, cells: int = 40) -> None:
                 "encoding": {
                     "x": {"field": "x", "type": "quantitative"},
                     "y": {"field": "y", "type": "quantitative"},
-                    "shape": {"field": "Class", "type": "nominal", "scale": {"domain": list(CLASS_NAMES),
-                              "range": ["circle", "square"]}, "legend": None},
+                    "shape": {"field": "Class", "type": "nominal", "legend": points_legend,
+                              "scale": {"domain": list(CLASS_NAMES), "range": ["circle", "square"]}},
                     "fill": {"field": "Class", "type": "nominal",
                              "scale": {"domain": list(CLASS_NAMES), "range": list(CLASS_COLOURS)},
-                             "legend": {"orient": "bottom", "title": "Training points", "labelFontSize": font,
-                                        "titleFontSize": font, "symbolStrokeWidth": 0.6}},
+                             "legend": points_legend},
                     "tooltip": [{"field": "Class", "type": "nominal"}],
                 },
             },

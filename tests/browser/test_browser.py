@@ -21,6 +21,7 @@ HEADINGS = {  # each page's first heading, as the page writes it
     "memory": "Memory growth",
     "policies": "Memory policies: Burn vs PyTorch",
     "checkpoints": "Checkpointing",
+    "training": "Training",
     "mlx": "Check against MLX",
     "play": "Playground",
 }

@@ -4,19 +4,17 @@ import streamlit as st
 
 from course.training import (
     DATASETS,
+    UPDATE_RULES,
     UPDATES,
     Training,
     forward,
     replay_iteration,
-    sgd_update,
-    sgd_update_detached,
-    sgd_update_on_autodiff,
 )
 from ui.code import code_block
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
 from ui.state import current_backend
-from ui.training_view import boundary_chart, iteration_sentence, training_charts
+from ui.training_view import iteration_sentence, training_charts
 
 lesson_intro(
     "Training",
@@ -26,8 +24,6 @@ lesson_intro(
     "optimizers do: it is arithmetic on numbers, not part of any graph, so each iteration's graph starts again at "
     "the parameters and memory stays flat.",
 )
-code_block(inspect.getsource(forward) + "\n\n" + inspect.getsource(sgd_update))
-
 UPDATE_LABELS = {
     "inner": "on the inner device (without_autodiff)",
     "detach": "on the autodiff device, then detach()",
@@ -51,11 +47,6 @@ if training is None or st.session_state.get("training_settings") != settings:
     st.session_state.training_settings = settings
     st.session_state[PLAYING] = False
     st.session_state.pop("training_replayed", None)
-
-if update == "detach":
-    code_block(inspect.getsource(sgd_update_detached))
-elif update == "autodiff":
-    code_block(inspect.getsource(sgd_update_on_autodiff))
 
 buttons = st.columns(3)
 if buttons[0].button("One iteration", key="training_step", width="stretch"):
@@ -87,11 +78,13 @@ def live_training(training: Training) -> None:
     metrics[2].metric("Accuracy", f"{last.accuracy:.0%}" if last else "not yet")
     metrics[3].metric("Operations on the tape", f"{last.tape}" if last else "not yet")
     st.markdown(iteration_sentence(training))
-    boundary_chart(training)
     training_charts(training)
 
 
 live_training(training)
+
+st.markdown("**The code of one iteration**: the forward, then the update of each parameter with its gradient.")
+code_block(inspect.getsource(forward) + "\n\n" + inspect.getsource(UPDATE_RULES[update]))
 
 st.subheader("Replay one iteration's backward")
 st.markdown(
