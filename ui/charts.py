@@ -35,13 +35,14 @@ def line_chart(
     x_domain: tuple[float, float] | None = None,
     series_order: Sequence[str] | None = None,
     tooltip: Sequence[str] = (),
+    x_ticks: int | None = None,
     container: object = st,
 ) -> None:
     """One line per `series` value, points marked, y from zero. `y_bytes`: `y` holds bytes, drawn in the unit
     that suits the largest (the axis title says which). `x_order` makes x an ordered category axis (labels such
-    as "forward x5"); a fixed `x_domain` keeps a live chart from moving as it grows. The Vega-Lite spec is
-    written as plain data: building it through Altair (schema validation) cost ~100 ms a chart on every rerun of a
-    live experiment."""
+    as "forward x5"); a fixed `x_domain` keeps a live chart from moving as it grows; `x_ticks` caps its labels.
+    The Vega-Lite spec is written as plain data: building it through Altair (schema validation) cost ~100 ms a
+    chart on every rerun of a live experiment."""
     data = data.copy()
     y_axis_title = y_title
     if y_bytes:
@@ -57,6 +58,8 @@ def line_chart(
     else:
         scale = {"domain": list(x_domain), "nice": False} if x_domain is not None else {"zero": False}
         axis = {"title": x_title or x, "tickMinStep": 1, "format": "d"}
+        if x_ticks is not None:  # a long run: fewer labels than Vega's default, which overlap on a narrow chart
+            axis["tickCount"] = x_ticks
         x_encoding = {"field": x, "type": "quantitative", "scale": scale, "axis": axis}
     top = float(data[y].max()) if len(data) else 0.0
     y_scale = {"domain": [0, max(top * 1.1, 1.0)], "nice": True}  # from zero; a flat zero still has a scale

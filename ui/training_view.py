@@ -41,9 +41,9 @@ def training_charts(training: Training) -> None:
     with left:
         boundary_chart(training)
     line_chart(losses, "Iteration", "Loss", "Curve", title="Training loss (cross-entropy)", y_title="Loss",
-               x_domain=domain, container=right)  # fmt: skip
+               x_domain=domain, x_ticks=5, container=right)  # fmt: skip
     line_chart(memory, "Iteration", "Bytes", "Moment", title="Memory in use, each iteration", y_title="Memory",
-               y_bytes=True, x_domain=domain, series_order=["before backward", "after the update"],
+               y_bytes=True, x_domain=domain, series_order=["before backward", "after the update"], x_ticks=5,
                container=right)  # fmt: skip
 
 
