@@ -1,4 +1,5 @@
-"""What the server process does once, for every session after it.
+"""What the server process does once, for every session after it: a frozen heap, and messages a visitor should not
+send refused.
 
 Streamlit runs a full garbage collection after every script run (`runner.postScriptGC`). With numpy, pandas,
 MLX and the engine loaded, that walk covers about 90,000 long-lived objects (120,000 and some 75 ms of CPU on
@@ -12,6 +13,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+from collections.abc import Callable
+from typing import Any
+
+from streamlit.elements.widgets.multiselect import MultiSelectSerde
+from streamlit.elements.widgets.radio import RadioSerde
+from streamlit.elements.widgets.selectbox import SelectboxSerde
+from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.runtime.app_session import AppSession
+from streamlit.runtime.state.common import is_element_id
 
 # What the pages import, loaded before the freeze so that their module objects are frozen too.
 PAGE_MODULES = ("course.labs", "course.scenarios", "playground.workers", "ui.charts", "ui.replay_view", "ui.run_view")
@@ -30,3 +40,66 @@ def freeze_loaded_modules() -> None:
     gc.collect()  # garbage from the imports is freed, not frozen
     gc.freeze()
     _frozen = True
+
+
+def refuse_visitor_messages() -> None:
+    """Once per server process (idempotent). The browser only ever sends one of a choice widget's options, but a
+    script can send any string: Streamlit hands an unknown one to the page as the value (a forged program name
+    reached `PROGRAMS[name]`, and the alert quoted it). Here a select box or radio value that is not among its options
+    reads as the widget's default, and a multiselect keeps only real options, before any callback sees them (this
+    app never lets a visitor type a new option).
+
+    Streamlit's developer-menu messages do nothing: `clear_cache` emptied the cache every session shares (one
+    socket looping it made Memory policies recompute its curves 61 times in 20 s), `load_git_info` runs git, and
+    `set_run_on_save` reruns every session on each save of a file. A widget state under an id Streamlit never makes
+    is dropped."""
+    for serde in (SelectboxSerde, RadioSerde):
+        if not getattr(serde.deserialize, "refuses_unknown", False):
+            serde.deserialize = _known_or_default(serde.deserialize)
+    if not getattr(MultiSelectSerde.deserialize, "refuses_unknown", False):
+        MultiSelectSerde.deserialize = _known_only(MultiSelectSerde.deserialize)
+    if not getattr(AppSession._handle_rerun_script_request, "refuses_unknown", False):
+        AppSession._handle_rerun_script_request = _element_ids_only(AppSession._handle_rerun_script_request)
+    AppSession._handle_clear_cache_request = _ignored  # type: ignore[method-assign]
+    AppSession._handle_git_information_request = _ignored  # type: ignore[method-assign]
+    AppSession._handle_set_run_on_save_request = _ignored  # type: ignore[method-assign]
+
+
+def _known_or_default(deserialize: Callable[[Any, str | None], Any]) -> Callable[[Any, str | None], Any]:
+    def known_or_default(serde: Any, ui_value: str | None) -> Any:
+        if ui_value is not None and ui_value not in serde.formatted_option_to_option_index:
+            ui_value = None  # Streamlit's own path for "no value": the default option
+        return deserialize(serde, ui_value)
+
+    known_or_default.refuses_unknown = True  # type: ignore[attr-defined]
+    return known_or_default
+
+
+def _known_only(deserialize: Callable[[Any, list[str] | None], Any]) -> Callable[[Any, list[str] | None], Any]:
+    def known_only(serde: Any, ui_value: list[str] | None) -> Any:
+        if ui_value is not None:
+            ui_value = [value for value in ui_value if value in serde.formatted_option_to_option_index]
+        return deserialize(serde, ui_value)
+
+    known_only.refuses_unknown = True  # type: ignore[attr-defined]
+    return known_only
+
+
+def _element_ids_only(handle: Callable[[Any, ClientState | None], None]) -> Callable[[Any, ClientState | None], None]:
+    """Widget states under an id Streamlit never makes (a script naming a widget by its key: Streamlit took it for
+    a widget and failed in the sidebar with a traceback) are dropped before the rerun."""
+
+    def element_ids_only(session: Any, client_state: ClientState | None = None) -> None:
+        if client_state is not None:
+            widgets = client_state.widget_states.widgets
+            forged = [w for w in widgets if not is_element_id(w.id)]
+            for widget in forged:
+                widgets.remove(widget)
+        handle(session, client_state)
+
+    element_ids_only.refuses_unknown = True  # type: ignore[attr-defined]
+    return element_ids_only
+
+
+def _ignored(*_: object) -> None:
+    """A developer-only message from a visitor: nothing happens."""
