@@ -11,6 +11,7 @@ import streamlit as st
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.trace import TapeBuilt
 
+from .downloads import built_once
 from .exercise import score_answer, score_caption
 from .graph_dot import graph_dot
 from .graph_view import bucket_picker
@@ -92,22 +93,24 @@ def replay_view(
         score_caption()
     if not presenter_mode() and not embed_mode():
         left, middle, right = st.columns(3)
+        # each file built once per content, whoever asks and however often (ui/downloads.py)
+        replay = ("replay", payload["signature"], payload["index"], payload["exercise"], file_stem)
         left.download_button(
             "Download this replay (HTML)",
-            lambda: export_html(payload, f"Replay: {file_stem}"),
+            built_once(replay, lambda: export_html(payload, f"Replay: {file_stem}")),
             file_name=f"{file_stem}-replay.html",
             mime="text/html",
             help="One file that plays offline in any browser: for slides and course pages.",
         )
         middle.download_button(
             "Download the graph (DOT)",
-            lambda: graph_dot(before, names),
+            built_once(("dot", payload["signature"]), lambda: graph_dot(before, names)),
             file_name=f"{file_stem}.dot",
             mime="text/vnd.graphviz",
         )
         right.download_button(
             "Download the event trace (JSON)",
-            recorder.export_json,  # built only when the button is pressed, and capped in size
+            built_once(("trace", payload["signature"]), recorder.export_json),  # when pressed; capped in size
             file_name=f"{file_stem}-trace.json",
             mime="application/json",
         )

@@ -4,7 +4,6 @@ tests/browser/test_visitor_messages.py and bench/bounds.py."""
 
 from __future__ import annotations
 
-import socket
 import time
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -58,33 +57,72 @@ def clear_cache() -> BackMsg:
     return message
 
 
+class Socket:
+    """One session's WebSocket, driven message by message as a script drives it."""
+
+    def __init__(self, url: str) -> None:
+        self.connection, head = websocket(int(url.rsplit(":", 1)[1]))
+        assert head.startswith("HTTP/1.1 101"), head[:200]
+
+    def send(self, message: BackMsg) -> None:
+        data = message.SerializeToString()
+        # one binary frame; a client must mask, and a zero mask leaves the bytes as they are
+        self.connection.sendall(bytes([0x82, 0xFF]) + len(data).to_bytes(8, "big") + bytes(4) + data)
+
+    def read(self, seconds: float) -> bytes:
+        """Every byte the server sends within `seconds` (less if it closes)."""
+        answer = b""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self.connection.settimeout(left)
+            try:
+                chunk = self.connection.recv(65536)
+            except TimeoutError:
+                break
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+    def close(self) -> None:
+        self.connection.close()
+
+
 def send(url: str, messages: list[BackMsg], settle_s: float = 4.0) -> bytes:
     """Send each message on one WebSocket, `settle_s` apart (a rerun finishes meanwhile); returns every byte the
     server sent back (its ForwardMsgs: the page's text is in there, as protobuf strings)."""
-    connection, head = websocket(int(url.rsplit(":", 1)[1]))
-    assert head.startswith("HTTP/1.1 101"), head[:200]
+    socket_ = Socket(url)
     answer = b""
     try:
         for message in messages:
-            data = message.SerializeToString()
-            # one binary frame; a client must mask, and a zero mask leaves the bytes as they are
-            connection.sendall(bytes([0x82, 0xFF]) + len(data).to_bytes(8, "big") + bytes(4) + data)
-            answer += _read_for(connection, settle_s)
+            socket_.send(message)
+            answer += socket_.read(settle_s)
     finally:
-        connection.close()
+        socket_.close()
     return answer
 
 
-def _read_for(connection: socket.socket, seconds: float) -> bytes:
-    answer = b""
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        connection.settimeout(left)
-        try:
-            chunk = connection.recv(65536)
-        except TimeoutError:
-            break
-        if not chunk:
-            break
-        answer += chunk
-    return answer
+def download_id(answer: bytes, label: str) -> str:
+    """The deferred file id of the download button labelled `label` in a page's answer."""
+    for message in forward_messages(answer):
+        if message.WhichOneof("type") == "delta" and message.delta.WhichOneof("type") == "new_element":
+            element = message.delta.new_element
+            if element.WhichOneof("type") == "download_button" and element.download_button.label == label:
+                return element.download_button.deferred_file_id
+    raise KeyError(f"no download button labelled {label!r}")
+
+
+def session_id(answer: bytes) -> str:
+    """The session's id, from the first answer of its WebSocket (a backend request must name it)."""
+    for message in forward_messages(answer):
+        if message.WhichOneof("type") == "new_session":
+            return message.new_session.initialize.session_id
+    raise KeyError("no new_session message")
+
+
+def download_request(file_id: str, request_id: str, session: str) -> BackMsg:
+    message = BackMsg()
+    message.backend_operation_request.request_id = request_id
+    message.backend_operation_request.session_id = session
+    message.backend_operation_request.deferred_file.file_id = file_id
+    return message
