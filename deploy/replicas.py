@@ -107,7 +107,7 @@ def nginx_config(
     names = "\n".join(f'        "~(^|, )127\\.0\\.0\\.1:{r.port}$" "{r.name}";' for r in replicas)
     return TEMPLATE.read_text().format(
         prefix=prefix, servers=servers, replica_names=names, listen=f"{listen}:{port}", per_client=per_client,
-        connections=CONNECTIONS, open_files=2 * CONNECTIONS + 64,
+        connections=CONNECTIONS, open_files=2 * CONNECTIONS + 64, static_root=ROOT / "static",
     )  # fmt: skip
 
 
