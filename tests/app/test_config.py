@@ -9,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = (
+    "server.address",
     "server.enableXsrfProtection",
     "server.runOnSave",
     "server.fileWatcherType",
@@ -36,6 +37,7 @@ def effective_config() -> dict[str, object]:
 
 def test_production_settings_are_in_effect():
     options = effective_config()
+    assert options["server.address"] == "127.0.0.1"  # a network reaches the app through nginx (deploy/)
     assert options["server.enableXsrfProtection"] is True
     assert options["server.runOnSave"] is False
     assert options["server.fileWatcherType"] == "none"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -19,7 +20,7 @@ import pytest
 
 from deploy.replicas import HUNG_AFTER, PER_CLIENT, deployment, workers_per_replica
 
-from .harness import _free_port, cpu_seconds, websocket
+from .harness import HEALTH_GOAL_S, _free_port, cpu_seconds, websocket
 
 pytestmark = pytest.mark.browser
 ATTACKER, STUDENT = "127.0.0.2", "127.0.0.3"
@@ -167,3 +168,39 @@ def test_static_files_come_from_nginx_and_a_loop_over_them_is_limited_per_client
     )
     assert served <= 1000 + 50 * (elapsed + 1)  # the burst, then 50 a second
     assert looped.count(429) > 0 and replica_cpu < 1.0 and student < 1.0
+
+
+HALF_OPEN = 1_100
+
+
+def test_half_sent_requests_leave_health_and_a_student_answered_and_the_log_small(single):
+    """Issue 31, finding 4: 1,100 sockets with half-sent headers against the bare server (under ulimit -n 1024)
+    timed health out, and its log grew by 2.9 million lines in 25 s. The classroom recipe puts nginx in front, which
+    closes a connection that does not finish its request (client_header_timeout) and logs nothing for it."""
+    port = int(single.url.rsplit(":", 1)[1])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * HALF_OPEN)), hard))
+    log = single.prefix / "error.log"
+    log_before = log.stat().st_size if log.exists() else 0
+    held = []
+    try:
+        for _ in range(HALF_OPEN):
+            connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(ATTACKER, 0))
+            connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # never finished
+            held.append(connection)
+        health = [timed_get(port, "/_stcore/health", STUDENT) for _ in range(5)]
+        page = timed_get(port, "/", STUDENT)
+        student, head = websocket(port, STUDENT)
+        student.close()
+    finally:
+        for connection in held:
+            connection.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    grown = (log.stat().st_size if log.exists() else 0) - log_before
+    print(
+        f"{HALF_OPEN} half-open: health {max(health) * 1000:.0f} ms at worst, the page {page * 1000:.0f} ms, "
+        f"nginx's error log +{grown} bytes"
+    )
+    assert max(health) < 5 * HEALTH_GOAL_S and page < 1.0
+    assert head.startswith("HTTP/1.1 101")  # a student's WebSocket still opens
+    assert grown < 10_000
