@@ -7,9 +7,13 @@ server kills it on a hard wall-clock deadline (terminate, then kill) and starts 
 back (`playground.plain`), at most `RESULT_LIMIT` bytes, never live objects or pickles.
 
 Each session has at most one run, waiting or running: a second Run replaces the waiting one, or stops the
-running one (its worker is replaced), and a session that ends cancels its run. The queue is first in,
-first out, and at most `max_waiting` long. A session whose runs keep stopping their workers (crashes,
-kills) waits before its next run, so no one can keep the pool respawning.
+running one (its worker is replaced), and a session that ends cancels its run. The queue is at most
+`max_waiting` long, and served fairly between clients (a client is an address; sessions from one browser, or
+one script, share it): round robin over the clients with runs waiting, first in, first out within each, and at
+most `MAX_WAITING_PER_CLIENT` runs waiting per client. 63 sessions from one address had put a visitor from
+another address 62 runs back (about five minutes); now at most one run per worker goes first. A session, or a
+client, whose runs keep stopping (a crash, a kill, or the whole time limit used) waits before its next run, so
+no one can keep the pool busy or respawning.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MEMORY_LIMIT = Limits().process_bytes  # what a program may add to a worker's own footprint
 WORKERS_VARIABLE = "PLAYGROUND_WORKERS"  # set by deploy/replicas.py: this replica's share of the cores
 MAX_WAITING = 64  # runs waiting at once, all sessions together
-STOPS_ALLOWED = 3  # a session's runs may stop their worker this often within STOPS_WINDOW seconds...
+MAX_WAITING_PER_CLIENT = 16  # runs one client address may have waiting (a class behind one NAT address shares it)
+STOPS_ALLOWED = 3  # a session's runs may stop this often within STOPS_WINDOW seconds...
+STOPS_ALLOWED_PER_CLIENT = 12  # ... and all of a client's sessions together this often...
 STOPS_WINDOW = 30.0  # ... before its next run waits
 START_SECONDS = 60.0  # a worker that has not said it is ready by then is not coming
 START_RETRY = 30.0  # after a worker could not start, runs are refused this long before a worker is tried again
@@ -63,6 +69,7 @@ class Job:
     source: str
     limits: Limits
     backend: str
+    client: str = ""  # the address the run came from: the queue is fair between clients
     result: RunResult | None = None
     # queued -> running -> done; or replaced (a newer Run of the same session took its place in the queue),
     # or cancelled (the session ended, or pressed Run again while it ran)
@@ -70,6 +77,7 @@ class Job:
     done: threading.Event = field(default_factory=threading.Event)
     pool: WorkerPool | None = None
     slot: int | None = None  # the worker running it
+    stopped: bool = False  # counted as a stopped run (it ran out of time or memory, crashed, or was cancelled)
 
     def wait(self, timeout: float) -> bool:
         return self.done.wait(timeout)
@@ -176,9 +184,9 @@ class WorkerPool:
         self.size = size or default_size()
         self.memory_limit = memory_limit
         self.max_waiting = max_waiting
-        self._queue: deque[Job] = deque()
+        self._waiting: dict[str, deque[Job]] = {}  # client -> its runs, oldest first; clients in serving order
         self._running: dict[str, Job] = {}  # owner -> its run in a worker
-        self._stops: dict[str, deque[float]] = {}  # owner -> when its runs stopped a worker, newest last
+        self._stops: dict[str, deque[float]] = {}  # owner, and "client " + address -> when its runs stopped
         self._lock = threading.Condition()
         self._workers: list[_Worker | None] = [_Worker(memory_limit) for _ in range(self.size)]  # warm
         self.replaced = 0  # workers killed and replaced (time, memory, crash, cancel)
@@ -187,55 +195,85 @@ class WorkerPool:
         for slot in range(self.size):
             threading.Thread(target=self._serve, args=(slot,), daemon=True, name=f"playground-{slot}").start()
 
-    def submit(self, owner: str, source: str, limits: Limits, backend: str = "numpy") -> Job:
+    def submit(self, owner: str, source: str, limits: Limits, backend: str = "numpy", client: str = "") -> Job:
         """Queue a run. The same `owner`'s waiting run is replaced, its running run stopped. A run that
-        cannot be queued (the queue is full, the owner must wait, no worker can start) is done at once,
-        with a sentence saying why."""
-        job = Job(owner, source, limits, backend, pool=self)
+        cannot be queued (the queue is full, the owner or its client must wait, no worker can start) is done at
+        once, with a sentence saying why."""
+        job = Job(owner, source, limits, backend, client, pool=self)
         with self._lock:
-            for waiting in [j for j in self._queue if j.owner == owner]:
-                self._queue.remove(waiting)
+            for waiting in [j for runs in self._waiting.values() for j in runs if j.owner == owner]:
+                self._remove(waiting)
                 self._finish(waiting, "replaced")
             if owner in self._running:
                 self._cancel_running(self._running[owner])
-            refusal = self._refusal(owner)
+            refusal = self._refusal(owner, client)
             if refusal is not None:
                 job.result = RunResult(error=refusal)
                 self._finish(job, "done")
                 return job
-            self._queue.append(job)
+            self._waiting.setdefault(client, deque()).append(job)
             self._lock.notify()
         return job
 
-    def _refusal(self, owner: str) -> PlaygroundError | None:
+    def waiting(self) -> int:
+        with self._lock:
+            return sum(len(runs) for runs in self._waiting.values())
+
+    def _refusal(self, owner: str, client: str = "") -> PlaygroundError | None:
         if self.start_failure is not None and time.monotonic() - self._start_failed_at < START_RETRY:
             reason = self.start_failure.rstrip(".")
             return PlaygroundError(f"The Playground cannot run programs on this server: {reason}.",
                                    hint="Tell whoever runs this app; the lessons still work.")  # fmt: skip
-        if len(self._queue) >= self.max_waiting:
-            return PlaygroundError(f"The Playground is busy: {len(self._queue)} runs are waiting.",
+        waiting = sum(len(runs) for runs in self._waiting.values())
+        if waiting >= self.max_waiting:
+            return PlaygroundError(f"The Playground is busy: {waiting} runs are waiting.",
                                    hint="Press Run again in a minute.")  # fmt: skip
-        stops = self._stops.get(owner, deque())
+        if len(self._waiting.get(client, ())) >= MAX_WAITING_PER_CLIENT:
+            return PlaygroundError(f"{MAX_WAITING_PER_CLIENT} runs from your network address are already waiting.",
+                                   hint="Press Run again when one of them has run.")  # fmt: skip
+        for key, allowed, whose in ((owner, STOPS_ALLOWED, "Your last"), (f"client {client}", STOPS_ALLOWED_PER_CLIENT,
+                                    "The last")):  # fmt: skip
+            stops = self._recent_stops(key)
+            if len(stops) >= allowed:
+                wait = STOPS_WINDOW - (time.monotonic() - stops[0])
+                source = "" if whose == "Your last" else " from your network address"
+                return PlaygroundError(
+                    f"{whose} {len(stops)} runs{source} each stopped (too long, too much memory, a crash, or Run "
+                    f"pressed again while running). Wait {wait:.0f} s before the next run.",
+                    hint="Meanwhile, make the program smaller: smaller tensors, fewer iterations.",
+                )
+        return None
+
+    def _recent_stops(self, key: str) -> deque[float]:
+        stops = self._stops.get(key, deque())
         now = time.monotonic()
         while stops and now - stops[0] > STOPS_WINDOW:
             stops.popleft()
         if not stops:
-            self._stops.pop(owner, None)  # forgotten: the pool keeps nothing per session for long
-        if len(stops) >= STOPS_ALLOWED:
-            wait = STOPS_WINDOW - (now - stops[0])
-            return PlaygroundError(
-                f"Your last {len(stops)} runs each stopped a worker (too long, too much memory, a crash, or Run "
-                "pressed again while running). "
-                f"Wait {wait:.0f} s before the next run.",
-                hint="Meanwhile, make the program smaller: smaller tensors, fewer iterations.",
-            )
-        return None
+            self._stops.pop(key, None)  # forgotten: the pool keeps nothing per session for long
+        return stops
+
+    def _remove(self, job: Job) -> None:
+        runs = self._waiting.get(job.client)
+        if runs is not None and job in runs:
+            runs.remove(job)
+            if not runs:
+                del self._waiting[job.client]
+
+    def _next(self) -> Job:
+        """The first run of the client whose turn it is; that client goes to the back of the round."""
+        client = next(iter(self._waiting))
+        runs = self._waiting.pop(client)
+        job = runs.popleft()
+        if runs:
+            self._waiting[client] = runs  # re-inserted: last in the round
+        return job
 
     def cancel(self, job: Job) -> None:
         """Stop `job`: out of the queue if it waits, its worker killed (and replaced) if it runs."""
         with self._lock:
-            if job.state == "queued" and job in self._queue:
-                self._queue.remove(job)
+            if job.state == "queued" and job in self._waiting.get(job.client, ()):
+                self._remove(job)
                 self._finish(job, "cancelled")
             elif job.state == "running":
                 self._cancel_running(job)
@@ -247,8 +285,12 @@ class WorkerPool:
             worker.kill()
 
     def ahead_of(self, job: Job) -> int:
+        """Runs that will start before `job`, if no other run comes: the round robin played forward."""
         with self._lock:
-            return self._queue.index(job) if job in self._queue else 0
+            rounds = [list(runs) for runs in self._waiting.values()]
+            order = [runs[depth] for depth in range(max(map(len, rounds), default=0)) for runs in rounds
+                     if depth < len(runs)]  # fmt: skip
+            return order.index(job) if job in order else 0
 
     def _finish(self, job: Job, state: str) -> None:
         job.state = state
@@ -257,11 +299,12 @@ class WorkerPool:
     def _serve(self, slot: int) -> None:
         while True:
             with self._lock:
-                while not self._queue:
+                while not self._waiting:
                     self._lock.wait()
-                job = self._queue.popleft()
+                job = self._next()
                 job.state, job.slot = "running", slot
                 self._running[job.owner] = job
+            started = time.monotonic()
             try:
                 result = self._run(slot, job)
             except Exception as error:  # never let a slot die: the student gets a sentence
@@ -271,8 +314,9 @@ class WorkerPool:
             with self._lock:
                 if self._running.get(job.owner) is job:
                     del self._running[job.owner]
+                if job.state == "cancelled" or time.monotonic() - started >= job.limits.seconds:
+                    self._stopped(job)  # cancelled, or stopped by the time limit (the interpreter's own too)
                 if job.state == "cancelled":
-                    self._stopped(job.owner)
                     self._finish(job, "cancelled")  # its result, if any, is dropped here
                 else:
                     job.result = result
@@ -296,14 +340,14 @@ class WorkerPool:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                self._discard(slot, job.owner)
+                self._discard(slot, job)
                 return RunResult(error=PlaygroundError(time_message(job.limits.seconds), hint=TIME_HINT))
             try:
                 data = worker.replies.get(timeout=min(left, 0.1))
                 break
             except queue.Empty:
                 if watch_resident and worker.resident_bytes() > self.memory_limit * 2:
-                    self._discard(slot, job.owner)
+                    self._discard(slot, job)
                     return RunResult(error=PlaygroundError(memory_message(self.memory_limit), hint=MEMORY_HINT))
         if data is None:
             return self._died(slot, job)
@@ -336,7 +380,7 @@ class WorkerPool:
         except subprocess.TimeoutExpired:
             code = None
         limit = worker.allowed
-        self._discard(slot, None if job.state == "cancelled" else job.owner)
+        self._discard(slot, None if job.state == "cancelled" else job)
         if code == -getattr(signal, "SIGXCPU", 0):
             return RunResult(error=PlaygroundError(time_message(job.limits.seconds), hint=TIME_HINT))
         if code is not None and code < 0 and code != -signal.SIGKILL:  # a signal other than the OOM killer's
@@ -345,18 +389,23 @@ class WorkerPool:
             return RunResult(error=PlaygroundError(message, hint=MEMORY_HINT))
         return RunResult(error=PlaygroundError(memory_message(limit), hint=MEMORY_HINT))
 
-    def _stopped(self, owner: str) -> None:
-        self._stops.setdefault(owner, deque(maxlen=STOPS_ALLOWED)).append(time.monotonic())
+    def _stopped(self, job: Job) -> None:
+        """Count `job` once as a stopped run of its session and of its client."""
+        if not job.stopped:
+            job.stopped = True
+            for key, allowed in ((job.owner, STOPS_ALLOWED), (f"client {job.client}", STOPS_ALLOWED_PER_CLIENT)):
+                self._stops.setdefault(key, deque(maxlen=allowed)).append(time.monotonic())
 
-    def _discard(self, slot: int, owner: str | None = None) -> None:
-        """Stop a slot's worker and start a fresh one at once, so the pool stays warm. `owner`: whose run it was."""
+    def _discard(self, slot: int, stopped: Job | None = None) -> None:
+        """Stop a slot's worker and start a fresh one at once, so the pool stays warm. `stopped`: the run it ran,
+        counted as stopped."""
         worker, self._workers[slot] = self._workers[slot], None
         if worker is not None:
             worker.stop()
             self.replaced += 1
-        if owner is not None:
+        if stopped is not None:
             with self._lock:
-                self._stopped(owner)
+                self._stopped(stopped)
         self._workers[slot] = _Worker(self.memory_limit)
 
     def shutdown(self) -> None:

@@ -26,6 +26,18 @@ SHARED_RESULTS = 64  # lesson results kept per function: programs x backends x s
 SESSION_MEMORY_LIMIT = 256 * 2**20  # engine memory one visitor's session may hold, all lessons together
 
 
+LOOPBACK = ("127.0.0.1", "::1")  # where deploy/'s nginx connects from
+
+
+def client_address() -> str:
+    """The address this session's browser connects from: what the Playground's queue is fair between. Behind
+    deploy/'s nginx (a loopback peer) it is the address nginx saw, the last one it added to X-Forwarded-For; a
+    header from anyone else is not trusted."""
+    peer = st.context.ip_address or ""
+    forwarded = st.context.headers.get("X-Forwarded-For", "") if peer in LOOPBACK else ""
+    return forwarded.rsplit(",", 1)[-1].strip() or peer or "unknown"
+
+
 def session_budget() -> MemoryBudget:
     """This session's engine-memory budget: every device its lessons create counts against it, from
     allocation to release, so a session that ends gives all of it back with its state."""

@@ -11,7 +11,7 @@ from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
 from ui.run_view import hold_result, run_error, session_owner, wait_for_run
-from ui.state import current_backend, publish
+from ui.state import client_address, current_backend, publish
 
 LIMITS = Limits()
 CODE = "playground_code"
@@ -76,7 +76,7 @@ with st.expander("Limits of one run"):
     )  # fmt: skip
 
 if run_clicked:  # the program runs in a worker process, never in this server
-    job = shared_pool().submit(session_owner(), st.session_state[CODE], LIMITS, current_backend())
+    job = shared_pool().submit(session_owner(), st.session_state[CODE], LIMITS, current_backend(), client_address())
     st.session_state.playground_job = job
     st.session_state.playground_source = st.session_state[CODE]  # what the replay shows beside its graph
 job = st.session_state.get("playground_job")

@@ -26,28 +26,40 @@ def element_id(url: str, page: str, label: str) -> str:
 
 
 def forward_messages(answer: bytes) -> list[ForwardMsg]:
-    """The server's WebSocket frames (unmasked, no extension negotiated), each a ForwardMsg."""
-    messages, at = [], 0
-    while at + 2 <= len(answer):
-        opcode, length, at = answer[at] & 0x0F, answer[at + 1] & 0x7F, at + 2
-        if length == 126:
-            length, at = int.from_bytes(answer[at : at + 2], "big"), at + 2
-        elif length == 127:
-            length, at = int.from_bytes(answer[at : at + 8], "big"), at + 8
-        if at + length > len(answer):
-            break
+    """The server's WebSocket frames (unmasked, no extension negotiated), each binary one a ForwardMsg."""
+    messages = []
+    while (frame := _frame(answer)) is not None:
+        opcode, payload, used = frame
         if opcode == 0x2:  # a binary frame (not a ping or a close)
-            messages.append(ForwardMsg.FromString(answer[at : at + length]))
-        at += length
+            messages.append(ForwardMsg.FromString(payload))
+        answer = answer[used:]
     return messages
 
 
-def rerun(page: str, widgets: dict[str, str] | None = None) -> BackMsg:
+def _frame(data: bytes) -> tuple[int, bytes, int] | None:
+    """The first whole frame of `data` from the server: its opcode, its payload and the bytes it took."""
+    if len(data) < 2:
+        return None
+    opcode, length, at = data[0] & 0x0F, data[1] & 0x7F, 2
+    if length == 126:
+        length, at = int.from_bytes(data[2:4], "big"), 4
+    elif length == 127:
+        length, at = int.from_bytes(data[2:10], "big"), 10
+    if len(data) < at + length:
+        return None
+    return opcode, data[at : at + length], at + length
+
+
+def rerun(page: str, widgets: dict[str, str] | None = None, trigger: str | None = None) -> BackMsg:
+    """A rerun of `page` with text `widgets` set (by id) and the button `trigger` pressed."""
     message = BackMsg()
     message.rerun_script.page_name = page
     for widget_id, value in (widgets or {}).items():
         widget = message.rerun_script.widget_states.widgets.add()
         widget.id, widget.string_value = widget_id, value
+    if trigger is not None:
+        widget = message.rerun_script.widget_states.widgets.add()
+        widget.id, widget.trigger_value = trigger, True
     return message
 
 
@@ -60,9 +72,10 @@ def clear_cache() -> BackMsg:
 class Socket:
     """One session's WebSocket, driven message by message as a script drives it."""
 
-    def __init__(self, url: str) -> None:
-        self.connection, head = websocket(int(url.rsplit(":", 1)[1]))
+    def __init__(self, url: str, source: str = "127.0.0.1") -> None:
+        self.connection, head = websocket(int(url.rsplit(":", 1)[1]), source)
         assert head.startswith("HTTP/1.1 101"), head[:200]
+        self._pending = b""  # bytes of a frame not yet whole
 
     def send(self, message: BackMsg) -> None:
         data = message.SerializeToString()
@@ -70,7 +83,8 @@ class Socket:
         self.connection.sendall(bytes([0x82, 0xFF]) + len(data).to_bytes(8, "big") + bytes(4) + data)
 
     def read(self, seconds: float) -> bytes:
-        """Every byte the server sends within `seconds` (less if it closes)."""
+        """Every byte the server sends within `seconds` (less if it closes). Its pings are answered, as a browser
+        answers them, so a session read for a while stays open."""
         answer = b""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
@@ -82,7 +96,16 @@ class Socket:
             if not chunk:
                 break
             answer += chunk
+            self._pending += chunk
+            self._answer_pings()
         return answer
+
+    def _answer_pings(self) -> None:
+        while (frame := _frame(self._pending)) is not None:
+            opcode, payload, used = frame
+            self._pending = self._pending[used:]
+            if opcode == 0x9:  # a ping: the same payload back in a (masked, zero-mask) pong
+                self.connection.sendall(bytes([0x8A, 0x80 | len(payload)]) + bytes(4) + payload)
 
     def close(self) -> None:
         self.connection.close()

@@ -51,8 +51,8 @@ def pool():
     pool.shutdown()
 
 
-def run(pool: WorkerPool, source: str, owner: str, backend: str = "numpy"):
-    job = pool.submit(owner, source, Limits(), backend)
+def run(pool: WorkerPool, source: str, owner: str, backend: str = "numpy", limits: Limits | None = None):
+    job = pool.submit(owner, source, limits or Limits(), backend)
     assert job.wait(60), "no answer from the pool"
     return job.result
 
@@ -165,6 +165,43 @@ def test_a_session_whose_runs_keep_stopping_workers_waits():
             and "before the next run" in (refused.result.error.message)
         )
         assert run(pool, "print(2)", "calm").output == ["2"]  # everyone else runs as before
+    finally:
+        pool.shutdown()
+
+
+def test_the_queue_is_fair_between_clients_and_bounded_per_client():
+    """Issue 31, finding 3: 63 sessions from one address put a visitor from another address 62 runs back."""
+    pool = WorkerPool(size=1)
+    try:
+        running = pool.submit("flooder-0", SLOW, Limits(), client="10.0.0.1")
+        started(running)
+        flood = [pool.submit(f"flooder-{k}", "print(1)", Limits(), client="10.0.0.1")
+                 for k in range(1, workers_module.MAX_WAITING_PER_CLIENT + 1)]  # fmt: skip
+        over = pool.submit("flooder-extra", "print(1)", Limits(), client="10.0.0.1")
+        assert over.wait(0) and f"{workers_module.MAX_WAITING_PER_CLIENT} runs from your network address" in (
+            over.result.error.message
+        )
+        visitor = pool.submit("visitor", 'print("mine")', Limits(), client="10.0.0.2")
+        assert visitor.position() == 1  # one of the flooder's runs, then the visitor's: not 16 back
+        running.cancel()
+        assert visitor.wait(60) and visitor.result.output == ["mine"]
+        assert sum(job.done.is_set() for job in flood) <= 2  # at most the flooder's first run went before it
+    finally:
+        pool.shutdown()
+
+
+def test_a_run_stopped_by_the_interpreters_own_time_limit_counts_as_stopped():
+    """A run the interpreter stops at its time limit ends without a worker being replaced: it counted for nothing,
+    so a session could keep a worker busy for 5 s after 5 s."""
+    pool = WorkerPool(size=1)
+    limits = Limits(seconds=0.3)
+    try:
+        for _ in range(workers_module.STOPS_ALLOWED):
+            result = run(pool, SLOW, "looper", limits=limits)
+            assert "longer than 0.3 seconds" in result.error.message
+        assert pool.replaced == 0  # each was stopped by the interpreter, not by killing its worker
+        refused = pool.submit("looper", "print(1)", Limits())
+        assert refused.wait(0) and "Your last 3 runs each stopped" in refused.result.error.message
     finally:
         pool.shutdown()
 
