@@ -8,7 +8,7 @@ import streamlit as st
 from autodiff import AutodiffError, memory_budget
 from autodiff.device import mlx_unavailable_reason
 from ui.navigation import navigation_pages, sidebar_links
-from ui.server import freeze_loaded_modules, refuse_visitor_messages
+from ui.server import freeze_loaded_modules, refuse_visitor_messages, return_freed_memory
 from ui.state import (
     embed_mode,
     embed_styles,
@@ -21,6 +21,7 @@ from ui.theme import accessible_styles
 
 freeze_loaded_modules()  # once per server: Streamlit's collection after each run then skips the libraries
 refuse_visitor_messages()  # before any widget is made: a forged choice never reaches a callback
+return_freed_memory()  # sessions that leave give their memory back to the system, not only to the heap
 restore_presenter()  # before anything reads it: a reload or a shared link keeps presenter mode
 
 st.set_page_config(

@@ -10,6 +10,7 @@ makes that moment exact), so `in_use` is always the sum of the bytes of the live
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -37,13 +38,44 @@ class MemoryUsage:
 
 
 class MemoryBudget:
-    """A cap on the bytes held by every pool created under it (an app gives each visitor one)."""
+    """A cap on the bytes held by every pool created under it (an app gives each visitor one). A budget may have a
+    `parent` that every byte also counts against (an app's budget for the whole server, shared by its visitors'
+    sessions): an allocation past either is refused, in words that say which."""
 
-    __slots__ = ("limit", "used")
+    __slots__ = ("limit", "used", "parent", "_lock")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, parent: MemoryBudget | None = None) -> None:
         self.limit = limit
         self.used = 0
+        self.parent = parent
+        self._lock = threading.Lock()  # a parent is charged from many sessions' threads at once
+
+    def take(self, nbytes: int) -> None:
+        """Count `nbytes` against this budget and its parent, or raise `MemoryBudgetError` and count nothing."""
+        if self.used + nbytes > self.limit:
+            raise MemoryBudgetError(
+                f"This would take the memory of your session past {self.limit / MIB:,.0f} MiB "
+                f"({self.used / MIB:,.1f} MiB is in use). Run a backward (it frees abandoned graphs), "
+                "start an experiment over, or use smaller sizes."
+            )
+        parent = self.parent
+        if parent is not None:
+            with parent._lock:
+                if parent.used + nbytes > parent.limit:
+                    raise MemoryBudgetError(
+                        f"The server's memory for experiments is in use by other sessions right now "
+                        f"({parent.used / MIB:,.0f} of {parent.limit / MIB:,.0f} MiB). Your work is kept: try "
+                        "again in a minute, or use smaller sizes."
+                    )
+                parent.used += nbytes
+        self.used += nbytes
+
+    def give_back(self, nbytes: int) -> None:
+        self.used -= nbytes
+        parent = self.parent
+        if parent is not None:
+            with parent._lock:
+                parent.used -= nbytes
 
 
 _BUDGET: ContextVar[MemoryBudget | None] = ContextVar("autodiff_memory_budget", default=None)
@@ -74,13 +106,7 @@ class MemoryPool:
     def allocate(self, nbytes: int) -> None:
         budget = self.budget
         if budget is not None:
-            if budget.used + nbytes > budget.limit:
-                raise MemoryBudgetError(
-                    f"This would take the memory of your session past {budget.limit / MIB:,.0f} MiB "
-                    f"({budget.used / MIB:,.1f} MiB is in use). Run a backward (it frees abandoned graphs), "
-                    "start an experiment over, or use smaller sizes."
-                )
-            budget.used += nbytes
+            budget.take(nbytes)
         self.bytes_in_use += nbytes
         self.allocations += 1
         if self.bytes_in_use > self.peak_bytes:
@@ -88,7 +114,7 @@ class MemoryPool:
 
     def release(self, nbytes: int) -> None:
         if self.budget is not None:
-            self.budget.used -= nbytes
+            self.budget.give_back(nbytes)
         self.bytes_in_use -= nbytes
         self.allocations -= 1
 

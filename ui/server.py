@@ -11,8 +11,12 @@ after each run then visits only what sessions made since, and reference counting
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import gc
 import importlib
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +44,33 @@ def freeze_loaded_modules() -> None:
     gc.collect()  # garbage from the imports is freed, not frozen
     gc.freeze()
     _frozen = True
+
+
+TRIM_EVERY_S = 10.0  # how often the server hands freed heap back to the system
+_trimming = False
+
+
+def return_freed_memory() -> None:
+    """Once per server process: a thread that, every `TRIM_EVERY_S`, collects garbage and asks glibc to return the
+    free parts of its heaps (`malloc_trim`). Sessions that leave free their engines at once, but glibc keeps the
+    pages in each thread's arena: 30 held sessions had left a replica at 716 MiB 100 s after they closed (from
+    257). Elsewhere than glibc, nothing to do."""
+    global _trimming
+    libc_name = ctypes.util.find_library("c")
+    if _trimming or libc_name is None:
+        return
+    libc = ctypes.CDLL(libc_name)
+    if not hasattr(libc, "malloc_trim"):
+        return
+    _trimming = True
+
+    def trim() -> None:
+        while True:
+            time.sleep(TRIM_EVERY_S)
+            gc.collect()
+            libc.malloc_trim(0)
+
+    threading.Thread(target=trim, daemon=True, name="return-freed-memory").start()
 
 
 def refuse_visitor_messages() -> None:

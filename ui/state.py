@@ -2,8 +2,10 @@
 
 Engine objects live in `st.session_state` (one per browser session), never in a module global or
 `st.cache_resource`, which every user shares. What is the same for every student (a lesson's results as plain
-data) is computed once per server with `st.cache_data`, which hands each session its own copy. Values that make a
-view shareable (page, program, replay event) are mirrored into the URL's query parameters.
+data, which pages only read) is computed once per server and handed to every session as the same object: a copy
+per session (Streamlit's `st.cache_data`) cost 16.3 MB per Checkpointing visitor. Every session's engine budget
+counts against one budget for the whole server. Values that make a view shareable (page, program, replay event)
+are mirrored into the URL's query parameters.
 """
 
 from __future__ import annotations
@@ -24,6 +26,19 @@ T = TypeVar("T")
 
 SHARED_RESULTS = 64  # lesson results kept per function: programs x backends x sizes, all well under this
 SESSION_MEMORY_LIMIT = 256 * 2**20  # engine memory one visitor's session may hold, all lessons together
+SERVER_MEMORY_VARIABLE = "AUTODIFF_SERVER_MEMORY_MIB"  # engine memory all sessions of this process may hold
+
+
+def _server_memory_limit() -> int:
+    """From the environment, else a quarter of the machine's memory (at least 512 MiB): 20 sessions at 84 MiB
+    each had taken a replica past 1.8 GB, with nothing to cap them together."""
+    if os.environ.get(SERVER_MEMORY_VARIABLE):
+        return int(os.environ[SERVER_MEMORY_VARIABLE]) * 2**20
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(512 * 2**20, physical // 4)
+
+
+SERVER_BUDGET = MemoryBudget(_server_memory_limit())  # one per server process, shared by every session
 
 
 LOOPBACK = ("127.0.0.1", "::1")  # where deploy/'s nginx connects from
@@ -41,7 +56,7 @@ def client_address() -> str:
 def session_budget() -> MemoryBudget:
     """This session's engine-memory budget: every device its lessons create counts against it, from
     allocation to release, so a session that ends gives all of it back with its state."""
-    return st.session_state.setdefault("_engine_budget", MemoryBudget(SESSION_MEMORY_LIMIT))
+    return st.session_state.setdefault("_engine_budget", MemoryBudget(SESSION_MEMORY_LIMIT, parent=SERVER_BUDGET))
 
 
 def current_backend() -> str:
@@ -66,18 +81,15 @@ def session_cached(key: str, compute: Callable[[], T]) -> T:
 
 
 def shared_result(compute: Callable[..., T], *args: Hashable) -> T:
-    """`compute(*args)` once per server for every session: plain data only (no device, no live tensor), since
-    `st.cache_data` pickles it and gives each session its own copy. The session keeps that copy, so the value is
-    the same object on every rerun (views that cache by identity keep their cache)."""
-    key = f"_shared_{compute.__module__}.{compute.__qualname__}{args!r}"
-    if key not in st.session_state:
-        st.session_state[key] = _server_cached(compute)(*args)
-    return st.session_state[key]
+    """`compute(*args)` once per server, the same object for every session and every rerun (views that cache by
+    identity keep their cache): plain data that pages only read, no device and no live tensor. Nothing of it is
+    copied per session."""
+    return _server_cached(compute)(*args)
 
 
 @functools.cache  # one cached wrapper per function, made once
 def _server_cached(compute: Callable[..., T]) -> Callable[..., T]:
-    return st.cache_data(compute, show_spinner=False, max_entries=SHARED_RESULTS)
+    return st.cache_resource(compute, show_spinner=False, max_entries=SHARED_RESULTS)
 
 
 def restore_from_url(key: str, param: str, parse: Callable[[str], T | None], default: T) -> T:

@@ -177,3 +177,24 @@ def test_a_session_past_its_memory_budget_is_stopped_with_a_sentence(monkeypatch
     message = next(e.value for e in at.error if "stopped after" in e.value)
     assert "stopped after 2 forward passes" in message and "past 7 MiB" in message
     assert at.session_state["memory_lab"].done == 2
+
+
+def test_past_the_servers_memory_budget_a_new_experiment_gets_a_sentence_and_other_work_goes_on(monkeypatch):
+    """Issue 31, finding 1: every session within its own 256 MiB, 20 of them had taken a replica past 1.8 GB."""
+    import ui.state
+
+    other_sessions = 10 * 2**20  # what the server's other sessions hold right now
+    monkeypatch.setattr(ui.state.SERVER_BUDGET, "limit", other_sessions + 7 * 2**20)
+    monkeypatch.setattr(ui.state.SERVER_BUDGET, "used", ui.state.SERVER_BUDGET.used + other_sessions)
+    at = app("pages/memory/memory_growth.py")
+    at.selectbox(key="memory_size").set_value(512).run()
+    at.button(key="memory_start").click().run()
+    for _ in range(4):
+        at.run()
+    assert not at.exception
+    message = next(e.value for e in at.error if "stopped after" in e.value)
+    assert "stopped after 2 forward passes" in message
+    assert "The server's memory for experiments is in use by other sessions right now" in message
+    assert "Your work is kept" in message
+    at.switch_page("pages/backward/gradient_consumption.py").run()  # lessons that hold little still work
+    assert not at.exception and not at.error

@@ -9,14 +9,12 @@ from apptest import app, table
 
 import course.labs
 from course.labs import checkpointing_lesson
+from ui.state import shared_result
 
 
-def shared_key(*args: object) -> str:
-    return f"_shared_course.labs.checkpointing_lesson{args!r}"
-
-
-def test_a_lesson_result_is_computed_once_for_every_session_and_each_gets_its_own_copy(monkeypatch):
-    st.cache_data.clear()
+def test_a_lesson_result_is_computed_once_and_every_session_reads_the_same_object(monkeypatch):
+    """A copy per session (Streamlit's cache_data) cost 16.3 MB per Checkpointing visitor (issue 31, finding 1)."""
+    st.cache_resource.clear()
     computed: list[str] = []
     original = course.labs.CheckpointingComparison.__post_init__
 
@@ -28,11 +26,11 @@ def test_a_lesson_result_is_computed_once_for_every_session_and_each_gets_its_ow
     first, second = app("pages/memory/checkpointing.py"), app("pages/memory/checkpointing.py")
     assert computed == ["chain"]  # the second student's open computed nothing
     assert table(first, "Strategy").equals(table(second, "Strategy"))
-    mine, theirs = first.session_state[shared_key("chain", "numpy")], second.session_state[shared_key("chain", "numpy")]
-    assert mine is not theirs and mine.recorder is not theirs.recorder  # no object shared between sessions
-    assert mine.summary == theirs.summary == checkpointing_lesson("chain").summary  # and the same as computed live
+    shared = shared_result(checkpointing_lesson, "chain", "numpy")
+    assert computed == ["chain"] and shared is shared_result(checkpointing_lesson, "chain", "numpy")  # one object
     first.run()
-    assert first.session_state[shared_key("chain", "numpy")] is mine  # a rerun keeps the session's copy
+    assert computed == ["chain"]  # a rerun reads it again
+    assert shared.summary == checkpointing_lesson("chain").summary  # and it is what a live computation gives
     first.selectbox(key="checkpointing_program").set_value("mlp").run()
     assert computed == ["chain", "chain", "mlp"]  # "chain" once more for the live comparison above, then mlp
 

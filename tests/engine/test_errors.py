@@ -101,3 +101,26 @@ def test_a_memory_budget_refuses_an_allocation_past_its_limit_and_counts_exactly
     del x, y, z
     gc.collect()
     assert budget.used == ad.memory_usage().bytes_in_use
+
+
+def test_a_budget_with_a_parent_counts_every_byte_in_both_and_says_which_one_refused():
+    from autodiff import MemoryBudget, MemoryBudgetError, memory_budget
+
+    server = MemoryBudget(limit=3 * 2**20)
+    first, second = MemoryBudget(2 * 2**20, parent=server), MemoryBudget(2 * 2**20, parent=server)
+    with memory_budget(first):
+        a = Device.numpy().autodiff()
+    with memory_budget(second):
+        b = Device.numpy().autodiff()
+    x = Tensor.ones([512, 512], a) * 2.0  # 1 MiB held (the ones it is made from are freed at once)
+    y = Tensor.ones([512, 512], b)
+    z = y * 2.0
+    assert server.used == first.used + second.used == a.memory_usage().bytes_in_use + b.memory_usage().bytes_in_use
+    with pytest.raises(MemoryBudgetError, match="in use by other sessions"):
+        x * 3.0  # within its own 2 MiB, past the server's 3 MiB
+    assert server.used == first.used + second.used  # the refused one counted nowhere
+    del y, z
+    gc.collect()
+    assert second.used == 0 and server.used == first.used
+    w = x * 3.0  # room again
+    assert server.used == first.used == a.memory_usage().bytes_in_use and w.shape == (512, 512)
