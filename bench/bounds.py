@@ -7,6 +7,11 @@
    Then the same values in one rerun message on the page's own WebSocket (every server has it; the agent API is
    for test servers only), 23 MB, 2 MB and 0.9 MB.
 2. A frozen program (exponential work in one statement) until its worker is stopped at 5 s: the slowest health.
+3. Issue 31's findings, each as the red team ran it, with what the server does now (tests/browser/probes.py):
+   150 Checkpointing sessions opened and left (server memory); 100 requests for one download on one WebSocket;
+   63 Playground sessions from one address against one from another; 1,100 half-sent requests through the
+   classroom recipe (nginx in front of one replica); a visitor's clear_cache; a loop over the Graphviz module on
+   64 connections through nginx; forged select-box values.
 
 Goal for health: 200 ms (the tests allow five times that). Run: python bench/bounds.py (about a minute; starts
 three servers with the agent API on, one after another)
@@ -23,8 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from deploy.replicas import PER_CLIENT, deployment  # noqa: E402
+from tests.browser import probes  # noqa: E402
 from tests.browser.flood import flood_gradient_values, flood_over_websocket, watched  # noqa: E402
-from tests.browser.harness import HEALTH_GOAL_S, AgentSession, rss_mib, streamlit_server  # noqa: E402
+from tests.browser.harness import HEALTH_GOAL_S, AgentSession, _free_port, rss_mib, streamlit_server  # noqa: E402
 from tests.playground.test_workers import EXPONENTIAL_COMPARE  # noqa: E402
 
 FLOODS = {"23 MB": "1," * 11_500_000, "0.9 MB": "1," * 450_000}
@@ -76,10 +83,50 @@ def frozen_program() -> None:
               f"peak {w.rss_peak_mib:.0f} MiB")  # fmt: skip
 
 
+def issue_31() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder) / "server.log"
+        with streamlit_server(log, ("--server.enableAgentApi", "true"), with_pid=True) as (url, pid):
+            d = probes.download_flood(url, log)
+            print(f"2. 100 requests for Checkpointing's replay on one WebSocket: {d.builds} build(s) (100 before), "
+                  f"{d.answers} answers, {d.distinct_files} distinct file; another visitor's lesson opened in "
+                  f"{d.other_page_s:.2f} s (1.4-4.2 s before)")  # fmt: skip
+            c = probes.clear_cache_cost(url, pid)
+            print(f"5. Memory policies, server CPU: first open {c.cold_s:.2f} s, two reruns {c.warm_s:.2f} s, the same "
+                  f"two with a visitor's clear_cache between {c.cleared_s:.2f} s (recomputed before)")  # fmt: skip
+            for page, label, heading in (("traversal", "Program", b"Backward traversal"), ("play", "Examples",
+                                         b"Playground")):  # fmt: skip
+                f = probes.forged_choice(url, log, page, label, heading, "<b>forged</b>")
+                print(f"7. a forged {label!r} on {page}: page answered {f.page_answered}, alert {f.alert}, "
+                      f"value echoed {f.value_echoed}, tracebacks in the log {f.tracebacks}")  # fmt: skip
+        with streamlit_server(log) as url:
+            q = probes.playground_flood(url)
+            print(f"3. 63 Playground sessions from one address: another address's run answered in "
+                  f"{q.waited_s:.1f} s (37.4 s with one queue for all; ~5 min in the report), {q.refused} runs "
+                  "refused at once")  # fmt: skip
+        with streamlit_server(log, with_pid=True) as (url, pid):
+            m = probes.checkpointing_sessions(url, pid)
+            print(f"1. 150 Checkpointing sessions in {m.opened_s:.1f} s: RSS {m.baseline_mib:.0f} -> peak "
+                  f"{m.peak_mib:.0f} -> {m.settled_mib:.0f} MiB after they left (1,177 -> 2,264 MiB "
+                  "before)")  # fmt: skip
+    with deployment(replicas=1, port=_free_port(), first_replica_port=_free_port()) as single:
+        port = int(single.url.rsplit(":", 1)[1])
+        h = probes.half_open(port, single.prefix / "error.log")
+        print(f"4. 1,100 half-sent requests through nginx: health {h.health_worst_s * 1000:.0f} ms at worst, the "
+              f"page {h.page_s * 1000:.0f} ms, a WebSocket opened {h.websocket_opened}, nginx's log "
+              f"+{h.log_growth_bytes} bytes (the bare server: health timed out, +197 MB of log)")  # fmt: skip
+        st = probes.static_loop(port, single.replicas[0].process.pid, PER_CLIENT)
+        print(f"6. the Graphviz module looped on {PER_CLIENT} connections for {st.seconds:.1f} s: {st.served} served "
+              f"({st.served / st.seconds:.0f}/s; 141/s before), {st.refused} refused, replica CPU "
+              f"{st.replica_cpu_s:.2f} s (18.4 of 20 s before), another client's file in "
+              f"{st.other_client_s * 1000:.0f} ms; a page load's 100 files: {st.page_load_ok} served")  # fmt: skip
+
+
 def main() -> None:
     floods()
     websocket_floods()
     frozen_program()
+    issue_31()
 
 
 if __name__ == "__main__":

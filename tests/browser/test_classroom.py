@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from .harness import AgentSession, rss_mib, streamlit_server, texts
-from .visitor import Socket, rerun
+from .probes import checkpointing_sessions
 
 pytestmark = pytest.mark.browser
 SESSIONS = 100
@@ -61,29 +61,8 @@ def test_150_checkpointing_sessions_in_13_s_stay_in_budget_and_the_server_return
     Production settings here: the default session TTL (60 s) and the default allocator."""
     env = {"AUTODIFF_SERVER_MEMORY_MIB": str(SERVER_MEMORY_MIB)}
     with streamlit_server(tmp_path / "server.log", with_pid=True, env=env) as (url, pid):
-        warm = Socket(url)
-        warm.send(rerun("checkpoints"))
-        warm.read(20.0)  # the lesson computed once, for everyone
-        warm.close()
-        baseline = rss_mib(pid)
-        start, peak = time.monotonic(), baseline
-        for _ in range(CHECKPOINTING_SESSIONS):
-            visitor = Socket(url)
-            visitor.send(rerun("checkpoints"))
-            visitor.read(0.05)  # the page on its way; the visitor leaves (its session ends a TTL later)
-            visitor.close()
-            peak = max(peak, rss_mib(pid))
-        opened = time.monotonic() - start
-        time.sleep(15)  # the sessions' reruns finish
-        peak = max(peak, rss_mib(pid))
-        settled, deadline = rss_mib(pid), time.monotonic() + 120  # a minute's TTL, then the next trim
-        while settled > baseline + 100 and time.monotonic() < deadline:
-            time.sleep(5)
-            settled = rss_mib(pid)
-    print(
-        f"{CHECKPOINTING_SESSIONS} sessions in {opened:.1f} s: RSS {baseline:.0f} -> peak {peak:.0f} -> "
-        f"{settled:.0f} MiB after they closed"
-    )
-    assert opened < 15
-    assert peak - baseline < SERVER_MEMORY_MIB  # under the server's budget
-    assert settled <= baseline + 100
+        f = checkpointing_sessions(url, pid, CHECKPOINTING_SESSIONS)
+    print(f)
+    assert f.opened_s < 15
+    assert f.peak_mib - f.baseline_mib < SERVER_MEMORY_MIB  # under the server's budget
+    assert f.settled_mib <= f.baseline_mib + 100

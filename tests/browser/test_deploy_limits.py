@@ -6,13 +6,10 @@ Two loopback addresses stand for two clients: 127.0.0.2 holds 600 WebSockets, 12
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
-import resource
 import shutil
 import signal
 import socket
-import threading
 import time
 import urllib.request
 
@@ -20,7 +17,8 @@ import pytest
 
 from deploy.replicas import HUNG_AFTER, PER_CLIENT, deployment, workers_per_replica
 
-from .harness import HEALTH_GOAL_S, _free_port, cpu_seconds, websocket
+from .harness import HEALTH_GOAL_S, _free_port, websocket
+from .probes import half_open, static_loop
 
 pytestmark = pytest.mark.browser
 ATTACKER, STUDENT = "127.0.0.2", "127.0.0.3"
@@ -114,93 +112,22 @@ def test_replicas_share_the_cores_for_playground_workers():
     assert [workers_per_replica(n, cores=8) for n in (1, 2, 3, 4, 8, 16)] == [8, 4, 2, 2, 1, 1]
 
 
-GRAPHVIZ_MODULE = "/app/static/vendor/wasm-graphviz-1.29.2/index.js"
-
-
-def fetch_loop(port: int, path: str, source: str, seconds: float, statuses: list[int]) -> None:
-    """GET `path` again and again on one keep-alive connection from `source` for `seconds`."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
-    deadline = time.monotonic() + seconds
-    try:
-        while time.monotonic() < deadline:
-            connection.request("GET", path)
-            response = connection.getresponse()
-            response.read()
-            statuses.append(response.status)
-            if response.will_close:
-                connection.close()
-                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
-    except OSError:
-        statuses.append(0)
-    finally:
-        connection.close()
-
-
 def test_static_files_come_from_nginx_and_a_loop_over_them_is_limited_per_client(single):
     """Issue 31, finding 6: 60 keep-alive connections fetching the 814 KB Graphviz module got 141 answers a second
     and 18.4 of 20 s of a replica's CPU."""
     port = int(single.url.rsplit(":", 1)[1])
-    replica = single.replicas[0].process.pid
-    page_load = []
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=("127.0.0.4", 0))
-    for _ in range(100):  # a page load's worth of files, from a client of its own, at once
-        connection.request("GET", GRAPHVIZ_MODULE)
-        response = connection.getresponse()
-        body = response.read()
-        page_load.append(response.status)
-    connection.close()
-    assert page_load == [200] * 100
-    assert response.getheader("Content-Type") == "text/javascript" and len(body) > 800_000
-    looped: list[int] = []
-    cpu_before, start = cpu_seconds(replica), time.monotonic()
-    threads = [threading.Thread(target=fetch_loop, args=(port, GRAPHVIZ_MODULE, ATTACKER, 5.0, looped))
-               for _ in range(PER_CLIENT)]  # fmt: skip
-    for thread in threads:
-        thread.start()
-    student = timed_get(port, GRAPHVIZ_MODULE, STUDENT)  # another client meanwhile: its file at once
-    for thread in threads:
-        thread.join()
-    replica_cpu, elapsed = cpu_seconds(replica) - cpu_before, time.monotonic() - start
-    served = looped.count(200)
-    print(
-        f"{len(looped)} requests in 5 s: {served} served ({served / 5:.0f}/s), {looped.count(429)} refused; "
-        f"replica CPU {replica_cpu:.2f} s; the other client's file in {student * 1000:.0f} ms"
-    )
-    assert served <= 1000 + 50 * (elapsed + 1)  # the burst, then 50 a second
-    assert looped.count(429) > 0 and replica_cpu < 1.0 and student < 1.0
-
-
-HALF_OPEN = 1_100
+    f = static_loop(port, single.replicas[0].process.pid, PER_CLIENT)
+    print(f)
+    assert f.page_load_ok == 100  # a page load's worth of files at once: all served
+    assert f.served <= 1000 + 50 * (f.seconds + 1)  # the burst, then 50 a second
+    assert f.refused > 0 and f.replica_cpu_s < 1.0 and f.other_client_s < 1.0
 
 
 def test_half_sent_requests_leave_health_and_a_student_answered_and_the_log_small(single):
     """Issue 31, finding 4: 1,100 sockets with half-sent headers against the bare server (under ulimit -n 1024)
     timed health out, and its log grew by 2.9 million lines in 25 s. The classroom recipe puts nginx in front, which
     closes a connection that does not finish its request (client_header_timeout) and logs nothing for it."""
-    port = int(single.url.rsplit(":", 1)[1])
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * HALF_OPEN)), hard))
-    log = single.prefix / "error.log"
-    log_before = log.stat().st_size if log.exists() else 0
-    held = []
-    try:
-        for _ in range(HALF_OPEN):
-            connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(ATTACKER, 0))
-            connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # never finished
-            held.append(connection)
-        health = [timed_get(port, "/_stcore/health", STUDENT) for _ in range(5)]
-        page = timed_get(port, "/", STUDENT)
-        student, head = websocket(port, STUDENT)
-        student.close()
-    finally:
-        for connection in held:
-            connection.close()
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    grown = (log.stat().st_size if log.exists() else 0) - log_before
-    print(
-        f"{HALF_OPEN} half-open: health {max(health) * 1000:.0f} ms at worst, the page {page * 1000:.0f} ms, "
-        f"nginx's error log +{grown} bytes"
-    )
-    assert max(health) < 5 * HEALTH_GOAL_S and page < 1.0
-    assert head.startswith("HTTP/1.1 101")  # a student's WebSocket still opens
-    assert grown < 10_000
+    f = half_open(int(single.url.rsplit(":", 1)[1]), single.prefix / "error.log")
+    print(f)
+    assert f.health_worst_s < 5 * HEALTH_GOAL_S and f.page_s < 1.0 and f.websocket_opened
+    assert f.log_growth_bytes < 10_000

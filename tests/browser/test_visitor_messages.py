@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import cpu_seconds, streamlit_server
-from .visitor import clear_cache, element_id, rerun, send
+from .harness import streamlit_server
+from .probes import CATCH_ALL, clear_cache_cost, forged_choice
+from .visitor import rerun, send
 
 pytestmark = pytest.mark.browser
 
 FORGED = "<b>forged</b>"
-CATCH_ALL = b"Something unexpected went wrong"
 
 
 @pytest.mark.parametrize(
@@ -22,14 +22,11 @@ CATCH_ALL = b"Something unexpected went wrong"
 )  # fmt: skip
 def test_a_forged_choice_reads_as_the_default_with_no_alert_and_no_traceback(tmp_path, page, label, heading):
     log = tmp_path / "server.log"
-    with streamlit_server(log, ("--server.enableAgentApi", "true")) as url:
-        key = element_id(url, page, label)
+    with streamlit_server(log) as url:
         # first the page as a browser opens it (the widget and its callback registered), then the forged value,
         # then an ordinary rerun: the page works all along
-        answer = send(url, [rerun(page), rerun(page, {key: FORGED}), rerun(page)])
-    assert heading in answer
-    assert CATCH_ALL not in answer and b"forged" not in answer
-    assert "Traceback" not in log.read_text()
+        f = forged_choice(url, log, page, label, heading, FORGED)
+    assert f.page_answered and not f.alert and not f.value_echoed and f.tracebacks == 0
 
 
 def test_a_widget_state_under_an_id_streamlit_never_makes_is_dropped(tmp_path):
@@ -44,17 +41,7 @@ def test_a_widget_state_under_an_id_streamlit_never_makes_is_dropped(tmp_path):
 
 def test_clear_cache_from_a_visitor_recomputes_nothing(tmp_path):
     with streamlit_server(tmp_path / "server.log", with_pid=True) as (url, pid):
-
-        def cpu_of(messages: list) -> float:
-            """Server CPU seconds while one WebSocket session sends `messages`."""
-            before = cpu_seconds(pid)
-            send(url, messages, settle_s=2.5)
-            return cpu_seconds(pid) - before
-
-        cold = cpu_of([rerun("policies")])  # the curves computed, once per server
-        warm = cpu_of([rerun("policies"), rerun("policies")])
-        cleared = cpu_of([rerun("policies"), clear_cache(), rerun("policies")])
-    print(f"Memory policies, server CPU: cold {cold:.2f} s, two warm reruns {warm:.2f} s, "
-          f"with clear_cache between {cleared:.2f} s")  # fmt: skip
-    assert cold > warm / 2 + 0.2  # computing the curves shows in the measure
-    assert cleared < warm + 0.2  # the visitor's clear_cache emptied nothing: the second rerun was as cheap
+        f = clear_cache_cost(url, pid)
+    print(f)
+    assert f.cold_s > f.warm_s + 0.3  # computing the curves shows in the measure
+    assert f.cleared_s < f.warm_s + 0.3  # the visitor's clear_cache emptied nothing: the second rerun was as cheap
