@@ -92,40 +92,28 @@ def _conv_op(name: str, x_shape: Shape, w_shape: Shape, with_bias: bool, geometr
 
 def _conv(name: str, dims: int, x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
     _check_input(name, x, dims)
-    for what, tensor, rank in (("weight", weight, dims + 2), ("bias", bias, 1)):
+    for what, tensor in (("weight", weight), ("bias", bias)):
         if tensor is None and what == "bias":
             continue
         if not isinstance(tensor, Tensor):
             raise DTypeError(f"{name}'s {what} must be a float Tensor, not {type(tensor).__name__}.")
         x._operands(tensor, broadcast=False)  # the same device and dtype
-        if len(tensor.shape) != rank:
-            raise ShapeMismatchError(f"{name}'s {what} needs {rank} dim(s), it has shape {tensor.dims()}.")
-    if (
-        not isinstance(options, ConvOptions)
-        or len(options.stride) != dims
-        or len(options.padding) != dims
-        or len(options.dilation) != dims
-    ):
-        raise ShapeMismatchError(
-            f"{name} takes ConvOptions with {dims} value(s) each for stride, padding and dilation, e.g. "
-            f"ConvOptions({[1] * dims}, {[0] * dims}, {[1] * dims}, 1)."
-        )
-    out_channels, group_channels = weight.shape[0], weight.shape[1]
-    if x.shape[1] != group_channels * options.groups:
-        raise ShapeMismatchError(
-            f"{name}: the input has {x.shape[1]} channels, but the weight {weight.dims()} with {options.groups} "
-            f"group(s) takes {group_channels * options.groups} (its dim 1 times the groups)."
-        )
-    if out_channels % options.groups:
-        raise ShapeMismatchError(
-            f"{name}: the weight's {out_channels} output channels do not split into {options.groups} groups."
-        )
+    geometry = _conv_windows(name, dims, x.shape, weight.shape, options)
+    out_channels = weight.shape[0]
     if bias is not None and bias.shape != (out_channels,):
         raise ShapeMismatchError(f"{name}'s bias has shape {bias.dims()}; it needs one value per output channel, "
                                  f"[{out_channels}].")  # fmt: skip
-    geometry = _windows(name, x.shape, weight.shape[2:], options.stride, options.padding, options.dilation, False)
     op = _conv_op(name, x.shape, weight.shape, bias is not None, geometry, options.groups)
     return _run_op(op, (x, weight) if bias is None else (x, weight, bias))
+
+
+def calculate_conv_output_shape(x_shape: Sequence[int], weight_shape: Sequence[int], options: ConvOptions) -> Shape:
+    """The shape conv1d or conv2d gives for these shapes, [batch, channels_out, *size_out], checked as the op checks
+    them, without computing anything (Burn's `calculate_conv_output_shape`)."""
+    dims = len(weight_shape) - 2
+    name = f"conv{dims}d" if dims in (1, 2) else "conv"
+    geometry = _conv_windows(name, dims, tuple(x_shape), tuple(weight_shape), options)
+    return (x_shape[0], weight_shape[0], *geometry.out_size)
 
 
 # -- pooling ---------------------------------------------------------------------------------------------------
@@ -139,7 +127,8 @@ def max_pool2d(
 ) -> Tensor:
     """The largest value of each window of x [batch, channels, height, width]; the gradient goes to the first
     largest element of each window (row by row), as PyTorch's and Burn's indices pick it."""
-    geometry = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode)
+    _check_input("max_pool2d", x, 2)
+    geometry = _pool_windows("max_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     return _run_op(_max_pool_op(x.shape, geometry), (x,))
 
 
@@ -172,7 +161,8 @@ def avg_pool2d(
     zeros in the mean; without, only the input's own values are counted."""
     if not isinstance(count_include_pad, bool):
         raise ShapeMismatchError(f"avg_pool2d's count_include_pad is True or False, got {count_include_pad!r}.")
-    geometry = _pool_windows("avg_pool2d", x, kernel_size, stride, padding, [1, 1], ceil_mode)
+    _check_input("avg_pool2d", x, 2)
+    geometry = _pool_windows("avg_pool2d", x.shape, kernel_size, stride, padding, [1, 1], ceil_mode)
     return _run_op(_avg_pool_op(x.shape, geometry, count_include_pad), (x,))
 
 
@@ -212,21 +202,70 @@ def _window_counts(size: Shape, geometry: Windows, count_include_pad: bool) -> n
 def _check_input(name: str, x: object, dims: int) -> None:
     if not isinstance(x, Tensor):
         raise DTypeError(f"{name} takes a float Tensor as its input, not {type(x).__name__}.")
-    if len(x.shape) != dims + 2:
-        layout = "[batch, channels, length]" if dims == 1 else "[batch, channels, height, width]"
-        raise ShapeMismatchError(f"{name} takes an input of shape {layout}; this one has shape {x.dims()}.")
+
+
+def _check_rank(name: str, what: str, shape: Shape, dims: int) -> None:
+    if len(shape) != dims + 2:
+        layout = {
+            ("input", 1): "[batch, channels, length]",
+            ("input", 2): "[batch, channels, height, width]",
+            ("weight", 1): "[channels_out, channels_in / groups, kernel]",
+            ("weight", 2): "[channels_out, channels_in / groups, kernel_height, kernel_width]",
+        }.get((what, dims), f"{dims + 2} dims")
+        article = "an" if what == "input" else "a"
+        raise ShapeMismatchError(f"{name} takes {article} {what} of shape {layout}; this one has shape {list(shape)}.")
+
+
+def _conv_windows(name: str, dims: int, x_shape: Shape, w_shape: Shape, options: ConvOptions) -> Windows:
+    _check_rank(name, "input", x_shape, dims)
+    _check_rank(name, "weight", w_shape, dims)
+    if (
+        not isinstance(options, ConvOptions)
+        or len(options.stride) != dims
+        or len(options.padding) != dims
+        or len(options.dilation) != dims
+    ):
+        raise ShapeMismatchError(
+            f"{name} takes ConvOptions with {dims} value(s) each for stride, padding and dilation, e.g. "
+            f"ConvOptions({[1] * dims}, {[0] * dims}, {[1] * dims}, 1)."
+        )
+    out_channels, group_channels = w_shape[0], w_shape[1]
+    if x_shape[1] != group_channels * options.groups:
+        raise ShapeMismatchError(
+            f"{name}: the input has {x_shape[1]} channels, but the weight {list(w_shape)} with {options.groups} "
+            f"group(s) takes {group_channels * options.groups} (its dim 1 times the groups)."
+        )
+    if out_channels % options.groups:
+        raise ShapeMismatchError(
+            f"{name}: the weight's {out_channels} output channels do not split into {options.groups} groups."
+        )
+    return _windows(name, x_shape, w_shape[2:], options.stride, options.padding, options.dilation, False)
+
+
+def calculate_pool_output_shape(
+    x_shape: Sequence[int],
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    ceil_mode: bool = False,
+) -> Shape:
+    """The shape max_pool2d or avg_pool2d (dilation [1, 1]) gives, [batch, channels, *size_out], checked as the op
+    checks it, without computing anything (Burn's `calculate_pool_output_shape`)."""
+    geometry = _pool_windows("pooling", tuple(x_shape), kernel_size, stride, padding, dilation, ceil_mode)
+    return (x_shape[0], x_shape[1], *geometry.out_size)
 
 
 def _pool_windows(
     name: str,
-    x: Tensor,
+    x_shape: Shape,
     kernel_size: Sequence[int],
     stride: Sequence[int],
     padding: Sequence[int],
     dilation: Sequence[int],
     ceil_mode: bool,
 ) -> Windows:
-    _check_input(name, x, 2)
+    _check_rank(name, "input", x_shape, 2)
     if not isinstance(ceil_mode, bool):
         raise ShapeMismatchError(f"{name}'s ceil_mode is True or False, got {ceil_mode!r}.")
     kernel = _sizes(kernel_size, f"{name}'s kernel_size", 1, 2)
@@ -237,7 +276,7 @@ def _pool_windows(
             "only padding."
         )
     strides, dilations = _sizes(stride, f"{name}'s stride", 1, 2), _sizes(dilation, f"{name}'s dilation", 1, 2)
-    return _windows(name, x.shape, kernel, strides, pads, dilations, ceil_mode)
+    return _windows(name, x_shape, kernel, strides, pads, dilations, ceil_mode)
 
 
 def _windows(

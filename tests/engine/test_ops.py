@@ -226,6 +226,7 @@ REFUSALS = [
      ShapeMismatchError),
     ("softmax dim", lambda x: activation.softmax(x, 2), ShapeMismatchError),
     ("conv2d rank", lambda x: module.conv2d(x, x, None, PLAIN_2D), ShapeMismatchError),
+    ("conv2d weight rank", lambda x: _conv2d(x, (1, 2, 4, 4), (2, 2, 3)), ShapeMismatchError),
     ("conv2d channels", lambda x: _conv2d(x, (1, 3, 4, 4), (2, 2, 3, 3)), ShapeMismatchError),
     ("conv2d kernel larger than the padded input", lambda x: _conv2d(x, (1, 2, 2, 2), (1, 2, 3, 3)),
      ShapeMismatchError),
