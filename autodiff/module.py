@@ -82,16 +82,16 @@ def _conv_op(name: str, x_shape: Shape, w_shape: Shape, with_bias: bool, geometr
         return per_example.sum_to(grouped_w).reshape(w_shape)
 
     rules = (
-        Rule("grad through the weight, back to each window's input", x_rule, ("weight",)),
-        Rule("grad times each window of x, summed over batch and positions", weight_rule, ("x",)),
-        Rule("grad summed over batch and positions", lambda g, s: g.sum_to(bias_shape).reshape((out_channels,))),
+        Rule("weightᵀ @ grad, added back where each window read x", x_rule, ("weight",)),
+        Rule("grad @ windows(x)ᵀ, summed over the batch", weight_rule, ("x",)),
+        Rule("grad summed over the batch and positions", lambda g, s: g.sum_to(bias_shape).reshape((out_channels,))),
     )
     names = ("x", "weight", "bias")
     return Op(name, forward, rules[: 2 + with_bias], names[: 2 + with_bias], compute_bound=True)
 
 
 def _conv(name: str, dims: int, x: Tensor, weight: Tensor, bias: Tensor | None, options: ConvOptions) -> Tensor:
-    _check_input(name, x, dims)
+    _check_input(name, x)
     for what, tensor in (("weight", weight), ("bias", bias)):
         if tensor is None and what == "bias":
             continue
@@ -101,8 +101,9 @@ def _conv(name: str, dims: int, x: Tensor, weight: Tensor, bias: Tensor | None, 
     geometry = _conv_windows(name, dims, x.shape, weight.shape, options)
     out_channels = weight.shape[0]
     if bias is not None and bias.shape != (out_channels,):
-        raise ShapeMismatchError(f"{name}'s bias has shape {bias.dims()}; it needs one value per output channel, "
-                                 f"[{out_channels}].")  # fmt: skip
+        raise ShapeMismatchError(
+            f"{name}'s bias has shape {bias.dims()}; it needs one value per output channel, [{out_channels}]."
+        )
     op = _conv_op(name, x.shape, weight.shape, bias is not None, geometry, options.groups)
     return _run_op(op, (x, weight) if bias is None else (x, weight, bias))
 
@@ -127,7 +128,7 @@ def max_pool2d(
 ) -> Tensor:
     """The largest value of each window of x [batch, channels, height, width]; the gradient goes to the first
     largest element of each window (row by row), as PyTorch's and Burn's indices pick it."""
-    _check_input("max_pool2d", x, 2)
+    _check_input("max_pool2d", x)
     geometry = _pool_windows("max_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     return _run_op(_max_pool_op(x.shape, geometry), (x,))
 
@@ -161,7 +162,7 @@ def avg_pool2d(
     zeros in the mean; without, only the input's own values are counted."""
     if not isinstance(count_include_pad, bool):
         raise ShapeMismatchError(f"avg_pool2d's count_include_pad is True or False, got {count_include_pad!r}.")
-    _check_input("avg_pool2d", x, 2)
+    _check_input("avg_pool2d", x)
     geometry = _pool_windows("avg_pool2d", x.shape, kernel_size, stride, padding, [1, 1], ceil_mode)
     return _run_op(_avg_pool_op(x.shape, geometry, count_include_pad), (x,))
 
@@ -191,15 +192,15 @@ def _window_counts(size: Shape, geometry: Windows, count_include_pad: bool) -> n
     """How many values each window averages: the positions inside the padded input (never those a ceil-mode
     window runs past it), or only the input's own. A window is a box, so its count is a product over dims."""
     per_dim: list[np.ndarray] = []
-    for n, k, s, p in zip(size, geometry.kernel, geometry.stride, geometry.padding, strict=True):
-        starts = np.arange(geometry.out_size[len(per_dim)]) * s
+    for n, k, s, p, o in zip(size, geometry.kernel, geometry.stride, geometry.padding, geometry.out_size, strict=True):
+        starts = np.arange(o) * s
         low, high = (0, n + 2 * p) if count_include_pad else (p, p + n)
         per_dim.append(np.minimum(starts + k, high) - np.maximum(starts, low))
     return np.multiply.outer(*per_dim).astype(np.float64)
 
 
 # -- checks and geometry ---------------------------------------------------------------------------------------
-def _check_input(name: str, x: object, dims: int) -> None:
+def _check_input(name: str, x: object) -> None:
     if not isinstance(x, Tensor):
         raise DTypeError(f"{name} takes a float Tensor as its input, not {type(x).__name__}.")
 
