@@ -386,22 +386,22 @@ class Windows:
     out_size: Shape
 
     def pad_widths(self, shape: Shape) -> tuple[tuple[int, int], ...]:
-        """(before, after) per dim of a tensor of `shape`: batch and channels unpadded."""
+        """(before, after) per dim of a tensor of `shape`: batch and channels unpadded; after, as far as the last
+        window reads."""
         widths = [(0, 0), (0, 0)]
-        for n, k, s, p, d, o in zip(shape[2:], self.kernel, self.stride, self.padding, self.dilation, self.out_size,
-                                    strict=True):  # fmt: skip
+        dims = zip(shape[2:], self.kernel, self.stride, self.padding, self.dilation, self.out_size, strict=True)
+        for n, k, s, p, d, o in dims:
             reach = (o - 1) * s + d * (k - 1) + 1  # the padded length the windows read
             widths.append((p, max(p, reach - n - p)))
         return tuple(widths)
 
     def offsets(self) -> list[tuple[slice, ...]]:
         """For each position of the kernel (row-major), the strided slice of the padded input it reads."""
-        return [
-            (slice(None), slice(None))
-            + tuple(slice(i * d, i * d + (o - 1) * s + 1, s) for i, d, s, o in zip(at, self.dilation, self.stride,
-                                                                                   self.out_size, strict=True))
-            for at in product(*(range(k) for k in self.kernel))
-        ]  # fmt: skip
+        per_dim = [
+            [slice(i * d, i * d + (o - 1) * s + 1, s) for i in range(k)]
+            for k, s, d, o in zip(self.kernel, self.stride, self.dilation, self.out_size, strict=True)
+        ]
+        return [(slice(None), slice(None), *at) for at in product(*per_dim)]
 
 
 def _replace(shape: Shape, dim: int, size: int) -> Shape:
