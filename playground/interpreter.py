@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
+from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor, module
 from autodiff.memory import MemoryUsage
+from autodiff.module import ConvOptions
 from course.naming import expressions, node_names, with_gone_inputs
 
 
@@ -165,7 +166,7 @@ class _Interpreter:
         }  # fmt: skip
         self.functions: dict[str, Callable[..., Any]] = {
             "print": self._print, "range": self._range, "len": len, "float": float, "int": int,
-            "abs": abs, "min": min, "max": max,
+            "abs": abs, "min": min, "max": max, **self._module_functions(),
         }  # fmt: skip
         self.node: ast.AST | None = None  # where we are, for error positions
         self.depth = 0  # how deeply the evaluation nests (expressions and loops)
@@ -433,6 +434,49 @@ class _Interpreter:
             return left.matmul(right)
 
         return _named(matmul, "matmul")
+
+    def _module_functions(self) -> dict[str, Callable[..., Any]]:
+        """Burn's conv and pooling (`autodiff.module`), each refused before it allocates a result, or the windows it
+        reads (the input once per kernel position), past the element limit."""
+
+        def conv_options(stride: Any, padding: Any, dilation: Any, groups: Any) -> ConvOptions:
+            return ConvOptions(stride, padding, dilation, groups)
+
+        def conv(function: Callable[..., Tensor]) -> Callable[..., Tensor]:
+            def call(x: Any, weight: Any, bias: Any, options: Any) -> Tensor:
+                if isinstance(x, Tensor) and isinstance(weight, Tensor) and isinstance(options, ConvOptions):
+                    out = module.calculate_conv_output_shape(x.shape, weight.shape, options)
+                    kernel = math.prod(weight.shape[1:])  # per output channel: its input channels × kernel positions
+                    self._check_elements((out[0], options.groups * kernel, *out[2:]))  # the windows
+                    self._check_elements((out[0], out[1], kernel))  # the weight, once per example (MLX's matmul)
+                return function(x, weight, bias, options)
+
+            return call
+
+        def check_pool(x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: Any) -> None:
+            if isinstance(x, Tensor):
+                out = module.calculate_pool_output_shape(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+                self._check_elements((*out[:2], math.prod(kernel_size), *out[2:]))  # the windows
+
+        def max_pool2d(
+            x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: Any = False
+        ) -> Tensor:
+            check_pool(x, kernel_size, stride, padding, dilation, ceil_mode)
+            return module.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
+
+        def avg_pool2d(
+            x: Any, kernel_size: Any, stride: Any, padding: Any, count_include_pad: Any = True, ceil_mode: Any = False
+        ) -> Tensor:
+            check_pool(x, kernel_size, stride, padding, [1, 1], ceil_mode)
+            return module.avg_pool2d(x, kernel_size, stride, padding, count_include_pad, ceil_mode)
+
+        return {
+            "ConvOptions": _named(conv_options, "ConvOptions"),
+            "conv1d": _named(conv(module.conv1d), "conv1d"),
+            "conv2d": _named(conv(module.conv2d), "conv2d"),
+            "max_pool2d": max_pool2d,
+            "avg_pool2d": avg_pool2d,
+        }
 
     def _distribution(self, name: str) -> Callable[[float, float], Distribution]:
         def make(a: float, b: float) -> Distribution:

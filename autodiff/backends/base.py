@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import product
 from typing import Any, ClassVar
 
 import numpy as np
@@ -329,6 +331,26 @@ class Buffer:
             indices.array if d == dim else self.xp.arange(shape[d]).reshape(_along(rank, d, -1)) for d in range(rank)
         )
 
+    # -- sliding windows (convolution and pooling: `autodiff/module.py`) -----------------------------------
+    def windows(self, geometry: Windows, fill: float) -> Buffer:
+        """Every window `geometry` reads from this [batch, channels, *size] buffer, padded with `fill`:
+        [batch, channels, K, *out_size], K the kernel's positions in row-major order (im2col)."""
+        padded = self.xp.pad(self.array, geometry.pad_widths(self.array.shape), constant_values=fill)
+        return self._new(self.xp.stack([padded[index] for index in geometry.offsets()], axis=2))
+
+    def windows_added(self, geometry: Windows, shape: Shape) -> Buffer:
+        """The adjoint of `windows`: each window's values added back where it read them, into zeros of `shape`
+        (what lands in the padding is dropped)."""
+        widths = geometry.pad_widths(shape)
+        out = self.xp.zeros(tuple(n + a + b for n, (a, b) in zip(shape, widths, strict=True)), dtype=self.array.dtype)
+        for k, index in enumerate(geometry.offsets()):  # one offset's positions never overlap
+            out[index] = out[index] + self.array[:, :, k]
+        return self._new(out[tuple(slice(a, a + n) for n, (a, _) in zip(shape, widths, strict=True))])
+
+    def constant(self, values: np.ndarray) -> Buffer:
+        """A new buffer of this backend and dtype holding host `values` an op computed (e.g. pooling's counts)."""
+        return self._new(self.xp.array(values, dtype=self.array.dtype))
+
     def zeros(self, shape: Shape) -> Buffer:
         """A new buffer of zeros of `shape`, of this buffer's dtype."""
         return self._new(self.xp.zeros(shape, dtype=self.array.dtype))
@@ -349,6 +371,37 @@ class Buffer:
 
     def swap_dims(self, dim1: int, dim2: int) -> Buffer:
         return self._view(self.xp.swapaxes(self.array, dim1, dim2))
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Where a kernel's windows lie along each spatial dim of a [batch, channels, *size] tensor: `padding` zeros
+    (or `fill`) on both sides, windows every `stride`, a kernel's positions `dilation` apart, `out_size` windows
+    (a ceil-mode pool's last window may run past the padding: the input is extended on the right for it)."""
+
+    kernel: Shape
+    stride: Shape
+    padding: Shape
+    dilation: Shape
+    out_size: Shape
+
+    def pad_widths(self, shape: Shape) -> tuple[tuple[int, int], ...]:
+        """(before, after) per dim of a tensor of `shape`: batch and channels unpadded; after, as far as the last
+        window reads."""
+        widths = [(0, 0), (0, 0)]
+        dims = zip(shape[2:], self.kernel, self.stride, self.padding, self.dilation, self.out_size, strict=True)
+        for n, k, s, p, d, o in dims:
+            reach = (o - 1) * s + d * (k - 1) + 1  # the padded length the windows read
+            widths.append((p, max(p, reach - n - p)))
+        return tuple(widths)
+
+    def offsets(self) -> list[tuple[slice, ...]]:
+        """For each position of the kernel (row-major), the strided slice of the padded input it reads."""
+        per_dim = [
+            [slice(i * d, i * d + (o - 1) * s + 1, s) for i in range(k)]
+            for k, s, d, o in zip(self.kernel, self.stride, self.dilation, self.out_size, strict=True)
+        ]
+        return [(slice(None), slice(None), *at) for at in product(*per_dim)]
 
 
 def _replace(shape: Shape, dim: int, size: int) -> Shape:

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from autodiff import Tensor, activation, loss
+from autodiff import Tensor, activation, loss, module
+from autodiff.module import ConvOptions
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,48 @@ CASES = [
         lambda x, s: x.mask_where(Tensor.from_bools(MASK, x.device), s),
         lambda t, x, s: t.where(t.tensor(MASK), s, x),
         (X, X),
+    ),
+    Case(
+        "conv1d",
+        lambda x, w, b: module.conv1d(x, w, b, ConvOptions([2], [1], [2], 2)),
+        lambda t, x, w, b: t.nn.functional.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2),
+        (((2, 4, 9), -2.0, 2.0), ((6, 2, 3), -1.0, 1.0), ((6,), -1.0, 1.0)),
+    ),
+    Case(
+        "conv2d",
+        lambda x, w, b: module.conv2d(x, w, b, ConvOptions([2, 1], [1, 0], [1, 2], 1)),
+        lambda t, x, w, b: t.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=(1, 0), dilation=(1, 2)),
+        (((2, 3, 6, 5), -2.0, 2.0), ((4, 3, 3, 2), -1.0, 1.0), ((4,), -1.0, 1.0)),
+    ),
+    Case(
+        "conv2d_groups_no_bias",
+        lambda x, w: module.conv2d(x, w, None, ConvOptions([1, 2], [1, 1], [1, 1], 2)),
+        lambda t, x, w: t.nn.functional.conv2d(x, w, None, stride=(1, 2), padding=1, groups=2),
+        (((1, 4, 5, 5), -2.0, 2.0), ((6, 2, 2, 3), -1.0, 1.0)),
+    ),
+    Case(
+        "max_pool2d",
+        lambda x: module.max_pool2d(x, [3, 2], [2, 1], [1, 1], [1, 2]),
+        lambda t, x: t.nn.functional.max_pool2d(x, (3, 2), (2, 1), (1, 1), (1, 2)),
+        (((2, 3, 6, 7), -2.0, 2.0),),
+    ),
+    Case(
+        "max_pool2d_ceil_mode",
+        lambda x: module.max_pool2d(x, [3, 3], [2, 2], [1, 1], [1, 1], True),
+        lambda t, x: t.nn.functional.max_pool2d(x, 3, 2, 1, 1, ceil_mode=True),
+        (((1, 2, 6, 6), -2.0, 2.0),),
+    ),
+    Case(
+        "avg_pool2d",
+        lambda x: module.avg_pool2d(x, [3, 2], [2, 1], [1, 1]),
+        lambda t, x: t.nn.functional.avg_pool2d(x, (3, 2), (2, 1), (1, 1)),
+        (((2, 3, 6, 7), -2.0, 2.0),),
+    ),
+    Case(
+        "avg_pool2d_without_pad_ceil_mode",
+        lambda x: module.avg_pool2d(x, [3, 3], [2, 2], [1, 1], False, True),
+        lambda t, x: t.nn.functional.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+        (((1, 2, 7, 6), -2.0, 2.0),),
     ),
 ]
 

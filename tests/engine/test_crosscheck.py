@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autodiff import BackwardRecorder, Device, Tensor
+from autodiff import BackwardRecorder, Device, Tensor, module
 from autodiff.device import mlx_unavailable_reason
 from autodiff.graph import Op, Rule
+from autodiff.module import ConvOptions
 from course.programs import PROGRAMS
 
 if mlx_unavailable_reason():
@@ -69,3 +70,21 @@ def test_a_planted_wrong_mul_rule_is_flagged(monkeypatch):
     loss.backward(recorder=recorder)
     result = cross_check(graph, recorder)
     assert result.wrong_rules == [product.node_id]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "mlx"])
+def test_conv_and_pools_agree_with_mlx_and_finite_differences(backend):
+    """Each op's rule against `mx.vjp` of its forward (`autodiff.module`'s windows traced by MLX)."""
+    ad = Device.named(backend).autodiff()
+    rng = np.random.default_rng(0)
+    x, w, b = (Tensor.from_floats(rng.uniform(-1, 1, s), ad).require_grad() for s in ((1, 2, 5, 5), (3, 2, 2, 2), (3,)))
+    h = module.conv2d(x, w, b, ConvOptions([1, 1], [1, 1], [1, 1], 1)).tanh()
+    loss = (
+        module.max_pool2d(h, [2, 2], [2, 2], [0, 0], [1, 1]).sum() + module.avg_pool2d(h, [3, 3], [2, 2], [1, 1]).sum()
+    )
+    graph = ad.server.graph_of(loss.node_id)
+    recorder = BackwardRecorder()
+    loss.backward(recorder=recorder)
+    result = cross_check(graph, recorder)
+    assert result.ok and result.wrong_rules == []
+    assert {x.node_id, w.node_id, b.node_id, h.node_id} <= {n.node_id for n in result.nodes}

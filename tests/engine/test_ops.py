@@ -23,8 +23,10 @@ from autodiff import (
     UnsupportedOperationError,
     activation,
     loss,
+    module,
 )
 from autodiff.device import mlx_unavailable_reason
+from autodiff.module import ConvOptions
 
 REFERENCE = json.loads((Path(__file__).resolve().parent / "torch_reference.json").read_text())
 IDS = [c.name for c in CASES]
@@ -115,6 +117,24 @@ def test_saved_tensors_are_only_those_a_rule_needs():
     np.testing.assert_array_equal(x.grad(grads).numpy(), [[2.0, 2.0], [1.0, 1.0]])
 
 
+def test_conv_and_pools_save_only_what_their_rules_read():
+    """conv keeps x and the weight (Burn's conv saves both; the bias's rule reads neither), max_pool2d keeps x (its
+    rule finds each window's maximum again), avg_pool2d keeps nothing; all counted as the device's memory."""
+    device = Device.numpy().autodiff()
+    x = Tensor.from_floats(np.ones((1, 2, 4, 4)), device).require_grad()  # 128 bytes
+    w = Tensor.from_floats(np.ones((3, 2, 2, 2)), device).require_grad()  # 96 bytes
+    b = Tensor.from_floats(np.ones(3), device).require_grad()
+    before = device.memory_usage().bytes_in_use
+    conv = module.conv2d(x, w, b, PLAIN_2D)
+    pooled = module.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1])
+    averaged = module.avg_pool2d(x, [2, 2], [2, 2], [0, 0])
+    snapshot = device.snapshot()
+    assert snapshot.node(conv.node_id).saved_bytes == 128 + 96
+    assert snapshot.node(pooled.node_id).saved_bytes == 128
+    assert snapshot.node(averaged.node_id).saved_bytes == 0
+    assert device.memory_usage().bytes_in_use - before == 4 * (conv.numpy().size + 2 * pooled.numpy().size)
+
+
 def test_prod_gradient_is_right_with_zeros():
     # Burn divides the product by each element (NaN at a zero); the product of the others is exact
     device = Device.numpy().autodiff()
@@ -141,6 +161,23 @@ def test_stable_for_large_inputs():
 
 def _x() -> Tensor:
     return Tensor.from_floats([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], Device.numpy().autodiff())
+
+
+def _zeros(x: Tensor, shape: tuple[int, ...], dtype: str = "float32") -> Tensor:
+    return Tensor.from_floats(np.zeros(shape), x.device, dtype=dtype)
+
+
+PLAIN_2D = ConvOptions([1, 1], [0, 0], [1, 1], 1)
+
+
+def _conv2d(
+    x: Tensor,
+    image: tuple[int, ...],
+    weight: tuple[int, ...],
+    bias: tuple[int, ...] | None = None,
+    options: ConvOptions = PLAIN_2D,
+) -> Tensor:
+    return module.conv2d(_zeros(x, image), _zeros(x, weight), None if bias is None else _zeros(x, bias), options)
 
 
 REFUSALS = [
@@ -188,6 +225,30 @@ REFUSALS = [
     ("cross_entropy shapes", lambda x: loss.cross_entropy_with_logits(x, Tensor.from_floats([[1.0]], x.device)),
      ShapeMismatchError),
     ("softmax dim", lambda x: activation.softmax(x, 2), ShapeMismatchError),
+    ("conv2d rank", lambda x: module.conv2d(x, x, None, PLAIN_2D), ShapeMismatchError),
+    ("conv2d weight rank", lambda x: _conv2d(x, (1, 2, 4, 4), (2, 2, 3)), ShapeMismatchError),
+    ("conv2d channels", lambda x: _conv2d(x, (1, 3, 4, 4), (2, 2, 3, 3)), ShapeMismatchError),
+    ("conv2d kernel larger than the padded input", lambda x: _conv2d(x, (1, 2, 2, 2), (1, 2, 3, 3)),
+     ShapeMismatchError),
+    ("conv2d groups", lambda x: _conv2d(x, (1, 4, 4, 4), (3, 2, 1, 1), None, ConvOptions([1, 1], [0, 0], [1, 1], 2)),
+     ShapeMismatchError),
+    ("conv2d bias", lambda x: _conv2d(x, (1, 2, 4, 4), (2, 2, 3, 3), (3,)), ShapeMismatchError),
+    ("conv2d dtype", lambda x: module.conv2d(_zeros(x, (1, 2, 4, 4)), _zeros(x, (2, 2, 3, 3), "float64"), None,
+                                             PLAIN_2D), DTypeError),
+    ("conv2d int weight", lambda x: module.conv2d(_zeros(x, (1, 1, 2, 2)), Tensor.from_ints([[[[1]]]], x.device), None,
+                                                  PLAIN_2D), DTypeError),
+    ("conv2d devices", lambda x: module.conv2d(_zeros(x, (1, 1, 2, 2)), Tensor.from_floats([[[[1.0]]]], Device.numpy()),
+                                               None, PLAIN_2D), DeviceMismatchError),
+    ("conv1d options", lambda x: module.conv1d(_zeros(x, (1, 1, 4)), _zeros(x, (1, 1, 2)), None,
+                                               ConvOptions([1, 1], [0, 0], [1, 1], 1)), ShapeMismatchError),
+    ("conv stride 0", lambda x: ConvOptions([0], [0], [1], 1), ShapeMismatchError),
+    ("max_pool2d padding", lambda x: module.max_pool2d(_zeros(x, (1, 1, 4, 4)), [2, 2], [1, 1], [2, 0], [1, 1]),
+     ShapeMismatchError),
+    ("max_pool2d kernel", lambda x: module.max_pool2d(_zeros(x, (1, 1, 2, 2)), [3, 3], [1, 1], [0, 0], [1, 1]),
+     ShapeMismatchError),
+    ("max_pool2d rank", lambda x: module.max_pool2d(x, [1, 1], [1, 1], [0, 0], [1, 1]), ShapeMismatchError),
+    ("avg_pool2d kernel list", lambda x: module.avg_pool2d(_zeros(x, (1, 1, 4, 4)), [2], [1, 1], [0, 0]),
+     ShapeMismatchError),
 ]  # fmt: skip
 
 
