@@ -4,14 +4,24 @@
 // All text comes in as data and is set with textContent: nothing here is parsed as HTML.
 
 /**
- * The contract with Python (`StagePayload` in ui/stage.py; a test checks the two lists of keys agree).
+ * The contract with Python (`StagePayload` in ui/stage.py, each event kind in ui/stage_events.py): a test checks that
+ * both sides name the same kinds and keys, at every level.
  * @typedef {{element: string, id: number, name: string, title: string, value: string, detail: string,
  *   state: string, grad: string, grad_kind: ("leaf"|"op"|"none")}} StageNode
  * @typedef {{element: string, source: number, target: number, tracked: boolean}} StageEdge
- * @typedef {{kind: string, text: string, node?: number, nodes?: number[], source?: (number|null),
- *   edge?: (string|null), value?: string, total?: string, total_full?: string, shape?: string,
- *   accumulated?: boolean, kept?: boolean, parents?: number[], rules?: string[], op?: string,
- *   order?: number, numbers?: (number[]|null)}} StageEvent
+ * @typedef {{kind: "TapeBuilt", text: string, nodes: number[]}} TapeBuiltEvent
+ * @typedef {{kind: "StepStarted", text: string, node: number, op: string, order: number, parents: number[],
+ *   rules: string[]}} StepStartedEvent
+ * @typedef {{kind: "Recomputed", text: string, node: number}} RecomputedEvent
+ * @typedef {{kind: "GradientRegistered", text: string, node: number, source: (number|null), edge: (string|null),
+ *   value: string, total: string, total_full: string, shape: string, accumulated: boolean,
+ *   numbers: (number[]|null)}} GradientRegisteredEvent
+ * @typedef {{kind: "GradientConsumed", text: string, node: number, kept: boolean}} GradientConsumedEvent
+ * @typedef {{kind: "SavedStateFreed", text: string, node: number}} SavedStateFreedEvent
+ * @typedef {{kind: "SweepFreed", text: string, nodes: number[]}} SweepFreedEvent
+ * @typedef {{kind: "BackwardFinished", text: string}} BackwardFinishedEvent
+ * @typedef {(TapeBuiltEvent|StepStartedEvent|RecomputedEvent|GradientRegisteredEvent|GradientConsumedEvent|
+ *   SavedStateFreedEvent|SweepFreedEvent|BackwardFinishedEvent)} StageEvent
  * @typedef {{node: number, input: string, rule: string, derivative: string, derivative_value: string,
  *   product: string, sends: string}} CardInput
  * @typedef {{node: number, title: string, upstream: string, inputs: CardInput[]}} StepCard
@@ -27,6 +37,8 @@
 const PAYLOAD_KEYS = ["mode", "dot", "compact_dot", "rankdirs", "nodes", "edges", "box_of", "events", "index",
   "presenter", "embed", "legend", "words", "graphviz_url", "signature", "program", "cards", "sums", "exercise",
   "tolerance"];
+const EVENT_KINDS = new Set(["TapeBuilt", "StepStarted", "Recomputed", "GradientRegistered", "GradientConsumed",
+  "SavedStateFreed", "SweepFreed", "BackwardFinished"]);
 
 const KEYS = {
   ArrowRight: "next", PageDown: "next", ArrowLeft: "prev", PageUp: "prev",
@@ -42,6 +54,8 @@ const FINISH = new Set(["SweepFreed", "BackwardFinished"]);
 function checkPayload(data) {
   const missing = PAYLOAD_KEYS.filter((key) => !(key in data));
   if (missing.length) throw new Error(`stage payload lacks ${missing.join(", ")}`);
+  const unknown = data.events.find((e) => !EVENT_KINDS.has(e.kind));
+  if (unknown) throw new Error(`this stage cannot replay an event of kind "${unknown.kind}" (it knows ${[...EVENT_KINDS].join(", ")})`);
 }
 
 function mountStage(component, loadGraphviz) {
