@@ -3,14 +3,15 @@
 Backward tells a `Recorder` what happens, hook by hook; the default one does nothing, so a backward
 nobody watches pays a call per hook and nothing else. Pass a `BackwardRecorder` to
 `backward(recorder=...)` to keep the events. Values are copied to numpy when recorded, so the trace
-stays valid after the engine frees or reuses its buffers.
+stays valid after the engine frees or reuses its buffers. Each event declares its `kind`, the name a reader
+matches on (the stage's contract in ui/stage_events.py): renaming a class is then a visible change, not a silent one.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 
@@ -60,12 +61,14 @@ def keep_value(array: np.ndarray) -> np.ndarray | ValueSummary:
 
 @dataclass(frozen=True, eq=False)
 class TapeBuilt:
+    kind: ClassVar[Literal["TapeBuilt"]] = "TapeBuilt"
     root: NodeId
     buckets: tuple[tuple[NodeId, ...], ...]  # buckets[order]: the steps of that order, in tape order
 
 
 @dataclass(frozen=True, eq=False)
 class StepStarted:
+    kind: ClassVar[Literal["StepStarted"]] = "StepStarted"
     node_id: NodeId
     op: str
     order: int
@@ -75,6 +78,7 @@ class StepStarted:
 
 @dataclass(frozen=True, eq=False)
 class GradientRegistered:
+    kind: ClassVar[Literal["GradientRegistered"]] = "GradientRegistered"
     node_id: NodeId
     source: NodeId | None  # the step that sent it; None for the ones that seed the root
     value: np.ndarray | TensorPreview  # what was sent
@@ -84,18 +88,21 @@ class GradientRegistered:
 
 @dataclass(frozen=True, eq=False)
 class GradientConsumed:
+    kind: ClassVar[Literal["GradientConsumed"]] = "GradientConsumed"
     node_id: NodeId
     kept: bool  # True for a `Grad` leaf (entry stays), False for `GradInBackward` (removed)
 
 
 @dataclass(frozen=True, eq=False)
 class Recomputed:
+    kind: ClassVar[Literal["Recomputed"]] = "Recomputed"
     node_id: NodeId  # balanced checkpointing: this node's output was recomputed from saved ancestors
     op: str
 
 
 @dataclass(frozen=True, eq=False)
 class SavedStateFreed:
+    kind: ClassVar[Literal["SavedStateFreed"]] = "SavedStateFreed"
     node_id: NodeId
     saved_bytes: int  # what the step held
     bytes_released: int  # what the device got back (less when a live tensor shares the buffer)
@@ -104,12 +111,14 @@ class SavedStateFreed:
 
 @dataclass(frozen=True, eq=False)
 class SweepFreed:
+    kind: ClassVar[Literal["SweepFreed"]] = "SweepFreed"
     node_ids: tuple[NodeId, ...]  # steps freed without running: abandoned or unreachable
     bytes_released: int
 
 
 @dataclass(frozen=True, eq=False)
 class BackwardFinished:
+    kind: ClassVar[Literal["BackwardFinished"]] = "BackwardFinished"
     memory: MemoryUsage
     gradient_ids: tuple[NodeId, ...]
     peak_bytes: int = 0  # the most the device held during this backward
@@ -225,7 +234,7 @@ class BackwardRecorder(Recorder):
 
 
 def _event_to_dict(event: Event, max_values: int | None) -> dict[str, object]:
-    out: dict[str, object] = {"event": type(event).__name__}
+    out: dict[str, object] = {"event": event.kind}
     for field in fields(event):
         out[field.name] = _plain(getattr(event, field.name), max_values)
     return out

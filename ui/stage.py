@@ -14,30 +14,19 @@ import json
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypedDict
 
-import numpy as np
 import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot, Requirement
-from autodiff.trace import (
-    WHOLE_VALUE,
-    GradientConsumed,
-    GradientRegistered,
-    Recomputed,
-    SavedStateFreed,
-    StepStarted,
-    SweepFreed,
-    TapeBuilt,
-    TensorPreview,
-)
+from autodiff.trace import GradientRegistered, StepStarted
 from course.source_lines import node_lines
 
 from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
 from .code import Segment, code_lines
 from .exercise import ATOL, RTOL
-from .format import compact, format_shape, format_values
 from .graph_dot import STATE_WORDS, Overlay, Picture, dot_text, picture
-from .narration import describe, short_names
+from .narration import short_names
 from .palette import BY_KEY, EDGE_LEGEND, stage_css
+from .stage_events import StageEvent, stage_event
 from .theme import token_rules
 
 HERE = Path(__file__).resolve().parent
@@ -68,26 +57,6 @@ class StageEdge(TypedDict):
     source: int  # the input's NodeId
     target: int  # the NodeId of the node that uses it
     tracked: bool
-
-
-class StageEvent(TypedDict, total=False):
-    kind: str  # the trace event's class name
-    text: str  # the sentence the caption and the live region say
-    node: int
-    nodes: list[int]  # SweepFreed: the steps freed; TapeBuilt: the steps on the tape
-    source: int | None  # GradientRegistered: the step that sent it
-    edge: str | None  # GradientRegistered: the element of the edge it travels along
-    value: str  # GradientRegistered: what was sent, compact
-    total: str  # GradientRegistered: the entry afterwards, compact
-    total_full: str  # the same, as the container table shows it
-    shape: str
-    accumulated: bool
-    kept: bool  # GradientConsumed
-    parents: list[int]  # StepStarted
-    rules: list[str]
-    op: str
-    order: int
-    numbers: list[float] | None  # GradientRegistered: what was sent, every number, when a student can check it
 
 
 class StageProgram(TypedDict):
@@ -157,18 +126,18 @@ def replay_payload(
     edge_labels: dict[str, str] = {}
     used: dict[tuple[int, int], int] = {}
     for event in recorder.events:
-        record = _event(event, called)
+        record = stage_event(event, called)
         if isinstance(event, StepStarted):
             used = {}
-        elif isinstance(event, GradientRegistered) and event.source is not None:
-            pair = (int(event.node_id), int(event.source))
-            k = used.get(pair, 0)
-            used[pair] = k + 1
-            elements = edges_left.get(pair, [])
-            record["edge"] = elements[k] if k < len(elements) else None
-            if record["edge"]:
-                edge_labels[record["edge"]] = max(edge_labels.get(record["edge"], ""), record["value"], key=len)
-        if isinstance(event, GradientRegistered):
+        elif isinstance(event, GradientRegistered):
+            if event.source is not None:
+                pair = (int(event.node_id), int(event.source))
+                k = used.get(pair, 0)
+                used[pair] = k + 1
+                elements = edges_left.get(pair, [])
+                record["edge"] = elements[k] if k < len(elements) else None
+                if record["edge"]:
+                    edge_labels[record["edge"]] = max(edge_labels.get(record["edge"], ""), record["value"], key=len)
             element = pic.box_of.get(int(event.node_id), "")
             longest = f"grad {record['total']} · consumed"
             grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
@@ -242,38 +211,6 @@ def _payload(
         exercise=False,
         tolerance=(RTOL, ATOL),
     )
-
-
-def _event(event: object, called: dict[int, str]) -> StageEvent:
-    record = StageEvent(kind=type(event).__name__, text=describe(event, called))
-    if isinstance(event, TapeBuilt):
-        record["nodes"] = [int(n) for bucket in event.buckets for n in bucket]
-    elif isinstance(event, StepStarted):
-        record.update(node=int(event.node_id), op=event.op, order=event.order,
-                      parents=[int(p) for p in event.parents], rules=list(event.rules))  # fmt: skip
-    elif isinstance(event, GradientRegistered):
-        record.update(node=int(event.node_id), source=None if event.source is None else int(event.source),
-                      value=compact(event.value), total=compact(event.total), total_full=format_values(event.total),
-                      shape=format_shape(_shape(event.total)), accumulated=event.accumulated, edge=None,
-                      numbers=_checkable(event.value))  # fmt: skip
-    elif isinstance(event, GradientConsumed):
-        record.update(node=int(event.node_id), kept=event.kept)
-    elif isinstance(event, SavedStateFreed | Recomputed):
-        record["node"] = int(event.node_id)
-    elif isinstance(event, SweepFreed):
-        record["nodes"] = [int(n) for n in event.node_ids]
-    return record
-
-
-def _shape(values: Any) -> tuple[int, ...]:
-    return tuple(values.shape)
-
-
-def _checkable(values: np.ndarray | TensorPreview) -> list[float] | None:
-    """Every number of a value small enough to predict by hand (an exercise checks answers against it)."""
-    if isinstance(values, TensorPreview) or values.size > WHOLE_VALUE:
-        return None
-    return [float(v) for v in np.ravel(values)]
 
 
 class Reported(NamedTuple):

@@ -34,7 +34,7 @@ def test_no_critical_or_serious_wcag_violation(browser, app_url, path, presenter
         for scheme, background in BACKGROUNDS.items():
             page.emulate_media(color_scheme=scheme)  # the app follows the browser's preference, without a reload
             page.wait_for_function(f"() => ({APP_BACKGROUND})() === {background!r}")
-            # the stage follows within a quarter of a second (it reads the theme's colours)
+            # the stage follows as the theme's colours change (an observer on its host, not a timer)
             page.wait_for_function(STAGE_FOLLOWS, arg=scheme == "dark")
             found = blocking_violations(page)
             if found:

@@ -4,14 +4,24 @@
 // All text comes in as data and is set with textContent: nothing here is parsed as HTML.
 
 /**
- * The contract with Python (`StagePayload` in ui/stage.py; a test checks the two lists of keys agree).
+ * The contract with Python (`StagePayload` in ui/stage.py, each event kind in ui/stage_events.py): a test checks that
+ * both sides name the same kinds and keys, at every level.
  * @typedef {{element: string, id: number, name: string, title: string, value: string, detail: string,
  *   state: string, grad: string, grad_kind: ("leaf"|"op"|"none")}} StageNode
  * @typedef {{element: string, source: number, target: number, tracked: boolean}} StageEdge
- * @typedef {{kind: string, text: string, node?: number, nodes?: number[], source?: (number|null),
- *   edge?: (string|null), value?: string, total?: string, total_full?: string, shape?: string,
- *   accumulated?: boolean, kept?: boolean, parents?: number[], rules?: string[], op?: string,
- *   order?: number, numbers?: (number[]|null)}} StageEvent
+ * @typedef {{kind: "TapeBuilt", text: string, nodes: number[]}} TapeBuiltEvent
+ * @typedef {{kind: "StepStarted", text: string, node: number, op: string, order: number, parents: number[],
+ *   rules: string[]}} StepStartedEvent
+ * @typedef {{kind: "Recomputed", text: string, node: number}} RecomputedEvent
+ * @typedef {{kind: "GradientRegistered", text: string, node: number, source: (number|null), edge: (string|null),
+ *   value: string, total: string, total_full: string, shape: string, accumulated: boolean,
+ *   numbers: (number[]|null)}} GradientRegisteredEvent
+ * @typedef {{kind: "GradientConsumed", text: string, node: number, kept: boolean}} GradientConsumedEvent
+ * @typedef {{kind: "SavedStateFreed", text: string, node: number}} SavedStateFreedEvent
+ * @typedef {{kind: "SweepFreed", text: string, nodes: number[]}} SweepFreedEvent
+ * @typedef {{kind: "BackwardFinished", text: string}} BackwardFinishedEvent
+ * @typedef {(TapeBuiltEvent|StepStartedEvent|RecomputedEvent|GradientRegisteredEvent|GradientConsumedEvent|
+ *   SavedStateFreedEvent|SweepFreedEvent|BackwardFinishedEvent)} StageEvent
  * @typedef {{node: number, input: string, rule: string, derivative: string, derivative_value: string,
  *   product: string, sends: string}} CardInput
  * @typedef {{node: number, title: string, upstream: string, inputs: CardInput[]}} StepCard
@@ -27,6 +37,8 @@
 const PAYLOAD_KEYS = ["mode", "dot", "compact_dot", "rankdirs", "nodes", "edges", "box_of", "events", "index",
   "presenter", "embed", "legend", "words", "graphviz_url", "signature", "program", "cards", "sums", "exercise",
   "tolerance"];
+const EVENT_KINDS = new Set(["TapeBuilt", "StepStarted", "Recomputed", "GradientRegistered", "GradientConsumed",
+  "SavedStateFreed", "SweepFreed", "BackwardFinished"]);
 
 const KEYS = {
   ArrowRight: "next", PageDown: "next", ArrowLeft: "prev", PageUp: "prev",
@@ -41,79 +53,130 @@ const FINISH = new Set(["SweepFreed", "BackwardFinished"]);
 
 function checkPayload(data) {
   const missing = PAYLOAD_KEYS.filter((key) => !(key in data));
-  if (missing.length) throw new Error(`stage payload lacks ${missing.join(", ")}`);
+  if (missing.length) throw new Error(`This stage's data lacks ${missing.join(", ")}.`);
+  const unknown = data.events.find((e) => !EVENT_KINDS.has(e.kind));
+  if (unknown) {
+    throw new Error(`This stage cannot replay an event of kind "${unknown.kind}": it knows ${[...EVENT_KINDS].join(", ")}.`);
+  }
+}
+
+// The module's own state (never the window's): the stage mounted in each parent, kept across a host's reruns,
+// and the one replay whose player the page's keys drive.
+const mounted = new WeakMap();
+let keysOwner = null;
+
+function newStage(data, parent, root, setStateValue) {
+  // every field a stage has, in one place; sealed, so a field added anywhere else is an error
+  return Object.seal({
+    signature: data.signature, data, parent, root, replay: data.mode === "replay", setStateValue,
+    index: Math.max(0, Math.min(data.index || 0, data.events.length - 1)),
+    byStep: readBy() !== "event", stops: [], groups: null, answers: new Map(), selected: null,
+    playing: false, timer: null, reportTimer: null,
+    svg: null, natural: null, nodes: new Map(), edges: new Map(), gradText: new Map(), labelText: new Map(),
+    views: null, current: null, scale: 1, fit: 1, fitted: true, readableScale: 1, maxStatic: 320,
+    reduceMotion: window.matchMedia("(prefers-reduced-motion: reduce)").matches,
+    typed: new WeakSet(),  // fields a person typed in since the page last reran: their arrows move the caret
+    listeners: new AbortController(),  // every listener outside the stage's own elements, removed at once
+    keys: new AbortController(),  // the page's keys, given up when another player takes them
+    timeouts: new Set(), frames: new Set(), theme: null, disposed: false,
+  });
 }
 
 function mountStage(component, loadGraphviz) {
+  // mounts the stage in `component.parentElement` and returns its cleanup; mounted again with the same data (a
+  // host's rerun), it keeps the picture, position and height and returns the same cleanup
   const { data, parentElement, setStateValue } = component;
-  checkPayload(data);
-  const replay = data.mode === "replay";
-  let root = parentElement.querySelector(".stage");
-  if (root && root.__stage && root.__stage.signature === data.signature) {
-    const stage = root.__stage;  // a rerun of the page: keep the picture, position and height
-    stage.setStateValue = setStateValue;
-    calmTyping();
-    if (stage.data.exercise !== data.exercise) {  // the exercise turned on or off: ask (or not) from here on
-      stage.data = { ...stage.data, exercise: data.exercise };
-      stage.stops = stopsOf(stage);
-      show(stage, stage.index, false, 800, false);
+  const kept = mounted.get(parentElement);
+  if (kept && kept.signature === data.signature) {
+    kept.setStateValue = setStateValue;
+    calmTyping(kept);
+    if (kept.data.exercise !== data.exercise) {  // the exercise turned on or off: ask (or not) from here on
+      kept.data = { ...kept.data, exercise: data.exercise };
+      kept.stops = stopsOf(kept);
+      show(kept, kept.index, false, 800, false);
     }
-    return;
+    return () => dispose(kept);
   }
-  if (root) { if (root.__stage) root.__stage.dispose(); root.remove(); }
-  root = buildSkeleton(parentElement, data, replay);
-  const stage = {
-    signature: data.signature, data, root, replay, setStateValue,
-    index: Math.max(0, Math.min(data.index || 0, data.events.length - 1)),
-    byStep: readBy() !== "event", stops: [], answers: new Map(), selected: null,
-    playing: false, timer: null, reportTimer: null, nodes: new Map(), edges: new Map(), gradText: new Map(),
-    labelText: new Map(), scale: 1, fitted: true, reduceMotion: window.matchMedia("(prefers-reduced-motion: reduce)").matches,
-  };
-  root.__stage = stage;
-  root.classList.toggle("dark", isDark(root));
-  // the viewer may switch the theme at any time (the app's menu, or the system's): follow it
-  stage.themeTimer = setInterval(() => {
-    if (!root.isConnected) return clearInterval(stage.themeTimer);
-    const dark = isDark(root);
-    if (dark !== root.classList.contains("dark")) root.classList.toggle("dark", dark);
-  }, 250);
+  if (kept) dispose(kept);
+  parentElement.querySelectorAll(":scope > .stage-refused").forEach((refusal) => refusal.remove());
+  try {
+    checkPayload(data);
+  } catch (error) {  // refused in words on the page, not a blank space
+    const refusal = element("p", "stage-refused", error.message);
+    refusal.setAttribute("role", "alert");
+    parentElement.appendChild(refusal);
+    return () => refusal.remove();
+  }
+  const root = buildSkeleton(parentElement, data, data.mode === "replay");
+  const stage = newStage(data, parentElement, root, setStateValue);
+  mounted.set(parentElement, stage);
+  followTheme(stage);
+  const { signal } = stage.listeners;
   let width = window.innerWidth;
-  stage.onResize = () => {
+  window.addEventListener("resize", () => {
     if (window.innerWidth === width) return;  // a phone's toolbar showing or hiding is not a new layout
     width = window.innerWidth;
     fitHeight(stage);
     place(stage, stage.fitted ? null : stage.scale);
-  };
-  stage.dispose = () => {
-    clearInterval(stage.timer);
-    clearInterval(stage.themeTimer);
-    clearTimeout(stage.reportTimer);
-    if (window.__replayStageKeys === stage.onKey) {
-      document.removeEventListener("keydown", stage.onKey, true);
-      window.__replayStageKeys = null;
-    }
-    window.removeEventListener("resize", stage.onResize);
-  };
-  window.addEventListener("resize", stage.onResize);
+  }, { signal });
   stage.stops = stopsOf(stage);
   wireControls(stage);
-  stage.onKey = (event) => onKey(stage, event);
-  if (replay) {
-    // one listener for the page's player: a player left behind on another page stops listening
-    if (window.__replayStageKeys) document.removeEventListener("keydown", window.__replayStageKeys, true);
-    window.__replayStageKeys = stage.onKey;
-    document.addEventListener("keydown", stage.onKey, true);  // before the page scrolls on End or Space
-    watchTyping();
+  if (stage.replay) {
+    // one listener for the page's player: a player left behind elsewhere on the page stops listening
+    if (keysOwner) keysOwner.keys.abort();
+    keysOwner = stage;
+    document.addEventListener("keydown", (event) => onKey(stage, event), { capture: true, signal: stage.keys.signal });  // before the page scrolls on End or Space
+    watchTyping(stage);
   } else {
-    root.addEventListener("keydown", stage.onKey);  // a static graph zooms with the keys while it has focus
+    root.addEventListener("keydown", (event) => onKey(stage, event));  // a static graph zooms with the keys while it has focus
   }
   fitHeight(stage);
-  layout(stage, loadGraphviz).then(() => {
+  layout(stage, loadGraphviz).then((done) => {
+    if (!done) return;  // unmounted while Graphviz loaded
     fitHeight(stage);
     place(stage, null);
     show(stage, stage.index, false, 800, false);
-    if ((data.presenter || data.embed) && replay && window.innerWidth >= NARROW) bringIntoView(stage);
+    if ((data.presenter || data.embed) && stage.replay && window.innerWidth >= NARROW) bringIntoView(stage);
   });
+  return () => dispose(stage);
+}
+
+function dispose(stage) {
+  // everything the stage started outside its own elements stops; its elements leave the page
+  if (stage.disposed) return;
+  stage.disposed = true;
+  clearInterval(stage.timer);
+  clearTimeout(stage.reportTimer);
+  stage.timeouts.forEach(clearTimeout);
+  stage.frames.forEach(cancelAnimationFrame);
+  stage.listeners.abort();
+  stage.keys.abort();
+  if (stage.theme) stage.theme.disconnect();
+  if (keysOwner === stage) keysOwner = null;
+  if (mounted.get(stage.parent) === stage) mounted.delete(stage.parent);
+  stage.root.remove();
+}
+
+function later(stage, act, ms) {
+  // a timeout the stage's cleanup cancels
+  const id = setTimeout(() => { stage.timeouts.delete(id); act(); }, ms);
+  stage.timeouts.add(id);
+}
+
+function followTheme(stage) {
+  // the viewer may switch the theme at any time (the host's menu, or the system's): the host's colours live on an
+  // ancestor (its class or style), so watch those attributes up the tree, through shadow roots, and the system's
+  const { root } = stage;
+  const update = () => {
+    const dark = isDark(root);
+    if (dark !== root.classList.contains("dark")) root.classList.toggle("dark", dark);
+  };
+  update();
+  stage.theme = new MutationObserver(update);
+  for (let node = stage.parent; node; node = node.parentElement || (node.getRootNode && node.getRootNode().host)) {
+    stage.theme.observe(node, { attributes: true, attributeFilter: ["class", "style", "data-theme"] });
+  }
+  window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", update, { signal: stage.listeners.signal });
 }
 
 function isDark(root) {
@@ -368,20 +431,18 @@ function stopAt(stage, index) {
 
 // -- keys: the page's arrows and clickers drive the player, unless a person is typing ------------------------
 
-function watchTyping() {
-  if (window.__stageTyping) return;
-  window.__stageTyping = true;
+function watchTyping(stage) {
   document.addEventListener("input", (event) => {
     const target = event.composedPath ? event.composedPath()[0] : event.target;
-    if (target) target.__typed = true;
-  }, true);
+    if (target) stage.typed.add(target);
+  }, { capture: true, signal: stage.listeners.signal });
 }
 
-function calmTyping() {
+function calmTyping(stage) {
   // the page reran (a widget's change was sent): what was typed is committed, so → and ← step again
   let active = document.activeElement;
   while (active && active.shadowRoot && active.shadowRoot.activeElement) active = active.shadowRoot.activeElement;
-  if (active) active.__typed = false;
+  if (active) stage.typed.delete(active);
 }
 
 function onKey(stage, event) {
@@ -405,7 +466,7 @@ function onKey(stage, event) {
       if (event.key === " ") return;  // Space toggles it
     } else if (target.getAttribute("role") === "combobox" && target.getAttribute("aria-expanded") === "true") {
       return;  // an open list: the keys choose in it
-    } else if (!paging && (target.__typed || event.key === " " || event.key === "Home" || event.key === "End")) {
+    } else if (!paging && (stage.typed.has(target) || event.key === " " || event.key === "Home" || event.key === "End")) {
       return;  // typing: arrows move the caret
     }
   }
@@ -461,6 +522,7 @@ async function layout(stage, loadGraphviz) {
   const box = stage.root.querySelector(".stage-svg");
   drawLegend(stage);  // first: the box's size is what the legend leaves
   const graphviz = await loadGraphviz();
+  if (stage.disposed) return false;  // unmounted meanwhile: nothing to lay out
   const readable = stage.data.presenter ? 16 : 12;
   const lay = (dot, rankdir, detail) => {
     const svgText = graphviz.dot(dot.replace(/rankdir=\w+/, `rankdir=${rankdir}`));
@@ -504,6 +566,7 @@ async function layout(stage, loadGraphviz) {
     if (edge && !edge.tracked) g.classList.add("untracked");
   });
   watchTable(stage);
+  return true;
 }
 
 function watchTable(stage) {  // the table in words is filled when opened, then kept up to date
@@ -747,7 +810,7 @@ function drawPicture(stage, state, animate, period) {
     if (!edge) continue;
     edge.classList.add("flow");
     const path = edge.querySelector("path");
-    if (path && animate && !stage.reduceMotion) travel(edge, path, flow.value, Math.min(period * 0.7, 900));
+    if (path && animate && !stage.reduceMotion) travel(stage, edge, path, flow.value, Math.min(period * 0.7, 900));
   }
   if (focus) reveal(stage, focus, true);
 }
@@ -765,7 +828,7 @@ function reveal(stage, g, smooth) {
   });
 }
 
-function travel(edge, path, value, duration) {
+function travel(stage, edge, path, value, duration) {
   // the gradient moves from the step's node back along its edge to the input it reaches, carrying its value
   const length = path.getTotalLength();
   const dot = document.createElementNS(SVG_NS, "g");
@@ -779,14 +842,18 @@ function travel(edge, path, value, duration) {
   dot.append(circle, text);
   edge.appendChild(dot);
   const start = performance.now();
+  const next = () => {  // a frame the stage's cleanup cancels
+    const id = requestAnimationFrame((now) => { stage.frames.delete(id); step(now); });
+    stage.frames.add(id);
+  };
   const step = (now) => {
     const t = Math.min(1, (now - start) / duration);
     const point = path.getPointAtLength(length * (1 - t));  // edges point input -> node: walk back
     dot.setAttribute("transform", `translate(${point.x} ${point.y})`);
-    if (t < 1 && dot.isConnected) requestAnimationFrame(step);
+    if (t < 1 && dot.isConnected) next();
     else dot.remove();
   };
-  requestAnimationFrame(step);
+  next();
 }
 
 function selectNodes(stage, elements, fromGraph, line) {
@@ -969,7 +1036,7 @@ function askForm(stage, q, card) {
     answer(stage, q, right, inputs.map((input) => input.value.trim().slice(0, 80)).join("; "));
   };
   reveal.onclick = () => answer(stage, q, null, "");
-  setTimeout(() => { if (inputs[0].isConnected) inputs[0].focus({ preventScroll: true }); }, 0);
+  later(stage, () => { if (inputs[0].isConnected) inputs[0].focus({ preventScroll: true }); }, 0);
   return form;
 }
 
@@ -1113,7 +1180,7 @@ function download(name, blob) {
   document.body.append(a);
   a.click();
   a.remove();
-  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+  setTimeout(() => URL.revokeObjectURL(a.href), 10_000);  // holds only the URL: left to run after a cleanup
 }
 
 function saveSvg(stage) {
@@ -1148,6 +1215,7 @@ function loadGraphvizFrom(url) {
 }
 
 export default function (component) {
+  // Streamlit's components v2 mount: returns the stage's cleanup, run when the component leaves the page
   const url = new URL(component.data.graphviz_url, document.baseURI).href;
-  mountStage(component, () => loadGraphvizFrom(url));
+  return mountStage(component, () => loadGraphvizFrom(url));
 }

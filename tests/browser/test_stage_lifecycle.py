@@ -1,0 +1,134 @@
+"""The stage module on its own page, as the exported HTML hosts it: mounted and unmounted 50 times, it leaves no
+listener, stage or memory behind; it never writes to its payload; it refuses an event kind it does not know, in
+words on the page."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from course.programs import record_program
+from ui.stage import GRAPHVIZ, ROOT, STAGE_CSS, replay_payload
+
+pytestmark = pytest.mark.browser
+MOUNTS = 50
+HEAP_SLACK = 2_000_000  # bytes: a stage left behind holds its DOM, picture and payload (several times this in 50)
+
+PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><style>{css}</style></head>
+<body><main></main><script type="module">
+import mount from "./stage.js";
+const freeze = (o) => {{  // deep: a write anywhere in the payload throws (a module is strict code)
+  Object.values(o).forEach((v) => v && typeof v === "object" && freeze(v));
+  return Object.freeze(o);
+}};
+const data = window.payload = freeze(await (await fetch("./payload.json")).json());
+const parent = document.querySelector("main");
+window.cycle = async (settle) => {{  // mount, (let it lay out,) unmount: what a host does when a page changes
+  const cleanup = mount({{ data, parentElement: parent, setStateValue() {{}} }});
+  if (settle) {{
+    while (!parent.querySelector(".stage svg g.node")) await new Promise((r) => setTimeout(r, 10));
+    document.dispatchEvent(new KeyboardEvent("keydown", {{ key: "ArrowRight", bubbles: true }}));
+  }}
+  cleanup();
+}};
+window.mountOnce = (payload) => mount({{ data: payload, parentElement: parent, setStateValue() {{}} }});
+window.ready = true;
+</script></body></html>"""
+
+
+@pytest.fixture(scope="module")
+def stage_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    site = tmp_path_factory.mktemp("stage-site")
+    shutil.copy(ROOT / "ui" / "stage" / "stage.js", site / "stage.js")
+    shutil.copy(ROOT / GRAPHVIZ, site / "graphviz.js")
+    run = record_program("seed")
+    payload = {**replay_payload(run.before, run.recorder, run.names), "graphviz_url": "graphviz.js"}
+    (site / "payload.json").write_text(json.dumps(payload))
+    (site / "index.html").write_text(PAGE.format(css=STAGE_CSS))
+    handler = functools.partial(QuietHandler, directory=str(site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)  # loopback, a free port
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    server.shutdown()
+    server.server_close()
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def listener_count(cdp, expression: str) -> int:
+    target = cdp.send("Runtime.evaluate", {"expression": expression})["result"]["objectId"]
+    return len(cdp.send("DOMDebugger.getEventListeners", {"objectId": target})["listeners"])
+
+
+def measure(page, cdp) -> dict[str, int]:
+    cdp.send("HeapProfiler.collectGarbage")
+    cdp.send("HeapProfiler.collectGarbage")
+    return {
+        "window": listener_count(cdp, "window"),
+        "document": listener_count(cdp, "document"),
+        "stages": page.locator(".stage").count(),
+        "heap": int(cdp.send("Runtime.getHeapUsage")["usedSize"]),
+    }
+
+
+def test_fifty_mounts_and_unmounts_leave_nothing_behind(page, stage_site):
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))  # a write to the frozen payload throws
+    page.goto(stage_site)
+    page.wait_for_function("window.ready === true")
+    cdp = page.context.new_cdp_session(page)
+    page.evaluate("cycle(true)")  # the first mount loads Graphviz, which the module keeps for every later stage
+    start = measure(page, cdp)
+    mounted = page.evaluate_handle("() => ({ cleanup: mountOnce(payload) })")
+    page.locator(".stage svg g.node").first.wait_for()
+    held = measure(page, cdp)
+    assert held["window"] > start["window"] and held["document"] > start["document"] and held["stages"] == 1
+    mounted.evaluate("mounted => mounted.cleanup()")
+    for k in range(MOUNTS):
+        page.evaluate("(settle) => cycle(settle)", k % 2 == 0)  # half unmounted before their layout finished
+    page.wait_for_timeout(300)  # a layout its cleanup cancelled would have drawn by now
+    end = measure(page, cdp)
+    assert errors == []
+    assert (end["window"], end["document"], end["stages"]) == (start["window"], start["document"], 0)
+    assert end["heap"] - start["heap"] < HEAP_SLACK, (start, end)
+
+
+def test_an_unknown_event_kind_is_refused_in_words(page, stage_site):
+    page.goto(stage_site)
+    page.wait_for_function("window.ready === true")
+    page.evaluate("""() => {
+      const events = [...payload.events, { kind: "GradientTeleported", text: "?" }];
+      window.stop = mountOnce({ ...payload, events });
+    }""")
+    refusal = page.get_by_role("alert")
+    assert "GradientTeleported" in refusal.inner_text() and refusal.is_visible()
+    assert page.locator(".stage").count() == 0
+    page.evaluate("stop()")
+    assert page.get_by_role("alert").count() == 0
+
+
+def test_the_stage_follows_the_theme_as_it_changes_without_polling(page, stage_site):
+    page.goto(stage_site)
+    page.wait_for_function("window.ready === true")
+    page.evaluate("() => { window.stop = mountOnce(payload); }")
+    stage = page.locator(".stage")
+    assert "dark" not in stage.get_attribute("class")
+    page.emulate_media(color_scheme="dark")  # the system's theme
+    page.wait_for_function("document.querySelector('.stage').classList.contains('dark')")
+    page.emulate_media(color_scheme="light")
+    page.wait_for_function("!document.querySelector('.stage').classList.contains('dark')")
+    # a host's theme: its colours set on an ancestor (Streamlit's wrapper, a notebook's body)
+    page.evaluate("document.body.style.setProperty('--st-background-color', '#0e1117')")
+    page.wait_for_function("document.querySelector('.stage').classList.contains('dark')")
+    page.evaluate("document.body.style.setProperty('--st-background-color', '#ffffff')")
+    page.wait_for_function("!document.querySelector('.stage').classList.contains('dark')")
+    page.evaluate("stop()")

@@ -1,0 +1,140 @@
+"""The stage's events: one TypedDict per kind of trace event, the contract with `ui/stage/stage.js`.
+
+Each is tagged by `kind`, the trace event's declared `kind` (autodiff/trace.py), and mirrored in stage.js by a
+JSDoc typedef of the same name; tests/app/test_stage_contract.py checks both sides and the trace's classes agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+import numpy as np
+
+from autodiff.trace import (
+    WHOLE_VALUE,
+    BackwardFinished,
+    Event,
+    GradientConsumed,
+    GradientRegistered,
+    Recomputed,
+    SavedStateFreed,
+    StepStarted,
+    SweepFreed,
+    TapeBuilt,
+    TensorPreview,
+)
+
+from .format import compact, format_shape, format_values
+from .narration import describe
+
+
+class TapeBuiltEvent(TypedDict):
+    kind: Literal["TapeBuilt"]
+    text: str  # the sentence the caption and the live region say
+    nodes: list[int]  # the steps on the tape
+
+
+class StepStartedEvent(TypedDict):
+    kind: Literal["StepStarted"]
+    text: str
+    node: int
+    op: str
+    order: int
+    parents: list[int]
+    rules: list[str]
+
+
+class RecomputedEvent(TypedDict):
+    kind: Literal["Recomputed"]
+    text: str
+    node: int
+
+
+class GradientRegisteredEvent(TypedDict):
+    kind: Literal["GradientRegistered"]
+    text: str
+    node: int
+    source: int | None  # the step that sent it
+    edge: str | None  # the element of the edge it travels along
+    value: str  # what was sent, compact
+    total: str  # the entry afterwards, compact
+    total_full: str  # the same, as the container table shows it
+    shape: str
+    accumulated: bool
+    numbers: list[float] | None  # what was sent, every number, when a student can check it
+
+
+class GradientConsumedEvent(TypedDict):
+    kind: Literal["GradientConsumed"]
+    text: str
+    node: int
+    kept: bool
+
+
+class SavedStateFreedEvent(TypedDict):
+    kind: Literal["SavedStateFreed"]
+    text: str
+    node: int
+
+
+class SweepFreedEvent(TypedDict):
+    kind: Literal["SweepFreed"]
+    text: str
+    nodes: list[int]  # the steps freed
+
+
+class BackwardFinishedEvent(TypedDict):
+    kind: Literal["BackwardFinished"]
+    text: str
+
+
+StageEvent = (
+    TapeBuiltEvent
+    | StepStartedEvent
+    | RecomputedEvent
+    | GradientRegisteredEvent
+    | GradientConsumedEvent
+    | SavedStateFreedEvent
+    | SweepFreedEvent
+    | BackwardFinishedEvent
+)
+
+
+def stage_event(event: Event, called: dict[int, str]) -> StageEvent:
+    """The event as the stage reads it (a GradientRegistered's `edge` is filled in by the caller, who knows the
+    picture)."""
+    text = describe(event, called)
+    if isinstance(event, TapeBuilt):
+        nodes = [int(n) for bucket in event.buckets for n in bucket]
+        return TapeBuiltEvent(kind=event.kind, text=text, nodes=nodes)
+    if isinstance(event, StepStarted):
+        return StepStartedEvent(kind=event.kind, text=text, node=int(event.node_id), op=event.op, order=event.order,
+                                parents=[int(p) for p in event.parents], rules=list(event.rules))  # fmt: skip
+    if isinstance(event, GradientRegistered):
+        source = None if event.source is None else int(event.source)
+        return GradientRegisteredEvent(kind=event.kind, text=text, node=int(event.node_id), source=source, edge=None,
+                                       value=compact(event.value), total=compact(event.total),
+                                       total_full=format_values(event.total), shape=format_shape(_shape(event.total)),
+                                       accumulated=event.accumulated, numbers=_checkable(event.value))  # fmt: skip
+    if isinstance(event, GradientConsumed):
+        return GradientConsumedEvent(kind=event.kind, text=text, node=int(event.node_id), kept=event.kept)
+    if isinstance(event, Recomputed):
+        return RecomputedEvent(kind=event.kind, text=text, node=int(event.node_id))
+    if isinstance(event, SavedStateFreed):
+        return SavedStateFreedEvent(kind=event.kind, text=text, node=int(event.node_id))
+    if isinstance(event, SweepFreed):
+        return SweepFreedEvent(kind=event.kind, text=text, nodes=[int(n) for n in event.node_ids])
+    if isinstance(event, BackwardFinished):
+        return BackwardFinishedEvent(kind=event.kind, text=text)
+    raise TypeError(f"The stage has no event kind for {event!r}: add one to ui/stage_events.py and stage.js.")
+
+
+def _shape(values: Any) -> tuple[int, ...]:
+    return tuple(values.shape)
+
+
+def _checkable(values: np.ndarray | TensorPreview) -> list[float] | None:
+    """Every number of a value small enough to predict by hand (an exercise checks answers against it)."""
+    if isinstance(values, TensorPreview) or values.size > WHOLE_VALUE:
+        return None
+    return [float(v) for v in np.ravel(values)]
