@@ -43,9 +43,9 @@ def act(page, path: str) -> None:
         page.get_by_role("button", name="Start").click()
         page.wait_for_timeout(9000)
     elif path == "training":
-        page.get_by_role("button", name="Play").click()
+        page.get_by_role("button", name="Play", exact=True).click()
         page.wait_for_timeout(12000)
-        page.get_by_role("button", name="Pause").click()
+        page.get_by_role("button", name="Pause", exact=True).click()
     page.wait_for_timeout(1500)
 
 

@@ -16,12 +16,12 @@ BOUNDARY_CELLS = 40 * 40
 
 
 def play(page) -> None:
-    page.get_by_role("button", name="Play").click()
+    page.get_by_role("button", name="Play", exact=True).click()
     page.wait_for_function(
         f"Number(document.querySelector('[data-testid=stMetricValue]').innerText) >= {PLAYED}", timeout=60_000
     )
-    page.get_by_role("button", name="Pause").click()
-    page.get_by_role("button", name="Play").wait_for()
+    page.get_by_role("button", name="Pause", exact=True).click()
+    page.get_by_role("button", name="Play", exact=True).wait_for()
     page.wait_for_timeout(1500)  # the last tick's charts drawn
 
 
