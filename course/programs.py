@@ -202,10 +202,15 @@ class ProgramRun:
         return self.device.backend.name
 
 
-def record_program(key: str, backend: str = "numpy", checkpointing: str = "none") -> ProgramRun:
-    """Run a program on a fresh seeded device and record the backward of its `loss`."""
+def record_program(
+    key: str, backend: str = "numpy", checkpointing: str = "none", memory_entries: int = 0
+) -> ProgramRun:
+    """Run a program on a fresh seeded device and record the backward of its `loss` (and, when `memory_entries` is
+    set, the device's memory history, keeping that many entries)."""
     program = CHECKPOINTING_PROGRAMS[key]
     ad = Device.named(backend, seed=0).autodiff(checkpointing=checkpointing, keep_values=True)
+    if memory_entries:
+        ad.record_memory_history(max_entries=memory_entries)
     tensors, provenance = traced_build(program, ad)
     before = ad.snapshot()
     graph = ad.server.graph_of(tensors["loss"].node_id)
