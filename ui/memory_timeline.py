@@ -2,12 +2,15 @@
 they were allocated, coloured by category (with words in the legend), from a device's memory history.
 
 Drawn in Python as one SVG: each band is focusable, and hovering or focusing it names its node, op, bytes, the
-program line that made it and why it was held, in a line under the plot (CSS only: no script). Colours are mixed
-from the theme's own text colour (`currentColor`, as `ui/theme.py` does), so they hold in light and dark.
+program line that made it and why it was held, in a line under the plot (CSS only). Colours are mixed from the
+theme's own text colour (`currentColor`, as `ui/theme.py` does), so they hold in light and dark. `st.html` strips
+inline SVG, so a components-v2 component of a few lines puts the markup (made here, its text escaped) in its
+shadow root.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +33,21 @@ CATEGORIES = {
 TEXT_SHARE = 0.3  # of the theme's text colour in each band's colour: 3:1 against the background in both themes
 WIDTH, HEIGHT = 720, 240  # the plot's coordinates (it stretches to the page's width)
 SMALLEST = 0.004  # bands under this share of the peak are stacked but not drawn (too thin to see or to point at)
+
+# The markup changes only when the run does: replaced then, so a focused band keeps its focus across reruns.
+_JS = """export default function ({ data, parentElement }) {
+  let root = parentElement.querySelector(".memtl-root");
+  if (!root) {
+    root = document.createElement("div");
+    root.className = "memtl-root";
+    parentElement.append(root);
+  }
+  if (root.dataset.signature !== data.signature) {
+    root.innerHTML = data.html;
+    root.dataset.signature = data.signature;
+  }
+}"""
+TIMELINE = st.components.v2.component("memory_timeline", html="", css="", js=_JS)
 
 
 @dataclass(frozen=True)
@@ -167,7 +185,9 @@ def memory_timeline(
     """Draw the timeline, and under it "Download memory snapshot (memory_viz)" when `snapshot` is given. `scale`:
     the steps and peak shared with timelines drawn beside it (`shared_scale`)."""
     steps, peak = scale or (None, None)
-    st.html(timeline_svg(history, label, passes, steps, peak))
+    markup = timeline_svg(history, label, passes, steps, peak)
+    signature = hashlib.sha256(markup.encode()).hexdigest()[:16]
+    TIMELINE(data={"html": markup, "signature": signature}, key=f"{file_stem}_timeline")
     if snapshot is not None:
         st.download_button(
             "Download memory snapshot (memory_viz)", snapshot, file_name=f"{file_stem}.pickle",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import pickle
 import re
 
@@ -18,7 +19,12 @@ MIB = 2**20
 
 
 def timelines(at: AppTest) -> list[str]:
-    return [e.proto.body for e in at.get("html") if 'class="memtl"' in e.proto.body]
+    """The markup of each timeline on the page (what its component puts in its shadow root)."""
+    return [
+        json.loads(e.proto.json)["html"]
+        for e in at.main
+        if e.type == "bidi_component" and e.proto.component_name == "memory_timeline"
+    ]
 
 
 def bands(body: str, category: str) -> list[str]:
