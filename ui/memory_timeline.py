@@ -34,13 +34,40 @@ TEXT_SHARE = 0.3  # of the theme's text colour in each band's colour: 3:1 agains
 WIDTH, HEIGHT = 720, 240  # the plot's coordinates (it stretches to the page's width)
 SMALLEST = 0.004  # bands under this share of the peak are stacked but not drawn (too thin to see or to point at)
 
-# The markup changes only when the run does: replaced then, so a focused band keeps its focus across reruns.
-_JS = """export default function ({ data, parentElement }) {
+# The markup changes only when the run does: replaced then, so a focused band keeps its focus across reruns. A band
+# focused or clicked selects its node on the page's graph (a click on the stage's node, as a student's would: the
+# stage lights the node and its program line); a node clicked on the graph marks its bands. Both components render
+# in open shadow roots of one document, so a click's composed path reaches the node.
+_JS = """const HOSTS = "[data-testid=stBidiComponentIsolated]";
+const inside = (selector) => [...document.querySelectorAll(HOSTS)]
+  .flatMap((host) => (host.shadowRoot ? [...host.shadowRoot.querySelectorAll(selector)] : []));
+function markBands(node) {
+  inside(".memtl .band").forEach((band) => band.classList.toggle("linked", band.dataset.node === node));
+}
+function selectNode(node) {
+  const box = inside(`.stage g.node#n${node}`)[0];
+  if (box) box.dispatchEvent(new MouseEvent("click", { bubbles: true, composed: true }));
+  else markBands(node);
+}
+if (!window.__memoryTimelineLinked) {
+  window.__memoryTimelineLinked = true;
+  document.addEventListener("click", (event) => {
+    const box = event.composedPath().find((el) => el.matches && el.matches(".stage g.node"));
+    if (box && /^n\\d+$/.test(box.id)) markBands(box.id.slice(1));
+  });
+}
+export default function ({ data, parentElement }) {
   let root = parentElement.querySelector(".memtl-root");
   if (!root) {
     root = document.createElement("div");
     root.className = "memtl-root";
     parentElement.append(root);
+    const chosen = (event) => {
+      const band = event.target.closest && event.target.closest(".band[data-node]");
+      if (band) selectNode(band.dataset.node);
+    };
+    root.addEventListener("focusin", chosen);
+    root.addEventListener("click", chosen);
   }
   if (root.dataset.signature !== data.signature) {
     root.innerHTML = data.html;
@@ -149,8 +176,9 @@ def timeline_svg(
         top = [(px, py - a.size * y) for px, py in reversed(bottom)]
         points = " ".join(f"{px:.1f},{py:.1f}" for px, py in bottom + top)
         what = html.escape(f"{format_bytes(a.size)}, {a.category}, {line_of(a)}: {why_held(a, passes)}")
+        node = "" if a.node is None else f' data-node="{a.node}"'
         shapes.append(
-            f'<g class="band b{number} c-{a.category}" tabindex="0" role="img" aria-label="{what}">'
+            f'<g class="band b{number} c-{a.category}"{node} tabindex="0" role="img" aria-label="{what}">'
             f'<title>{what}</title><polygon points="{points}"/></g>'
         )
         details.append(f'<p class="detail d{number}">{what}</p>')
@@ -214,7 +242,8 @@ def _css() -> str:
         ".memtl .details{min-height:3em}.memtl .detail{display:none;margin:0.25rem 0}"
         ".memtl .hint{margin:0.25rem 0;opacity:0.8}.memtl:has(.band:hover,.band:focus) .hint{display:none}"
         ".memtl .band:focus{outline:none}.memtl .band:hover polygon,.memtl .band:focus polygon"
-        "{stroke:currentColor;stroke-width:3}"
+        "{stroke:currentColor;stroke-width:3}.memtl .band.linked polygon{stroke:currentColor;stroke-width:3;"
+        "stroke-dasharray:6 3}"
         ".memtl .legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:0.25rem 1rem;margin:0.25rem 0 0}"
         ".memtl .legend svg{width:14px;vertical-align:middle}" + colours
     )

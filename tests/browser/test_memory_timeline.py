@@ -60,6 +60,15 @@ def test_the_seed_experiment_piles_up_then_the_sweep_removes_it(browser, app_url
         screenshot(page, "memory_timeline_focused_light")
         axe_clean(page)
 
+        # a band and its node on the graph select each other (the graph draws the newest pass: nodes 77 to 80)
+        page.locator(".memtl .band[data-node='77']").focus()
+        assert "selected" in page.locator(".stage g.node#n77").get_attribute("class")
+        page.locator(".stage g.node#n78").click()
+        assert "linked" in page.locator(".memtl .band[data-node='78']").get_attribute("class")
+        assert "linked" not in page.locator(".memtl .band[data-node='77']").get_attribute("class")
+        page.locator(".stage g.node#n78").scroll_into_view_if_needed()
+        screenshot(page, "memory_timeline_node_selects_band_light")
+
         page.get_by_role("button", name="Run one backward now").click()
         page.wait_for_function(SWEPT)
         settle(page)
