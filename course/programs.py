@@ -8,9 +8,9 @@ import functools
 import inspect
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import FrameType
+from types import CodeType, FrameType
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
@@ -127,16 +127,22 @@ class Provenance:
     names: dict[int, str]
 
 
-def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Provenance]:
-    """`program.build(ad)`, watching each statement of the program's own functions as it runs: the nodes the device
-    created while a statement ran are that statement's (the device numbers nodes in the order it makes them)."""
-    functions = (*program.helpers, program.build)
-    offsets: dict[object, int] = {}  # a function's code -> what turns its file line into a line of `source`
+def source_offsets(functions: Sequence[Callable[..., object]]) -> dict[CodeType, int]:
+    """Each function's code -> what turns its file line into a line of the functions' joined source (as
+    `Program.source` joins them, or one function's source alone)."""
+    offsets: dict[CodeType, int] = {}
     line = 0
     for function in functions:
         lines, first = inspect.getsourcelines(function)
         offsets[function.__code__] = line + 1 - first
         line += len(lines) + 2  # `source` joins the functions with "\n\n" after their own last "\n"
+    return offsets
+
+
+def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Provenance]:
+    """`program.build(ad)`, watching each statement of the program's own functions as it runs: the nodes the device
+    created while a statement ran are that statement's (the device numbers nodes in the order it makes them)."""
+    offsets = source_offsets((*program.helpers, program.build))
     spans = _statement_spans(program.source)
     made: dict[int, tuple[int, int]] = {}
     names: dict[int, str] = {}

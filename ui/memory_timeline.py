@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
 
 from autodiff.memory_history import Allocation, MemoryHistory
+from course.programs import source_offsets
 
 from .format import format_bytes
 
@@ -152,16 +154,35 @@ def why_held(allocation: Allocation, passes: Sequence[int] = ()) -> str:
     return "; ".join(parts)
 
 
-def line_of(allocation: Allocation) -> str:
+Offsets = dict[tuple[str, str], int]  # (file, function) -> what turns its file line into a line of the program shown
+
+
+def program_offsets(functions: Sequence[Callable[..., object]]) -> Offsets:
+    """The functions whose joined source the page shows, to say a band's line as a line of that program."""
+    return {(code.co_filename, code.co_name): offset for code, offset in source_offsets(functions).items()}
+
+
+def line_of(allocation: Allocation, offsets: Offsets | None = None) -> str:
+    """The line that made the buffer: a line of the program shown when a frame is in it, else a file's line."""
+    for frame in allocation.frames:
+        offset = (offsets or {}).get((frame.filename, frame.name))
+        if offset is not None:
+            return f"line {frame.line + offset} of the program ({frame.name})"
     frame = allocation.program_frame
-    return "line unknown" if frame is None else f"{frame.name}, line {frame.line}"
+    return "line unknown" if frame is None else f"{frame.name} ({os.path.basename(frame.filename)}:{frame.line})"
 
 
 def timeline_svg(
-    history: MemoryHistory, label: str, passes: Sequence[int] = (), steps: int | None = None, peak: int | None = None
+    history: MemoryHistory,
+    label: str,
+    passes: Sequence[int] = (),
+    steps: int | None = None,
+    peak: int | None = None,
+    offsets: Offsets | None = None,
 ) -> str:
     """The timeline as HTML (an SVG, its legend, and a line per band that hovering or focusing it shows): `label`
-    names it; `steps` and `peak` set a shared scale (two timelines side by side on one time axis)."""
+    names it; `steps` and `peak` set a shared scale (two timelines side by side on one time axis); `offsets` say
+    lines as lines of the program the page shows (`program_offsets`)."""
     bands, own_steps, own_peak = stack(history)
     steps, peak = max(steps or 0, own_steps), max(peak or 0, own_peak, 1)
     x, y = WIDTH / steps, HEIGHT / peak
@@ -175,7 +196,7 @@ def timeline_svg(
             bottom += [(t * x, HEIGHT - offset * y), (until * x, HEIGHT - offset * y)]
         top = [(px, py - a.size * y) for px, py in reversed(bottom)]
         points = " ".join(f"{px:.1f},{py:.1f}" for px, py in bottom + top)
-        what = html.escape(f"{format_bytes(a.size)}, {a.category}, {line_of(a)}: {why_held(a, passes)}")
+        what = html.escape(f"{format_bytes(a.size)}, {a.category}, {line_of(a, offsets)}: {why_held(a, passes)}")
         node = "" if a.node is None else f' data-node="{a.node}"'
         shapes.append(
             f'<g class="band b{number} c-{a.category}"{node} tabindex="0" role="img" aria-label="{what}">'
@@ -209,11 +230,13 @@ def memory_timeline(
     file_stem: str,
     passes: Sequence[int] = (),
     scale: tuple[int, int] | None = None,
+    program: Sequence[Callable[..., object]] = (),
 ) -> None:
     """Draw the timeline, and under it "Download memory snapshot (memory_viz)" when `snapshot` is given. `scale`:
-    the steps and peak shared with timelines drawn beside it (`shared_scale`)."""
+    the steps and peak shared with timelines drawn beside it (`shared_scale`); `program`: the functions whose
+    source the page shows, so that a band's line is a line of it."""
     steps, peak = scale or (None, None)
-    markup = timeline_svg(history, label, passes, steps, peak)
+    markup = timeline_svg(history, label, passes, steps, peak, program_offsets(program))
     signature = hashlib.sha256(markup.encode()).hexdigest()[:16]
     TIMELINE(data={"html": markup, "signature": signature}, key=f"{file_stem}_timeline")
     if snapshot is not None:

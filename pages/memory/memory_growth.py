@@ -81,7 +81,8 @@ def live_experiment() -> None:
         )
     memory_charts(lab.history, lab.iterations)
     download = None if st.session_state.get(RUNNING) else lab.memory_snapshot()  # the file, once the run stops
-    memory_timeline(lab.memory_history, "Active memory, one buffer a band", download, "memory-growth", lab.pass_starts)
+    memory_timeline(lab.memory_history, "Active memory, one buffer a band", download, "memory-growth", lab.pass_starts,
+                    program=[memory_forward])  # fmt: skip
     st.caption(
         f"Backend: {lab.backend}. Mode: {mode_text}, x is {lab.size} × {lab.size} float32 "
         f"({format_bytes(lab.size * lab.size * 4)}). "

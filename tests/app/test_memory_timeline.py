@@ -87,7 +87,7 @@ def test_memory_growth_draws_the_timeline_live_and_offers_the_snapshot():
     body = timelines(at)[0]
     saved = bands(body, "activation")
     assert len(saved) == 10  # two per pass
-    assert "64.0 KiB, activation, memory_forward, line" in saved[0]
+    assert saved[0].startswith("64.0 KiB, activation, line 3 of the program (memory_forward): ")  # its return line
     assert (
         "NodeId(1) · exp output, saved by NodeId(2) · mul for backward; made in forward pass 1; still held"
         in (saved[0])
@@ -115,4 +115,6 @@ def test_checkpointing_draws_a_timeline_per_strategy():
     at = app("pages/memory/checkpointing.py")
     plain, balanced = timelines(at)
     assert "No checkpointing" in plain and "Balanced checkpointing" in balanced
+    # the loop's line, `y = (y * 0.5).tanh() * y + y.sigmoid()`, is line 6 of the chain program shown on the page
+    assert any("line 6 of the program (elementwise_chain_program)" in words for words in bands(plain, "activation"))
     assert len(downloads(at)) == 2

@@ -54,7 +54,11 @@ def test_the_seed_experiment_piles_up_then_the_sweep_removes_it(browser, app_url
         band = page.locator(BANDS).nth(4)  # pass 3's exp output
         band.focus()
         shown = page.evaluate(SHOWN)
-        assert "exp output, saved by" in shown and "mul for backward" in shown and "memory_forward, line" in shown
+        assert (
+            "exp output, saved by" in shown
+            and "mul for backward" in shown
+            and "line 3 of the program (memory_forward)" in shown
+        )
         assert "made in forward pass 3" in shown
         band.scroll_into_view_if_needed()
         screenshot(page, "memory_timeline_focused_light")
