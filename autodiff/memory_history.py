@@ -114,6 +114,7 @@ class MemoryHistory:
         self._live: dict[int, Allocation] = {}  # id(buffer) -> its allocation, while the buffer lives
         self._next_address = _ALIGN
         self._start = time.perf_counter_ns()
+        self._known: dict[tuple[str, int, str], Frame] = {}  # each frame once: a loop's entries share theirs
 
     @property
     def dropped(self) -> int:
@@ -126,7 +127,7 @@ class MemoryHistory:
 
     # -- what the pool reports ------------------------------------------------------------------------
     def allocated(self, owner: object, nbytes: int) -> None:
-        allocation = Allocation(self._address(nbytes), nbytes, self.recorded, _frames())
+        allocation = Allocation(self._address(nbytes), nbytes, self.recorded, self._frames())
         self._live[id(owner)] = allocation
         self._record("alloc", allocation)
 
@@ -136,7 +137,7 @@ class MemoryHistory:
             allocation = Allocation(self._address(nbytes), nbytes, None, ())
             self.bytes_before -= nbytes
         allocation.released_at = self.recorded
-        allocation.release_frames = _frames()
+        allocation.release_frames = self._frames()
         self._record("free", allocation)
 
     # -- what the server and the gradients container say a buffer is -------------------------------------
@@ -227,19 +228,23 @@ class MemoryHistory:
         self.events.append(MemoryEvent(action, allocation, self._now()))
         self.recorded += 1
 
+    def _frames(self) -> tuple[Frame, ...]:
+        """The Python stack of the allocation or release, innermost first, from the buffer that asked."""
+        frames: list[Frame] = []
+        known = self._known
+        frame: FrameType | None = sys._getframe(3)  # past this, the history's hook and the pool
+        while frame is not None and len(frames) < MAX_FRAMES:
+            code = frame.f_code
+            key = (code.co_filename, frame.f_lineno or 0, code.co_name)
+            found = known.get(key)
+            if found is None:
+                found = known[key] = Frame(*key)
+            frames.append(found)
+            frame = frame.f_back
+        return tuple(frames)
+
     def _now(self) -> int:
         return (time.perf_counter_ns() - self._start) // 1000
-
-
-def _frames() -> tuple[Frame, ...]:
-    """The Python stack of the allocation or release, innermost first, from the caller of the pool."""
-    frames: list[Frame] = []
-    frame: FrameType | None = sys._getframe(3)  # past _frames, the history's hook and the pool
-    while frame is not None and len(frames) < MAX_FRAMES:
-        code = frame.f_code
-        frames.append(Frame(code.co_filename, frame.f_lineno or 0, code.co_name))
-        frame = frame.f_back
-    return tuple(frames)
 
 
 def _viz_frames(allocation: Allocation, frames: tuple[Frame, ...]) -> list[dict[str, Any]]:
