@@ -30,7 +30,7 @@ CATEGORIES = {
     "activation": ("activation (saved by a step for backward)", "#e8740c"),
     "temporary": ("temporary (an op output nothing saved)", "#3d9a94"),
     "gradient": ("gradient", "#59a14f"),
-    "unknown": ("other (a backward rule's intermediate, an op without autodiff)", "#8a8f98"),
+    "unknown": ("other (a backward rule's intermediate, a recomputed value, an op without autodiff)", "#8a8f98"),
 }
 TEXT_SHARE = 0.3  # of the theme's text colour in each band's colour: 3:1 against the background in both themes
 WIDTH, HEIGHT = 720, 240  # the plot's coordinates (it stretches to the page's width)
