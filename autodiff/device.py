@@ -9,6 +9,7 @@ from .backends.numpy_backend import NumpyBackend
 from .checkpointing import STRATEGIES
 from .errors import BackendUnavailableError, UnsupportedOperationError
 from .memory import MemoryUsage
+from .memory_history import MemoryHistory
 from .memory_management import POLICIES
 from .server import AutodiffServer
 from .snapshot import GraphSnapshot
@@ -101,6 +102,28 @@ class Device:
 
     def memory_usage(self) -> MemoryUsage:
         return self.backend.pool.usage()
+
+    def record_memory_history(self, enabled: bool = True, max_entries: int = 100_000) -> None:
+        """Start recording every buffer this device allocates and releases, keeping the newest `max_entries`
+        (as PyTorch's `torch.cuda.memory._record_memory_history`); a recording already running starts over.
+        `enabled=False` stops and forgets it. The device and its autodiff devices share one recording."""
+        pool = self.backend.pool
+        pool.history = MemoryHistory(max_entries, pool.bytes_in_use) if enabled else None
+
+    @property
+    def memory_history(self) -> MemoryHistory | None:
+        """The recording (its entries, typed), or None when none runs."""
+        return self.backend.pool.history
+
+    def memory_snapshot(self) -> dict[str, object]:
+        """The recording as a plain dict in PyTorch memory_viz's snapshot format (`segments`, `device_traces`);
+        `autodiff.memory_viz.dump_snapshot` writes it to a file memory_viz opens."""
+        history = self.backend.pool.history
+        if history is None:
+            raise UnsupportedOperationError(
+                "No memory history is being recorded: call device.record_memory_history() first, then run the program."
+            )
+        return history.snapshot(self.backend.pool.bytes_in_use)
 
     def backend_memory(self) -> dict[str, int]:
         """The backend's own counters (MLX: active and peak bytes, process-wide); empty for numpy."""

@@ -32,6 +32,8 @@ class Gradients:
         total = grad if previous is None else previous + grad
         self._container[node_id] = total
         self.recorder.gradient_registered(node_id, source, grad, total)
+        if total.pool.history is not None:
+            total.pool.history.gradient(total, node_id)
 
     def consume(self, node: Node) -> Buffer:
         requirement = node.requirement

@@ -59,6 +59,8 @@ class AutodiffServer:
 
     def register_leaf(self, tensor: Tensor, node: Node, op: str) -> None:
         self.memory.track(tensor, node, op)
+        if self.pool.history is not None:
+            self.pool.history.leaf(tensor.data, node.id, op)
 
     def register(
         self, tensor: Tensor, step: Step, inputs: tuple[NodeId, ...], forward: Callable[..., Buffer] | None = None
@@ -66,11 +68,15 @@ class AutodiffServer:
         """An op's output and its one step (tracked or untracked)."""
         self.memory.track(tensor, step.node, step.op, inputs, forward)
         self.steps[step.node.id] = step
+        if self.pool.history is not None:
+            self.pool.history.registered(tensor.data, step, self.checkpoints)
 
     def register_root(self, node: Node) -> None:
         """require_grad() on a leaf: the same node id, now a `Grad` leaf with a `RootStep`."""
         self.memory.retrack_as_leaf(node)
         self.steps[node.id] = RootStep(node)
+        if self.pool.history is not None:
+            self.pool.history.parameter(node.id)
 
     def _free_step(self, node_id: NodeId) -> Step | None:
         """Take a pending step off the server without running it, and free what it kept."""

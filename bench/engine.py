@@ -9,6 +9,8 @@
 (c, d) the same two on the MLX backend vs `mx.grad` of the same function (when MLX imports).
 (e) Python heap growth over 10,000 forward+backward iterations of the seed graph, per memory policy
     (tracemalloc); target: flat.
+(f) the seed graph with its memory history recorded and not (the default), side by side, and what not recording
+    costs: the `is not None` checks one forward+backward makes, times one check's time; target: below 1%.
 
 Run: python bench/engine.py
 """
@@ -19,6 +21,7 @@ import gc
 import platform
 import sys
 import time
+import timeit
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -189,6 +192,36 @@ def mlx_section() -> None:
     )
 
 
+def seed_graph_recorded(max_entries: int | None) -> tuple[Callable[[], object], Device]:
+    """The seed graph's fwd+bwd on a device recording its memory history (None: not recording)."""
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    if max_entries is not None:
+        ad.record_memory_history(max_entries=max_entries)
+    return (lambda: x.grad(((x * x) + x * 3.0).sum().backward())), ad
+
+
+def recording_section() -> None:
+    (off, _), (on, _) = seed_graph_recorded(None), seed_graph_recorded(1000)
+    off_time, on_time = best_of_each([off, on], repeat=7, number=2000)
+    print(f"(f) seed graph fwd+bwd, memory history not recorded {off_time * 1e6:.1f} us, recorded "
+          f"{on_time * 1e6:.1f} us, ratio {on_time / off_time:.2f}x")  # fmt: skip
+    once, ad = seed_graph_recorded(10_000)
+    nodes = ad.server.nodes_created
+    once()
+    history = ad.memory_history
+    assert history is not None
+    # each allocation and release checks once, each registration of a node or a gradient once
+    gradients = sum(e.action == "alloc" and e.allocation.role == "gradient" for e in history.events)
+    checks = history.recorded + (ad.server.nodes_created - nodes) + gradients
+    scope = {"pool": Device.numpy().backend.pool}
+    check = min(timeit.repeat("pool.history is not None", globals=scope, repeat=7, number=1_000_000)) / 1e6
+    empty = min(timeit.repeat("pool", globals=scope, repeat=7, number=1_000_000)) / 1e6
+    cost = checks * max(check - empty, 0.0)
+    print(f"    not recording costs {checks} checks per fwd+bwd, {(check - empty) * 1e9:.1f} ns each: "
+          f"{cost * 1e9:.0f} ns, {cost / off_time:.2%} of its time (target < 1%)")  # fmt: skip
+
+
 def heap_growth(policy: str, iterations: int = 10_000) -> tuple[int, int]:
     """Bytes the Python heap grew over the first and over all `iterations` of the seed graph's
     forward+backward (a dropped constant each time too), after a warm-up."""
@@ -259,6 +292,7 @@ def main() -> None:
         early, total = heap_growth(policy)
         print(f"(e) Python heap growth, {policy} policy: {early / 1024:+.1f} KiB after 1,000 iterations, "
               f"{total / 1024:+.1f} KiB after 10,000 (target: flat)")  # fmt: skip
+    recording_section()
 
 
 if __name__ == "__main__":

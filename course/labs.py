@@ -24,6 +24,8 @@ from autodiff import (
     TapeConsumedError,
     Tensor,
 )
+from autodiff.memory_history import MemoryHistory
+from autodiff.memory_viz import snapshot_bytes
 from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed
 
 from .naming import expressions, node_names, with_gone_inputs
@@ -303,6 +305,24 @@ class MemoryPoint:
     backend_bytes: int | None = None  # the backend's own counter (MLX active memory), when it has one
 
 
+HISTORY_ENTRIES = 20_000  # a lab's memory history keeps this many entries (40 passes and a backward: ~700)
+
+
+@dataclass(frozen=True)
+class RecordedMemory:
+    """A run's memory history and its memory_viz snapshot (pickled, for a download): plain data, no device."""
+
+    label: str
+    history: MemoryHistory
+    snapshot: bytes
+
+
+def recorded_memory(label: str, device: Device) -> RecordedMemory:
+    history = device.memory_history
+    assert history is not None, "the device records its memory history"
+    return RecordedMemory(label, history, snapshot_bytes(device))
+
+
 @dataclass
 class MemoryLab:
     """The seed's memory experiment, one forward at a time, so the page can draw it live."""
@@ -316,9 +336,11 @@ class MemoryLab:
     history: list[MemoryPoint] = field(init=False)
     done: int = 0
     refusal: str | None = None  # why the experiment stopped early (a memory budget said no)
+    pass_starts: list[int] = field(default_factory=list)  # the memory history's entry count as each pass began
 
     def __post_init__(self) -> None:
         self.device = Device.named(self.backend)
+        self.device.record_memory_history(max_entries=HISTORY_ENTRIES)  # for the timeline, bounded
         self.ad = self.device.autodiff(keep_values=True)  # its graph shows each value
         self.x = Tensor.random([self.size, self.size], Distribution.Default, self.ad).require_grad()
         self.input = self.x if self.autodiff else self.x.without_autodiff()
@@ -328,7 +350,18 @@ class MemoryLab:
     def finished(self) -> bool:
         return self.done >= self.iterations or self.refusal is not None
 
+    @property
+    def memory_history(self) -> MemoryHistory:
+        history = self.device.memory_history
+        assert history is not None, "a lab records from its start"
+        return history
+
+    def memory_snapshot(self) -> bytes:
+        """The memory history as a file PyTorch's memory_viz opens."""
+        return snapshot_bytes(self.device)
+
     def forward_once(self) -> None:
+        self.pass_starts.append(self.memory_history.recorded)
         if self._refused(lambda: memory_forward(self.input)):  # the loss is dropped at once
             return
         self.done += 1
@@ -402,7 +435,9 @@ class CheckpointingComparison:
     runs: dict[str, ProgramRun] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.runs = {mode: record_program(self.key, self.backend, mode) for mode in CHECKPOINTING_STRATEGIES}
+        self.runs = {
+            mode: record_program(self.key, self.backend, mode, HISTORY_ENTRIES) for mode in CHECKPOINTING_STRATEGIES
+        }
 
     def summary(self) -> list[dict[str, object]]:
         """Per strategy: memory held by the graph, device memory before backward, peak, recomputations."""
@@ -457,6 +492,7 @@ class CheckpointingLesson:
     recorder: BackwardRecorder
     names: dict[int, str]
     lines: dict[int, tuple[int, int]]  # NodeId -> the statement of the program that made it
+    timelines: list[RecordedMemory]  # the device's memory history under each strategy, forward and backward
 
 
 def checkpointing_lesson(key: str, backend: str = "numpy") -> CheckpointingLesson:
@@ -471,7 +507,9 @@ def checkpointing_lesson(key: str, backend: str = "numpy") -> CheckpointingLesso
         balanced.recorder,
         balanced.names,
         balanced.lines,
-    )
+        [recorded_memory(label, run.device) for label, run in zip(CHECKPOINTING_STRATEGIES.values(),
+                                                                   comparison.runs.values(), strict=True)],
+    )  # fmt: skip
 
 
 def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, object]]:
@@ -481,6 +519,18 @@ def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, ob
         for policy, label in (("lazy", "Burn (lazy sweep)"), ("eager", "PyTorch (eager)"))
         for moment, usage in memory_experiment(Device.named(backend), size=size, memory_policy=policy)
     ]
+
+
+def policy_timelines(size: int, backend: str = "numpy") -> list[RecordedMemory]:
+    """The seed's memory experiment recorded under Burn's lazy sweep and PyTorch's eager freeing."""
+    recorded = []
+    for policy, label in (("lazy", "Burn (lazy sweep)"), ("eager", "PyTorch (eager)")):
+        device = Device.named(backend)
+        device.record_memory_history(max_entries=HISTORY_ENTRIES)
+        for _ in memory_experiment(device, size=size, memory_policy=policy):
+            pass
+        recorded.append(recorded_memory(label, device))
+    return recorded
 
 
 def cross_checked_program(key: str, backend: str = "numpy") -> tuple[ProgramRun, CrossCheck]:

@@ -8,9 +8,9 @@ import functools
 import inspect
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import FrameType
+from types import CodeType, FrameType
 from typing import TypeVar
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
@@ -130,6 +130,18 @@ class Provenance:
     names: dict[int, str]
 
 
+def source_offsets(functions: Sequence[Callable[..., object]]) -> dict[CodeType, int]:
+    """Each function's code -> what turns its file line into a line of the functions' joined source (as
+    `Program.source` joins them, or one function's source alone)."""
+    offsets: dict[CodeType, int] = {}
+    line = 0
+    for function in functions:
+        lines, first = inspect.getsourcelines(function)
+        offsets[function.__code__] = line + 1 - first
+        line += len(lines) + 2  # `source` joins the functions with "\n\n" after their own last "\n"
+    return offsets
+
+
 def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Provenance]:
     """`program.build(ad)`, watching each statement of the program's own functions as it runs."""
     return traced_call((*program.helpers, program.build), program.source, lambda: program.build(ad), ad)
@@ -141,12 +153,7 @@ def traced_call(
     """`call()`, watching each statement of `functions` (shown as `source`: their sources joined by a blank line)
     as it runs: the nodes the device created while a statement ran are that statement's (the device numbers nodes
     in the order it makes them)."""
-    offsets: dict[object, int] = {}  # a function's code -> what turns its file line into a line of `source`
-    line = 0
-    for function in functions:
-        lines, first = inspect.getsourcelines(function)
-        offsets[function.__code__] = line + 1 - first
-        line += len(lines) + 2  # `source` joins the functions with "\n\n" after their own last "\n"
+    offsets = source_offsets(functions)
     spans = _statement_spans(source)
     made: dict[int, tuple[int, int]] = {}
     names: dict[int, str] = {}
@@ -212,10 +219,15 @@ class ProgramRun:
         return self.device.backend.name
 
 
-def record_program(key: str, backend: str = "numpy", checkpointing: str = "none") -> ProgramRun:
-    """Run a program on a fresh seeded device and record the backward of its `loss`."""
+def record_program(
+    key: str, backend: str = "numpy", checkpointing: str = "none", memory_entries: int = 0
+) -> ProgramRun:
+    """Run a program on a fresh seeded device and record the backward of its `loss` (and, when `memory_entries` is
+    set, the device's memory history, keeping that many entries)."""
     program = CHECKPOINTING_PROGRAMS[key]
     ad = Device.named(backend, seed=0).autodiff(checkpointing=checkpointing, keep_values=True)
+    if memory_entries:
+        ad.record_memory_history(max_entries=memory_entries)
     tensors, provenance = traced_build(program, ad)
     before = ad.snapshot()
     graph = ad.server.graph_of(tensors["loss"].node_id)

@@ -62,12 +62,12 @@ class Buffer:
         self.owned_bytes = 0
         if base is None:
             nbytes = array.nbytes
-            pool.allocate(nbytes)  # may refuse (a memory budget): then nothing is counted
+            pool.allocate(nbytes, self)  # may refuse (a memory budget): then nothing is counted
             self.owned_bytes = nbytes
 
     def __del__(self) -> None:
         if self.owned_bytes:
-            self.pool.release(self.owned_bytes)
+            self.pool.release(self.owned_bytes, self)
 
     # -- what a backend provides ------------------------------------------------------------
     @property

@@ -6,6 +6,7 @@ from course.programs import CHECKPOINTING_PROGRAMS
 from ui.charts import line_chart
 from ui.code import code_block
 from ui.format import format_bytes
+from ui.memory_timeline import memory_timeline, shared_scale
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
 from ui.state import current_backend, shared_result
@@ -48,6 +49,12 @@ st.caption(
     "Each point is the device's memory after one step ran and dropped its saved state. With checkpointing "
     "the curve starts lower (less was saved); recomputed values appear just before the steps that need them."
 )
+
+st.markdown("**Every buffer over time**, forward and backward, under each strategy on one time axis:")
+scale = shared_scale([t.history for t in lesson.timelines])
+for recorded, stem in zip(lesson.timelines, (f"memory-{key}-none", f"memory-{key}-balanced"), strict=True):
+    memory_timeline(recorded.history, recorded.label, recorded.snapshot, stem, scale=scale,
+                    program=[*CHECKPOINTING_PROGRAMS[key].helpers, CHECKPOINTING_PROGRAMS[key].build])  # fmt: skip
 
 st.subheader("Replay with checkpointing")
 st.markdown("The replay shows each recomputation as its own event, just before the step that needs it.")

@@ -12,6 +12,7 @@ from ui.charts import memory_charts
 from ui.code import code_block
 from ui.format import format_bytes
 from ui.graph_view import snapshot_graph
+from ui.memory_timeline import memory_timeline
 from ui.navigation import lesson_intro
 from ui.state import current_backend, presenter_mode
 from ui.tables import data_table, holder_rows
@@ -79,6 +80,9 @@ def live_experiment() -> None:
             "MLX op at once, so it follows the engine's accounting.",
         )
     memory_charts(lab.history, lab.iterations)
+    download = None if st.session_state.get(RUNNING) else lab.memory_snapshot()  # the file, once the run stops
+    memory_timeline(lab.memory_history, "Active memory, one buffer a band", download, "memory-growth", lab.pass_starts,
+                    program=[memory_forward])  # fmt: skip
     st.caption(
         f"Backend: {lab.backend}. Mode: {mode_text}, x is {lab.size} × {lab.size} float32 "
         f"({format_bytes(lab.size * lab.size * 4)}). "

@@ -1,9 +1,10 @@
 import pandas as pd
 import streamlit as st
 
-from course.labs import policy_comparison, policy_memory_curves
+from course.labs import policy_comparison, policy_memory_curves, policy_timelines
 from ui.charts import line_chart
 from ui.format import format_bytes
+from ui.memory_timeline import memory_timeline, shared_scale
 from ui.navigation import lesson_intro
 from ui.state import current_backend, shared_result
 from ui.tables import data_table
@@ -31,6 +32,11 @@ st.caption(
     "Under Burn's policy each forward pass whose loss is dropped leaves its graph's saved tensors behind until "
     "the backward; under PyTorch's they go with the loss. Both free the tensors a backward consumed."
 )
+st.markdown("**Every buffer over time**, both policies on one time axis and one memory scale:")
+timelines = shared_result(policy_timelines, size, backend)
+scale = shared_scale([t.history for t in timelines])
+for recorded, stem in zip(timelines, ("memory-burn-lazy", "memory-pytorch-eager"), strict=True):
+    memory_timeline(recorded.history, recorded.label, recorded.snapshot, stem, scale=scale)
 
 st.subheader("Backward twice, and the shared subgraph")
 data_table(shared_result(policy_comparison, backend))

@@ -1,0 +1,20 @@
+"""Write a device's memory history as a file PyTorch's memory_viz opens: drag it onto https://pytorch.org/memory_viz
+(its Active Memory Timeline draws one band per buffer, coloured by category)."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+from .device import Device
+
+
+def dump_snapshot(device: Device, path: str | Path) -> None:
+    """Pickle `device.memory_snapshot()` to `path` (as PyTorch's `torch.cuda.memory._dump_snapshot`)."""
+    with open(path, "wb") as file:
+        pickle.dump(device.memory_snapshot(), file)
+
+
+def snapshot_bytes(device: Device) -> bytes:
+    """The same file's bytes, for a download button."""
+    return pickle.dumps(device.memory_snapshot())
