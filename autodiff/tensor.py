@@ -231,8 +231,7 @@ class Tensor:
                 "recompute the forward pass. (retain_graph and into are for comparing with PyTorch, on "
                 "autodiff(memory_policy='eager').)"
             )
-        grads = into if into is not None else Gradients()
-        return server.backward(self.node, self.data, grads, NO_RECORDER if recorder is None else recorder, retain_graph)
+        return server.backward(self.node, self.data, NO_RECORDER if recorder is None else recorder, retain_graph, into)
 
     def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in `grads`, as a tensor on the inner device (None when it has none)."""

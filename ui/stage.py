@@ -18,8 +18,8 @@ import numpy as np
 import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot, Requirement
+from autodiff.snapshot import WHOLE_VALUE
 from autodiff.trace import (
-    WHOLE_VALUE,
     GradientConsumed,
     GradientRegistered,
     Recomputed,
