@@ -173,14 +173,6 @@ class Step:
         self.recipes = {}
 
 
-def tape_of(steps: list[Step]) -> list[list[Step]]:
-    """Steps bucketed by order, as Burn's tape: `tape[order]`. The first step is the root, of the highest order."""
-    tape: list[list[Step]] = [[] for _ in range(steps[0].node.order + 1)]
-    for step in steps:
-        tape[step.node.order].append(step)
-    return tape
-
-
 class RootStep(Step):
     """Registered by require_grad(): running it only consumes (keeps) the leaf's gradient."""
 
@@ -203,3 +195,11 @@ class UntrackedOpsStep(Step):
 
     def __init__(self, node: Node, op: str) -> None:
         super().__init__(node, op, (), (), {})
+
+
+def tape_of(steps: list[Step]) -> list[list[Step]]:
+    """Steps bucketed by order, as Burn's tape: `tape[order]`. The first step is the root, of the highest order."""
+    tape: list[list[Step]] = [[] for _ in range(steps[0].node.order + 1)]
+    for step in steps:
+        tape[step.node.order].append(step)
+    return tape

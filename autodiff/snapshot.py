@@ -1,5 +1,6 @@
 """Pictures of a server's graph: a snapshot of every node (for drawing), and a graph export that can
-be recomputed elsewhere (for the MLX cross-check). Read-only: nothing here changes the server."""
+be recomputed elsewhere (for the MLX cross-check), with what the pictures need of each node: its status
+and its forward value (kept whole when small, else summarised). Read-only: nothing here changes the server."""
 
 from __future__ import annotations
 
