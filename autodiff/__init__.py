@@ -25,9 +25,8 @@ from .errors import (
 from .grads import Gradients
 from .graph import NodeId, Requirement
 from .memory import MemoryBudget, MemoryUsage, memory_budget
-from .memory_management import NodeStatus
 from .server import AutodiffServer
-from .snapshot import GraphSnapshot, NodeSnapshot
+from .snapshot import GraphSnapshot, NodeSnapshot, NodeStatus
 from .tensor import Tensor
 from .trace import BackwardRecorder
 

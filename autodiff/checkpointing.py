@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING
 from .graph import Node, NodeId, Op, Step
 
 if TYPE_CHECKING:
+    from collections.abc import MutableMapping
+
     from .backends.base import Buffer
+    from .memory import MemoryPool
     from .memory_management import NodeRecord
     from .tensor import Tensor
     from .trace import Recorder
@@ -25,11 +28,18 @@ class Checkpointer:
     """One backward's access to the saved state of its steps (Burn's `Checkpointer`). This one recomputes
     nothing: each step's saved state is what it kept."""
 
+    def __init__(self, pool: MemoryPool, recorder: Recorder) -> None:
+        self._pool = pool
+        self._recorder = recorder
+
     def retrieve(self, step: Step) -> dict[str, Buffer]:
         return step.saved
 
-
-_KEPT = Checkpointer()
+    def release(self, step: Step) -> None:
+        """A step ran: what it saved is freed (Burn drops the step it consumed)."""
+        bytes_before = self._pool.bytes_in_use
+        step.free_saved()
+        self._recorder.saved_state_freed(step, bytes_before, self._pool)
 
 
 class CheckpointStrategy:
@@ -44,12 +54,12 @@ class CheckpointStrategy:
         """At registration of a tracked op: decide what its step keeps."""
 
     def checkpointer(
-        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], recorder: Recorder
+        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], pool: MemoryPool, recorder: Recorder
     ) -> Checkpointer:
         """At the start of a backward: how its steps get their saved state."""
-        return _KEPT
+        return Checkpointer(pool, recorder)
 
-    def prune(self, steps: dict[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
+    def prune(self, steps: MutableMapping[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
         """After steps left the server: forget what no pending step can be recomputed from."""
 
 
@@ -77,11 +87,11 @@ class BalancedCheckpointing(CheckpointStrategy):
                     self.checkpoints[node.id] = tensor.data
 
     def checkpointer(
-        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], recorder: Recorder
+        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], pool: MemoryPool, recorder: Recorder
     ) -> Checkpointer:
-        return RecomputingCheckpointer(tape, self.checkpoints, records, recorder)
+        return RecomputingCheckpointer(tape, self.checkpoints, records, pool, recorder)
 
-    def prune(self, steps: dict[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
+    def prune(self, steps: MutableMapping[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
         if not self.checkpoints:
             return
         needed: set[NodeId] = set()
@@ -103,11 +113,12 @@ class RecomputingCheckpointer(Checkpointer):
         tape: list[list[Step]],
         checkpoints: dict[NodeId, Buffer],
         records: dict[NodeId, NodeRecord],
+        pool: MemoryPool,
         recorder: Recorder,
     ) -> None:
+        super().__init__(pool, recorder)
         self._checkpoints = checkpoints
         self._records = records
-        self._recorder = recorder
         self._cache: dict[NodeId, Buffer] = {}
         self._uses: dict[NodeId, int] = {}  # steps still to retrieve each recomputed node
         for bucket in tape:

@@ -23,15 +23,26 @@ class Gradients:
     (leaf) entry is kept. That is why only leaves have gradients after backward.
     """
 
-    def __init__(self) -> None:
-        self._container: dict[NodeId, Buffer] = {}
-        self.recorder: Recorder = NO_RECORDER  # the server's recorder, for the length of one backward
+    def __init__(self, hook: Recorder = NO_RECORDER, container: dict[NodeId, Buffer] | None = None) -> None:
+        self._container: dict[NodeId, Buffer] = {} if container is None else container
+        self.hook = hook  # told of each registration and consumption (Burn's `on_register`)
+
+    @classmethod
+    def new(
+        cls, root_id: NodeId, root_value: Buffer, hook: Recorder = NO_RECORDER, into: Gradients | None = None
+    ) -> Gradients:
+        """The container of one backward, its hook given at creation and the root's gradient (ones) registered
+        (Burn's `Gradients::new_with_hook`). `into`: an earlier container whose entries this one adds to, as
+        PyTorch's `.grad` accumulates (the PyTorch policy's only)."""
+        gradients = cls(hook, None if into is None else into._container)
+        gradients.register(root_id, root_value.ones_like())
+        return gradients
 
     def register(self, node_id: NodeId, grad: Buffer, source: NodeId | None = None) -> None:
         previous = self._container.get(node_id)
         total = grad if previous is None else previous + grad
         self._container[node_id] = total
-        self.recorder.gradient_registered(node_id, source, grad, total)
+        self.hook.gradient_registered(node_id, source, grad, total)
         if total.pool.history is not None:
             total.pool.history.gradient(total, node_id)
 
@@ -45,7 +56,7 @@ class Gradients:
             raise RuntimeError("Trying to consume the gradients for an untracked tensor")
         if grad is None:
             raise RuntimeError(f"Can't consume the gradients of {node.id} before they are registered at least once.")
-        self.recorder.gradient_consumed(node.id, requirement is _GRAD)
+        self.hook.gradient_consumed(node.id, requirement is _GRAD)
         return grad
 
     # -- public access, through Tensor.grad / grad_remove / grad_replace -----------------------------

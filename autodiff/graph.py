@@ -155,7 +155,9 @@ class Step:
         return sum(owners.values())
 
     def run(self, grads: Gradients, checkpointer: Checkpointer) -> None:
-        """Consume this node's gradient and send one to each tracked parent, by its rule (Burn's `step`)."""
+        """Consume this node's gradient and send one to each tracked parent, by its rule (Burn's `step`, which
+        takes the step by value: once it ran, what it saved is freed)."""
+        grads.hook.step_started(self)
         node = self.node
         saved = checkpointer.retrieve(self)  # the saved state, recomputed values included
         grad = grads.consume(node)
@@ -164,6 +166,7 @@ class Step:
             if parent_grad.array.shape != shape:  # the input was broadcast
                 parent_grad = parent_grad.sum_to(shape)
             grads.register(parent.id, parent_grad, node.id)
+        checkpointer.release(self)
 
     def free_saved(self) -> None:
         self.saved = {}
@@ -179,7 +182,9 @@ class RootStep(Step):
         super().__init__(node, "leaf", (), (), {})
 
     def run(self, grads: Gradients, checkpointer: Checkpointer) -> None:
+        grads.hook.step_started(self)
         grads.consume(self.node)
+        checkpointer.release(self)
 
 
 class UntrackedOpsStep(Step):
@@ -190,3 +195,11 @@ class UntrackedOpsStep(Step):
 
     def __init__(self, node: Node, op: str) -> None:
         super().__init__(node, op, (), (), {})
+
+
+def tape_of(steps: list[Step]) -> list[list[Step]]:
+    """Steps bucketed by order, as Burn's tape: `tape[order]`. The first step is the root, of the highest order."""
+    tape: list[list[Step]] = [[] for _ in range(steps[0].node.order + 1)]
+    for step in steps:
+        tape[step.node.order].append(step)
+    return tape

@@ -14,32 +14,27 @@ steps that need it can never run again. A tensor is *dropped* when its last hand
 
 from __future__ import annotations
 
-import enum
+import copy
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .graph import Node, NodeId, Requirement, Step
-from .trace import ValueSummary, keep_value
+from .grads import Gradients
+from .graph import Node, NodeId, Requirement, Step, tape_of
+from .snapshot import NodeStatus, ValueSummary, keep_value
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
+    from .checkpointing import CheckpointStrategy
+    from .server import AutodiffServer
     from .tensor import Tensor
+    from .trace import Recorder
 
 
-class NodeStatus(enum.Enum):
-    LIVE = "live"  # step pending, and a live tensor handle depends on it
-    ABANDONED = "abandoned"  # step pending, but no live tensor depends on it: held until a backward
-    CONSUMED = "consumed"  # step ran in a backward; its saved state is gone
-    FREED = "freed"  # freed without running: abandoned, unavailable, or a dropped leaf with no step
-    CONSTANT = "constant"  # an untracked leaf (from data, random, detach) with a live handle
-
-
-_FREED = NodeStatus.FREED
-_T = TypeVar("_T")
+_CONSUMED, _FREED = NodeStatus.CONSUMED, NodeStatus.FREED
 
 
 class NodeRecord:
@@ -82,9 +77,17 @@ class MemoryPolicy:
     allows_retain_graph = False  # whether backward(retain_graph=True) and backward(into=...) may run
     watches_op_outputs = False  # whether memory management is told when an op's output is dropped (a leaf always)
 
-    def new_steps(self) -> dict[NodeId, Step]:
+    def new_steps(self) -> MutableMapping[NodeId, Step]:
         """The server's table of pending steps."""
         return {}
+
+    def build_tape(self, server: AutodiffServer, reachable: list[Step], retain_graph: bool) -> list[list[Step]]:
+        """The tape of one backward: Burn's takes every reachable step off the server, consumed."""
+        return server.build_tape(reachable)
+
+    def gradients(self, root_id: NodeId, root_value: Buffer, hook: Recorder, into: Gradients | None) -> Gradients:
+        """The container of one backward: Burn's is always a new one."""
+        return Gradients.new(root_id, root_value, hook)
 
     def dropped(self, memory: GraphMemoryManagement, node_id: NodeId) -> None:
         """A watched tensor was dropped. Burn frees nothing here; a constant no op used is forgotten, so a loop
@@ -108,8 +111,19 @@ class EagerFreeing(MemoryPolicy):
     def __init__(self) -> None:
         self.steps = CountedSteps()  # one policy per server: this is that server's table
 
-    def new_steps(self) -> dict[NodeId, Step]:
+    def new_steps(self) -> MutableMapping[NodeId, Step]:
         return self.steps
+
+    def build_tape(self, server: AutodiffServer, reachable: list[Step], retain_graph: bool) -> list[list[Step]]:
+        """`retain_graph=True`: every step stays on the server, with what it saved, for another backward; the
+        tape runs copies of them (running a copy frees only the copy's hold on the saved tensors)."""
+        if not retain_graph:
+            return server.build_tape(reachable)
+        return tape_of([copy.copy(step) for step in reachable])
+
+    def gradients(self, root_id: NodeId, root_value: Buffer, hook: Recorder, into: Gradients | None) -> Gradients:
+        """`into`: the gradients add to an earlier container's, as PyTorch's `.grad` accumulates."""
+        return Gradients.new(root_id, root_value, hook, into)
 
     def dropped(self, memory: GraphMemoryManagement, node_id: NodeId) -> None:
         """Free the dropped node's step, and then each ancestor's, as soon as no live tensor and no pending
@@ -119,7 +133,7 @@ class EagerFreeing(MemoryPolicy):
         while stack:
             current = stack.pop()
             record = memory.records.get(current)
-            if record is None or record.handle() is not None or current in steps.dependents:
+            if record is None or record.handle() is not None or steps.is_needed(current):
                 continue
             step = memory.free_step(current)
             if step is not None:
@@ -127,34 +141,39 @@ class EagerFreeing(MemoryPolicy):
             memory.forget(current)
 
 
-class CountedSteps(dict):
+class CountedSteps(MutableMapping[NodeId, Step]):
     """The pending steps under PyTorch's policy, counting for each node the pending steps that need it."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.dependents: dict[NodeId, int] = {}
+        self._steps: dict[NodeId, Step] = {}
+        self._dependents: dict[NodeId, int] = {}
+
+    def is_needed(self, node_id: NodeId) -> bool:
+        """Whether a pending step needs this node."""
+        return node_id in self._dependents
 
     def __setitem__(self, node_id: NodeId, step: Step) -> None:
-        super().__setitem__(node_id, step)
+        self._steps[node_id] = step
         for parent in step.node.parents:
-            self.dependents[parent.id] = self.dependents.get(parent.id, 0) + 1
+            self._dependents[parent.id] = self._dependents.get(parent.id, 0) + 1
 
-    @overload
-    def pop(self, node_id: NodeId, /) -> Step: ...
-    @overload
-    def pop(self, node_id: NodeId, default: Step | _T, /) -> Step | _T: ...
-
-    def pop(self, node_id: NodeId, *default: object) -> object:
-        if node_id not in self:
-            return super().pop(node_id, *default)
-        step = super().pop(node_id)
+    def __delitem__(self, node_id: NodeId) -> None:
+        step = self._steps.pop(node_id)
         for parent in step.node.parents:
-            left = self.dependents[parent.id] - 1
+            left = self._dependents[parent.id] - 1
             if left:
-                self.dependents[parent.id] = left
+                self._dependents[parent.id] = left
             else:
-                del self.dependents[parent.id]  # no entry per dead node: memory stays flat
-        return step
+                del self._dependents[parent.id]  # no entry per dead node: memory stays flat
+
+    def __getitem__(self, node_id: NodeId) -> Step:
+        return self._steps[node_id]
+
+    def __iter__(self) -> Iterator[NodeId]:
+        return iter(self._steps)
+
+    def __len__(self) -> int:
+        return len(self._steps)
 
 
 POLICIES: dict[str, type[MemoryPolicy]] = {"lazy": LazyFreeing, "eager": EagerFreeing}
@@ -163,16 +182,12 @@ POLICIES: dict[str, type[MemoryPolicy]] = {"lazy": LazyFreeing, "eager": EagerFr
 class GraphMemoryManagement:
     """The node records of one server, and the decisions about which steps to free."""
 
-    def __init__(
-        self, policy: MemoryPolicy, steps: dict[NodeId, Step], free_step: Callable[[NodeId], Step | None]
-    ) -> None:
+    def __init__(self, policy: MemoryPolicy, steps: MutableMapping[NodeId, Step], strategy: CheckpointStrategy) -> None:
         self.policy = policy
-        self.steps = steps  # the server's pending steps (read here; only the server adds and takes them)
+        self.steps = steps  # the server's pending steps (the server adds them; freeing takes them off here)
+        self.strategy = strategy  # told when steps left, to forget checkpoints no pending step needs
         self.keep_values = False  # keep each node's forward value (small, or summarised) for the pictures
         self.records: dict[NodeId, NodeRecord] = {}
-        # frees a pending step without running it (the server's); weak, so the server and this need no cycle
-        # collection to go away with the session that held them
-        self._free_step = weakref.WeakMethod(free_step)
         self._watch_op_outputs = policy.watches_op_outputs
         # records whose step was consumed or freed, to forget once their tensor is dropped (a cleanup visits
         # only these)
@@ -204,9 +219,13 @@ class GraphMemoryManagement:
         record.node, record.forward = node, None
         self._forget_inputs(record)
 
-    def step_left(self, node_id: NodeId, outcome: NodeStatus, backward: int) -> None:
-        """A node's step left the server: CONSUMED (it ran in a backward: Burn's `consume_node`) or FREED
-        (it never will). Unless it is a leaf, the node is removed from the graph when no tensor refers to it."""
+    def consume_node(self, node_id: NodeId, backward: int) -> None:
+        """A node's step was taken off the server by a backward, to run in it (Burn's `consume_node`)."""
+        self._step_left(node_id, _CONSUMED, backward)
+
+    def _step_left(self, node_id: NodeId, outcome: NodeStatus, backward: int) -> None:
+        """A node's step left the server: CONSUMED (it runs in a backward) or FREED (it never will). Unless
+        it is a leaf, the node is removed from the graph when no tensor refers to it."""
         record = self.records.get(node_id)
         if record is not None:
             record.outcome, record.outcome_in = outcome, backward
@@ -221,9 +240,12 @@ class GraphMemoryManagement:
         return dropped
 
     def free_step(self, node_id: NodeId) -> Step | None:
-        """Free a pending step without running it (the policy's, when a tensor is dropped)."""
-        free = self._free_step()
-        return None if free is None else free(node_id)
+        """Take a pending step off the server without running it, and free what it kept."""
+        step = self.steps.pop(node_id, None)
+        if step is not None:
+            step.free_saved()
+            self.strategy.prune(self.steps, self.records)
+        return step
 
     def forget_if_unused(self, node_id: NodeId) -> None:
         """A dropped untracked leaf that no recorded op used is part of no graph: forget it now."""
@@ -254,10 +276,10 @@ class GraphMemoryManagement:
         useless = [node_id for node_id in steps if node_id in unavailable or node_id not in needed]
         for node_id in useless:
             self.free_step(node_id)
-            self.step_left(node_id, _FREED, backward)
+            self._step_left(node_id, _FREED, backward)
         return useless
 
-    def _unavailable(self, steps: dict[NodeId, Step]) -> set[NodeId]:
+    def _unavailable(self, steps: MutableMapping[NodeId, Step]) -> set[NodeId]:
         """Steps with a parent removed from the graph, and every step that depends on one."""
         unavailable: set[NodeId] = set()
         for node_id in sorted(steps):  # ids grow with creation: a parent is seen before its children
@@ -270,7 +292,9 @@ class GraphMemoryManagement:
                     break
         return unavailable
 
-    def needed_steps(self, steps: dict[NodeId, Step], unavailable: AbstractSet[NodeId] = frozenset()) -> set[NodeId]:
+    def needed_steps(
+        self, steps: MutableMapping[NodeId, Step], unavailable: AbstractSet[NodeId] = frozenset()
+    ) -> set[NodeId]:
         """Pending steps that are a live handle's own or one of its ancestors."""
         stack = [i for i in steps if i not in unavailable and self.records[i].handle() is not None]
         needed: set[NodeId] = set()
@@ -296,7 +320,7 @@ class GraphMemoryManagement:
             else:
                 self._decided.append(record)
 
-    def held_bytes(self, steps: dict[NodeId, Step]) -> dict[NodeId, int]:
+    def held_bytes(self, steps: MutableMapping[NodeId, Step]) -> dict[NodeId, int]:
         """Per pending step, the bytes it alone keeps alive: saved buffers that no live tensor
         holds, each counted once (for the first step, by id, that saved it)."""
         counted = {id(tensor.data.allocation) for tensor in self.live_tensors()}

@@ -15,20 +15,18 @@ from typing import TYPE_CHECKING
 from . import snapshot as snapshots
 from .checkpointing import Checkpointer, CheckpointStrategy, NoCheckpointing
 from .errors import TapeConsumedError
-from .grads import Gradients
-from .graph import Node, NodeId, RootStep, Step
+from .graph import Node, NodeId, RootStep, Step, tape_of
 from .memory import MemoryPool
-from .memory_management import GraphMemoryManagement, LazyFreeing, MemoryPolicy, NodeStatus
+from .memory_management import GraphMemoryManagement, LazyFreeing, MemoryPolicy
 from .trace import NO_RECORDER, Recorder
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, MutableMapping
 
     from .backends.base import Buffer
+    from .grads import Gradients
     from .snapshot import GraphNode, GraphSnapshot
     from .tensor import Tensor
-
-_CONSUMED = NodeStatus.CONSUMED
 
 
 class AutodiffServer:
@@ -38,8 +36,8 @@ class AutodiffServer:
         self.pool = pool
         self.policy = policy or LazyFreeing()  # when graphs' memory is given back: Burn's, or PyTorch's
         self.strategy = strategy or NoCheckpointing()  # what a step keeps for backward (Burn's CheckpointStrategy)
-        self.steps: dict[NodeId, Step] = self.policy.new_steps()
-        self.memory = GraphMemoryManagement(self.policy, self.steps, self._free_step)
+        self.steps: MutableMapping[NodeId, Step] = self.policy.new_steps()
+        self.memory = GraphMemoryManagement(self.policy, self.steps, self.strategy)
         self._next_id = 0
         self.backward_count = 0
 
@@ -78,44 +76,32 @@ class AutodiffServer:
         if self.pool.history is not None:
             self.pool.history.parameter(node.id)
 
-    def _free_step(self, node_id: NodeId) -> Step | None:
-        """Take a pending step off the server without running it, and free what it kept."""
-        step = self.steps.pop(node_id, None)
-        if step is not None:
-            step.free_saved()
-            self.strategy.prune(self.steps, self.memory.records)
-        return step
-
     # -- backward ----------------------------------------------------------------------------------
     def backward(
         self,
         root: Node,
         value: Buffer,
-        grads: Gradients,
         recorder: Recorder = NO_RECORDER,
         retain_graph: bool = False,
+        into: Gradients | None = None,
     ) -> Gradients:
         """Build the tape from `root` (whose forward value is `value`), execute its steps, clean up. Refused
-        before anything is consumed. `retain_graph` (PyTorch's policy only) leaves every step on the server
-        for another backward."""
-        tape = self.build_tape(root.id, retain_graph)
+        before anything is consumed. `retain_graph` and `into` are the PyTorch policy's (see `EagerFreeing`)."""
+        reachable = self.reachable_steps(root.id)
         self.backward_count += 1
         self.pool.reset_peak()
-        grads.recorder = recorder  # held for this backward only
-        try:
-            recorder.tape_built(root.id, tape)
-            grads.register(root.id, value.ones_like())
-            checkpointer = self.strategy.checkpointer(tape, self.memory.records, recorder)
-            self.execute_steps(tape, grads, checkpointer, recorder, _keep if retain_graph else self.consume)
-            self.cleanup(recorder)
-            recorder.backward_finished(self.pool, grads)
-        finally:
-            grads.recorder = NO_RECORDER
+        tape = self.policy.build_tape(self, reachable, retain_graph)
+        recorder.tape_built(root.id, tape)
+        grads = self.policy.gradients(root.id, value, recorder, into)
+        checkpointer = self.strategy.checkpointer(tape, self.memory.records, self.pool, recorder)
+        self.execute_steps(tape, grads, checkpointer)
+        self.cleanup(recorder)
+        recorder.backward_finished(self.pool, grads)
         return grads
 
-    def build_tape(self, root_id: NodeId, retain_graph: bool = False) -> list[list[Step]]:
-        """The steps reachable from the root, walked as Burn does (a stack), bucketed by order. A path
-        through a consumed step is refused here, before any step is taken off the server."""
+    def reachable_steps(self, root_id: NodeId) -> list[Step]:
+        """The steps reachable from the root, walked as Burn does (a stack), the root first. A path through a
+        consumed step is refused here, before any step is taken off the server."""
         steps = self.steps
         root = steps.get(root_id)
         if root is None:
@@ -134,34 +120,23 @@ class AutodiffServer:
                 stack.extend(step.node.parents)
             elif not parent.is_leaf:
                 raise TapeConsumedError(parent.id)
-        tape: list[list[Step]] = [[] for _ in range(root.node.order + 1)]
+        return reachable
+
+    def build_tape(self, reachable: list[Step]) -> list[list[Step]]:
+        """Take each reachable step off the server, consumed (Burn's `consume_node`), into the tape by order."""
         for step in reachable:
-            if not retain_graph:
-                steps.pop(step.node.id)
-            tape[step.node.order].append(step)
-        return tape
+            node_id = step.node.id
+            self.steps.pop(node_id)
+            self.memory.consume_node(node_id, self.backward_count)
+        return tape_of(reachable)
 
     @staticmethod
-    def execute_steps(
-        tape: list[list[Step]],
-        grads: Gradients,
-        checkpointer: Checkpointer,
-        recorder: Recorder,
-        consume: Callable[[Step, Recorder], None],
-    ) -> None:
-        """Run every bucket from the highest order down; each step runs once, then is consumed."""
+    def execute_steps(tape: list[list[Step]], grads: Gradients, checkpointer: Checkpointer) -> Gradients:
+        """Run every bucket from the highest order down; each step runs once (and frees what it saved)."""
         for steps in reversed(tape):
             for step in steps:
-                recorder.step_started(step)
                 step.run(grads, checkpointer)
-                consume(step, recorder)
-
-    def consume(self, step: Step, recorder: Recorder) -> None:
-        """A step that ran: memory management learns it, and what it saved is freed."""
-        self.memory.step_left(step.node.id, _CONSUMED, self.backward_count)
-        bytes_before = self.pool.bytes_in_use
-        step.free_saved()
-        recorder.saved_state_freed(step, bytes_before, self.pool)
+        return grads
 
     def cleanup(self, recorder: Recorder) -> None:
         """Burn's memory management after a backward: free every pending step that can no longer be
@@ -178,7 +153,3 @@ class AutodiffServer:
 
     def graph_of(self, root_id: NodeId) -> list[GraphNode]:
         return snapshots.graph_of(self, root_id)
-
-
-def _keep(step: Step, recorder: Recorder) -> None:
-    """PyTorch's retain_graph: a step that ran stays on the server, with what it saved, for another backward."""

@@ -1,8 +1,10 @@
 """Pictures of a server's graph: a snapshot of every node (for drawing), and a graph export that can
-be recomputed elsewhere (for the MLX cross-check). Read-only: nothing here changes the server."""
+be recomputed elsewhere (for the MLX cross-check), with what the pictures need of each node: its status
+and its forward value (kept whole when small, else summarised). Read-only: nothing here changes the server."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,12 +14,39 @@ import numpy as np
 from .errors import UnsupportedOperationError
 from .graph import NodeId, Requirement
 from .memory import MemoryUsage
-from .memory_management import NodeStatus
-from .trace import ValueSummary
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
     from .server import AutodiffServer
+
+
+class NodeStatus(enum.Enum):
+    LIVE = "live"  # step pending, and a live tensor handle depends on it
+    ABANDONED = "abandoned"  # step pending, but no live tensor depends on it: held until a backward
+    CONSUMED = "consumed"  # step ran in a backward; its saved state is gone
+    FREED = "freed"  # freed without running: abandoned, unavailable, or a dropped leaf with no step
+    CONSTANT = "constant"  # an untracked leaf (from data, random, detach) with a live handle
+
+
+@dataclass(frozen=True)
+class ValueSummary:
+    """A forward value too large to draw whole, kept as its shape and its smallest, mean and largest value."""
+
+    shape: tuple[int, ...]
+    minimum: float
+    mean: float
+    maximum: float
+
+
+WHOLE_VALUE = 16  # a forward value up to this many numbers is kept whole for the pictures
+
+
+def keep_value(array: np.ndarray) -> np.ndarray | ValueSummary:
+    """What a snapshot keeps of a forward value: a copy when small, else a summary (see `ValueSummary`)."""
+    if array.size <= WHOLE_VALUE:
+        return array.copy()
+    with np.errstate(all="ignore"):
+        return ValueSummary(tuple(array.shape), float(array.min()), float(array.mean()), float(array.max()))
 
 
 @dataclass(frozen=True)

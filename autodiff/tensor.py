@@ -231,8 +231,7 @@ class Tensor:
                 "recompute the forward pass. (retain_graph and into are for comparing with PyTorch, on "
                 "autodiff(memory_policy='eager').)"
             )
-        grads = into if into is not None else Gradients()
-        return server.backward(self.node, self.data, grads, NO_RECORDER if recorder is None else recorder, retain_graph)
+        return server.backward(self.node, self.data, NO_RECORDER if recorder is None else recorder, retain_graph, into)
 
     def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in `grads`, as a tensor on the inner device (None when it has none)."""
@@ -1019,17 +1018,16 @@ _UNTRACKED, _GRAD_IN_BACKWARD = Requirement.Untracked, Requirement.GradInBackwar
 
 
 def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
-    """Run an op's forward; on an autodiff device register its one step (Burn's `OpsPrep`).
-
-    Only what the tracked inputs' rules need is saved: an operand is kept only when the other one is
-    tracked. Under balanced checkpointing an elementwise op is recomputed in backward instead of kept,
-    unless an input is untracked (Burn then treats it as compute-bound: an untracked parent cannot be
-    checkpointed). Every op runs through here, so it is written for speed: no loop a tuple can replace."""
-    # Every op runs through here, so it is written for speed: an op has one or two inputs, and the
-    # tracked ones are picked without loops.
+    """Run an op's forward; on an autodiff device register its one step, in Burn's stages (`OpsPrep`):
+    `prepare` (the inputs' nodes, the output's order, which inputs are tracked), then untracked (a step
+    that only marks the node) or `stateful` (the tracked inputs' rules and only the saved tensors they
+    need: an operand is kept only when the other one is tracked), `memory_bound` (an elementwise op, whose
+    outputs balanced checkpointing recomputes) and `parents` (what a recomputation starts from)."""
     first = inputs[0]
     device = first.device
     server = device.server
+    # prepare. The one fast path: every op runs through here and nearly every op has one or two inputs,
+    # gathered without loops (gathered by a loop, the benchmark's seed graph ran about 10% slower).
     nodes: tuple[Node, ...]
     tracked: tuple[int, ...]
     if len(inputs) == 1:
@@ -1047,7 +1045,8 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
             return Tensor(out, device)
         nodes = (a, b)
         order = (a.order if a.order > b.order else b.order) + 1
-        tracked = _TRACKED[a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED]
+        a_tracked, b_tracked = a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED
+        tracked = (0, 1) if a_tracked and b_tracked else (0,) if a_tracked else (1,) if b_tracked else ()
     else:  # cat: any number of inputs
         out = op.forward(*(t.data for t in inputs))
         if server is None:
@@ -1056,15 +1055,15 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
         order = max(n.order for n in nodes) + 1
         tracked = tuple(k for k, n in enumerate(nodes) if n.requirement is not _UNTRACKED)
     step: Step
-    if not tracked:
-        node = Node(server.new_node_id(), (), order, _UNTRACKED, not op.compute_bound)
+    if not tracked:  # untracked
+        node = Node(server.new_node_id(), (), order, _UNTRACKED, memory_bound=not op.compute_bound)
         step = UntrackedOpsStep(node, op.name)
-    else:
+    else:  # stateful
         every = len(tracked) == len(nodes)
         if every:
             parents, rules, needs = nodes, op.rules, op.needs
             shapes = tuple([t.data.array.shape for t in inputs])
-        elif len(tracked) == 1:
+        elif len(tracked) == 1:  # a tracked input beside untracked ones (a weight times data)
             k = tracked[0]
             parents, rules, needs = (nodes[k],), (op.rules[k],), op.sources[k]
             shapes = (inputs[k].data.array.shape,)
@@ -1072,10 +1071,13 @@ def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
             parents, rules = tuple(nodes[k] for k in tracked), tuple(op.rules[k] for k in tracked)
             needs = tuple(dict.fromkeys(source for k in tracked for source in op.sources[k]))
             shapes = tuple(inputs[k].data.array.shape for k in tracked)
-        node = Node(server.new_node_id(), parents, order, _GRAD_IN_BACKWARD, every and not op.compute_bound)
+        # memory_bound: unless an input is untracked (an untracked parent cannot be checkpointed: Burn then
+        # treats the op as compute-bound)
+        memory_bound = every and not op.compute_bound
+        node = Node(server.new_node_id(), parents, order, _GRAD_IN_BACKWARD, memory_bound=memory_bound)
         saved = {name: out if source < 0 else inputs[source].data for name, source in needs}
         step = Step(node, op.name, rules, shapes, saved)
-        server.strategy.checkpoint(step, op, nodes, inputs)
+        server.strategy.checkpoint(step, op, nodes, inputs)  # parents
     tensor = Tensor(out, device, node)
     ids = (nodes[0].id,) if len(nodes) == 1 else tuple([n.id for n in nodes])
     server.register(tensor, step, ids, op.forward)
@@ -1086,10 +1088,6 @@ def _node_of(tensor: Tensor) -> Node:
     if tensor.node is None:  # inputs share a device, so a server means every input has a node
         raise DeviceMismatchError("A tensor without a graph node was combined with tensors of an autodiff device.")
     return tensor.node
-
-
-# the tracked inputs of a binary op, from whether each one is tracked
-_TRACKED = {(True, True): (0, 1), (True, False): (0,), (False, True): (1,), (False, False): ()}
 
 
 def _tanh_rule(g: Buffer, x: Buffer) -> Buffer:

@@ -38,27 +38,6 @@ class TensorPreview:
         return int(np.prod(self.shape))
 
 
-@dataclass(frozen=True)
-class ValueSummary:
-    """A forward value too large to draw whole, kept as its shape and its smallest, mean and largest value."""
-
-    shape: tuple[int, ...]
-    minimum: float
-    mean: float
-    maximum: float
-
-
-WHOLE_VALUE = 16  # a forward value up to this many numbers is kept whole for the pictures
-
-
-def keep_value(array: np.ndarray) -> np.ndarray | ValueSummary:
-    """What a snapshot keeps of a forward value: a copy when small, else a summary (see `ValueSummary`)."""
-    if array.size <= WHOLE_VALUE:
-        return array.copy()
-    with np.errstate(all="ignore"):
-        return ValueSummary(tuple(array.shape), float(array.min()), float(array.mean()), float(array.max()))
-
-
 @dataclass(frozen=True, eq=False)
 class TapeBuilt:
     kind: ClassVar[Literal["TapeBuilt"]] = "TapeBuilt"

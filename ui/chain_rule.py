@@ -17,7 +17,8 @@ import numpy as np
 
 from autodiff import GraphSnapshot, NodeSnapshot
 from autodiff.printing import format_array
-from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview, ValueSummary
+from autodiff.snapshot import ValueSummary
+from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview
 from course.naming import labels
 
 from .format import WHOLE, compact, format_shape

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from autodiff.printing import format_array, format_float
-from autodiff.trace import WHOLE_VALUE, TensorPreview, ValueSummary
+from autodiff.snapshot import WHOLE_VALUE, ValueSummary
+from autodiff.trace import TensorPreview
 
 MAX_VALUES = 16  # a value with more numbers is written as its first ones and how many there are
 WHOLE = WHOLE_VALUE  # a value with at most this many numbers is written whole (a student can check it by hand)

@@ -40,6 +40,9 @@ def training_charts(training: Training) -> None:
     left, right = (st.container(), st.container()) if presenter_mode() else st.columns(2)
     with left:
         boundary_chart(training)
+    if not history:  # an empty chart says nothing (and its empty marks have no text for a screen reader)
+        right.caption("The loss curve and memory per iteration are drawn from the first iteration on.")
+        return
     line_chart(losses, "Iteration", "Loss", "Curve", title="Training loss (cross-entropy)", y_title="Loss",
                x_domain=domain, x_ticks=5, container=right)  # fmt: skip
     line_chart(memory, "Iteration", "Bytes", "Moment", title="Memory in use, each iteration", y_title="Memory",
