@@ -10,8 +10,8 @@ from typing import Any, Literal, TypedDict
 
 import numpy as np
 
+from autodiff.snapshot import WHOLE_VALUE
 from autodiff.trace import (
-    WHOLE_VALUE,
     BackwardFinished,
     Event,
     GradientConsumed,
