@@ -87,8 +87,8 @@ def boundary_chart(training: Training, cells: int = 40) -> None:
                     "color": {"field": "Probability of class 1", "type": "quantitative",
                               "scale": {"domain": [0, 0.5, 1], "range": [CLASS_COLOURS[0], "#f1f3f5",
                                                                          CLASS_COLOURS[1]]},
-                              "legend": {"orient": "bottom", "labelFontSize": font, "titleFontSize": font,
-                                         "format": ".0%", "gradientLength": 160}},
+                              "legend": {"orient": "top", "labelFontSize": font, "titleFontSize": font,
+                                         "format": ".0%", "gradientLength": 120, "labelFlush": True}},
                 },
             },
             {
