@@ -4,7 +4,8 @@ Backward tells a `Recorder` what happens, hook by hook; the default one does not
 nobody watches pays a call per hook and nothing else. Pass a `BackwardRecorder` to
 `backward(recorder=...)` to keep the events. Values are copied to numpy when recorded, so the trace
 stays valid after the engine frees or reuses its buffers. Each event declares its `kind`, the name a reader
-matches on (the stage's contract in ui/stage_events.py): renaming a class is then a visible change, not a silent one.
+matches on (the stage's contract in autodiff/stage/events.py): renaming a class is then a visible change, not a
+silent one.
 """
 
 from __future__ import annotations

@@ -31,10 +31,10 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from autodiff.stage import replay_payload  # noqa: E402
 from course.programs import PROGRAMS, record_program  # noqa: E402
 from tests.browser.harness import CHROMIUM, CHROMIUM_ARGS, AgentSession, streamlit_server  # noqa: E402
 from ui.navigation import LESSONS  # noqa: E402
-from ui.stage import replay_payload  # noqa: E402
 
 PAGES = {lesson.url_path or "home": lesson.path for lesson in LESSONS}
 GRAPH_PAGES = ("traversal", "gradients", "tape", "checkpoints", "mlx")  # a graph as soon as the page opens

@@ -26,9 +26,8 @@ from autodiff import (
 )
 from autodiff.memory_history import MemoryHistory
 from autodiff.memory_viz import snapshot_bytes
+from autodiff.stage.naming import expressions, node_names, with_gone_inputs
 from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed
-
-from .naming import expressions, node_names, with_gone_inputs
 
 if TYPE_CHECKING:
     from autodiff.crosscheck import CrossCheck

@@ -15,8 +15,7 @@ from typing import TypeVar
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
-
-from .naming import node_names
+from autodiff.stage.naming import node_names
 
 T = TypeVar("T")
 

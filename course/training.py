@@ -28,8 +28,8 @@ from autodiff import (
 )
 from autodiff.activation import relu, softmax
 from autodiff.loss import cross_entropy_with_logits
+from autodiff.stage.naming import node_names
 
-from .naming import node_names
 from .programs import traced_call
 
 DATASETS = ("two moons", "spirals")

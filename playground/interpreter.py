@@ -24,7 +24,7 @@ import numpy as np
 from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor, module
 from autodiff.memory import MemoryUsage
 from autodiff.module import ConvOptions
-from course.naming import expressions, node_names, with_gone_inputs
+from autodiff.stage.naming import expressions, node_names, with_gone_inputs
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Predict-then-reveal: the student enters a value before the app shows it, and keeps a score. A replay's steps are
-asked in the stage itself (ui/stage/stage.js checks the numbers with RTOL and ATOL and reports each answer); the
+asked in the stage itself (autodiff/stage/stage.js checks the numbers with RTOL and ATOL and reports each answer); the
 tables' questions are asked here."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from autodiff.stage import ATOL, RTOL
+
 from .literal import code_span
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
 REVEALED = "exercise_revealed"  # how many questions were revealed without an answer
-RTOL, ATOL = 1e-3, 1e-4
 ANSWER_CHARS = 2_000  # an answer box takes this much (the browser stops typing there; the server checks again)
 
 

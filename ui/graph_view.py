@@ -6,9 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from autodiff import GraphSnapshot
+from autodiff.stage import static_payload
+from autodiff.stage.graph_dot import COLLAPSE_LIMIT, Overlay, bucket_label, order_buckets
 
-from .graph_dot import COLLAPSE_LIMIT, Overlay, bucket_label, order_buckets
-from .stage import stage, static_payload
+from .stage import stage
 from .state import presenter_mode
 
 

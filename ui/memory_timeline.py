@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from autodiff.memory_history import Allocation, MemoryHistory
+from autodiff.stage.format import format_bytes
 from course.programs import source_offsets
-
-from .format import format_bytes
 
 # memory_viz's categories as the legend says them, and a hue for each (mixed with the text colour below)
 CATEGORIES = {

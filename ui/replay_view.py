@@ -9,13 +9,14 @@ from contextlib import nullcontext
 import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot
+from autodiff.stage import StagePayload, export_html, replay_payload, with_view
+from autodiff.stage.graph_dot import graph_dot
 from autodiff.trace import TapeBuilt
 
 from .downloads import built_once
 from .exercise import score_answer, score_caption
-from .graph_dot import graph_dot
 from .graph_view import bucket_picker
-from .stage import StagePayload, export_html, replay_payload, stage, with_view
+from .stage import stage
 from .state import EMBEDDED, embed_mode, presenter_mode
 from .tables import tape_table
 

@@ -9,11 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from autodiff import GraphSnapshot
+from autodiff.stage.format import format_bytes, format_shape, format_values
+from autodiff.stage.naming import node_name
+from autodiff.stage.narration import short_names
 from course.labs import HolderGroup, Outcome
-from course.naming import node_name
-
-from .format import format_bytes, format_shape, format_values
-from .narration import short_names
 
 # Verdict cells are tinted, not painted: 18% of a green or red over the theme's own background, under the theme's
 # own text colour (about 11.7:1 in both themes), so a dark page has no glaring light cells. The ✓ or ✗ word says

@@ -10,28 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-# Code blocks are ui/code.py's, coloured with Prism's class names. Streamlit's hues (keywords #1c83e1 = 3.8:1,
-# numbers #29b09d = 2.6:1 on a code background) fail 4.5:1 in both themes. Mixing 45% of the theme's text colour
-# into each hue darkens it on light and lightens it on dark: at least 4.8:1 in both (the smallest is green on
-# light), hues still told apart.
-TEXT_SHARE = 0.45  # of the theme's text colour in each token colour
-TOKEN_HUES = {
-    ".token.keyword, .token.function, .token.class-name": "#1c83e1",
-    ".token.number": "#29b09d",
-    ".token.string, .token.boolean": "#09ab3b",
-    ".token.operator, .token.decorator": "#ed6f13",
-    ".token.comment, .token.punctuation": "#808495",
-}
-
-
-def token_rules(block: str = ".code-block") -> str:
-    """The token colours inside `block` (the page's code blocks, or the stage's program beside its graph)."""
-    rules = []
-    for tokens, hue in TOKEN_HUES.items():
-        selector = ", ".join(f"{block} {token.strip()}" for token in tokens.split(","))
-        rules.append(f"{selector} {{color: color-mix(in srgb, currentColor {TEXT_SHARE:.0%}, {hue});}}")
-    return "\n".join(rules)
-
+from autodiff.stage.code import token_rules
 
 # The block: Streamlit's code font and size, a background of 4% text colour (between the theme's background and its
 # secondary background, the two the token colours are tested on). Lines wrap, indentation kept: a block never

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from autodiff.stage.format import format_bytes
 from course.training import Training
 
 from .charts import SERIES_COLOURS, line_chart
-from .format import format_bytes
 from .state import presenter_mode
 
 CLASS_NAMES = ("class 0", "class 1")

@@ -2,11 +2,11 @@ import math
 
 import streamlit as st
 
+from autodiff.stage.graph_dot import Overlay, held_gradients
 from course.labs import ConsumptionLab
 from course.programs import PROGRAMS
 from ui.code import code_block
 from ui.exercise import ANSWER_CHARS, parse_numbers, predict_table
-from ui.graph_dot import Overlay, held_gradients
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.state import session_lab

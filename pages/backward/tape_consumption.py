@@ -2,10 +2,10 @@ import inspect
 
 import streamlit as st
 
+from autodiff.stage.graph_dot import Overlay, held_gradients
 from course.labs import LOSSES, TapeLab, backward_code
 from course.programs import PROGRAMS, shared_losses
 from ui.code import code_block
-from ui.graph_dot import Overlay, held_gradients
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view

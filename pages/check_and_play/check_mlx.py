@@ -1,13 +1,13 @@
 import streamlit as st
 
 from autodiff.device import mlx_unavailable_reason
+from autodiff.stage.format import format_number, format_values
+from autodiff.stage.graph_dot import Overlay, held_gradients
+from autodiff.stage.naming import node_name
+from autodiff.stage.narration import short_names
 from course.labs import cross_checked_program
-from course.naming import node_name
 from course.programs import PROGRAMS
-from ui.format import format_number, format_values
-from ui.graph_dot import Overlay, held_gradients
 from ui.graph_view import snapshot_graph
-from ui.narration import short_names
 from ui.navigation import lesson_intro
 from ui.state import current_backend, session_cached
 from ui.tables import data_table

@@ -1,11 +1,11 @@
 import pandas as pd
 import streamlit as st
 
+from autodiff.stage.format import format_bytes
 from course.labs import checkpointing_lesson
 from course.programs import CHECKPOINTING_PROGRAMS
 from ui.charts import line_chart
 from ui.code import code_block
-from ui.format import format_bytes
 from ui.memory_timeline import memory_timeline, shared_scale
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view

@@ -4,13 +4,13 @@ import time
 import streamlit as st
 
 from autodiff import NodeStatus
+from autodiff.stage.format import format_bytes
+from autodiff.stage.naming import node_names
 from course.labs import MemoryLab, last_pass, memory_holders
-from course.naming import node_names
 from course.programs import memory_forward
 from course.scenarios import abandoned_graphs_experiment
 from ui.charts import memory_charts
 from ui.code import code_block
-from ui.format import format_bytes
 from ui.graph_view import snapshot_graph
 from ui.memory_timeline import memory_timeline
 from ui.navigation import lesson_intro

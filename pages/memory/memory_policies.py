@@ -1,9 +1,9 @@
 import pandas as pd
 import streamlit as st
 
+from autodiff.stage.format import format_bytes
 from course.labs import policy_comparison, policy_memory_curves, policy_timelines
 from ui.charts import line_chart
-from ui.format import format_bytes
 from ui.memory_timeline import memory_timeline, shared_scale
 from ui.navigation import lesson_intro
 from ui.state import current_backend, shared_result

@@ -49,8 +49,8 @@ def playground_error(at: AppTest) -> str:
 
 
 def code_text(block: str) -> str:
-    """A code block's HTML (ui/code.py) as a person reads it: each `line` row on its own line, tags gone, entities
-    decoded (an empty row holds a line break of its own)."""
+    """A code block's HTML (autodiff/stage/code.py) as a person reads it: each `line` row on its own line, tags
+    gone, entities decoded (an empty row holds a line break of its own)."""
     return html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="line"[^>]*>\n?', "\n", block)))[1:]
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from autodiff import Device, Tensor
+from autodiff.stage.chain_rule import gradient_sums, step_cards
 from autodiff.trace import GradientRegistered, StepStarted
 from course.programs import PROGRAMS, record_program
-from ui.chain_rule import gradient_sums, step_cards
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
 

@@ -1,5 +1,6 @@
-"""Code blocks (ui/code.py): the text shown is the source exactly, tokens carry the kinds the theme colours, any
-text is escaped, and no page uses `st.code` (whose highlighter costs every page load about 270 ms in the browser)."""
+"""Code blocks (autodiff/stage/code.py): the text shown is the source exactly, tokens carry the kinds the theme
+colours, any text is escaped, and no page uses `st.code` (whose highlighter costs every page load about 270 ms in
+the browser)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ import re
 import pytest
 from apptest import PAGES, app, code_blocks, code_text
 
+from autodiff.stage.code import TOKEN_HUES, code_html
 from course.programs import CHECKPOINTING_PROGRAMS, PROGRAMS
-from ui.code import code_html
-from ui.theme import TOKEN_HUES
 
 TRICKY = '''@st.cache_data(show_spinner=False)
 def f(a, b):

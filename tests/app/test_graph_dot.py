@@ -4,9 +4,9 @@ one contract with the browser."""
 import re
 
 from autodiff import Device, Distribution, NodeStatus, Tensor
+from autodiff.stage import PAYLOAD_KEYS, STAGE_JS, replay_payload, static_payload
+from autodiff.stage.graph_dot import COLLAPSE_LIMIT, MAX_BOXES, Overlay, dot_text, graph_dot, picture
 from course.programs import PROGRAMS, memory_forward, record_program
-from ui.graph_dot import COLLAPSE_LIMIT, MAX_BOXES, Overlay, dot_text, graph_dot, picture
-from ui.stage import PAYLOAD_KEYS, STAGE_JS, replay_payload, static_payload
 
 NODE = re.compile(r"^\s+(n\d+|order\d+) \[id=", re.M)
 EDGE = re.compile(r"^\s+(\w+) -> (\w+)", re.M)

@@ -8,7 +8,7 @@ import pytest
 from apptest import app, button, chart, node_states, stage_data, stages, table
 from streamlit.testing.v1 import AppTest
 
-from ui.format import format_bytes
+from autodiff.stage.format import format_bytes
 
 
 def memory_run(

@@ -11,9 +11,9 @@ from apptest import app, button
 from streamlit.testing.v1 import AppTest
 
 from autodiff import Device, Distribution, Tensor
+from autodiff.stage.palette import BACKGROUND, TEXT
 from course.programs import memory_forward
 from ui.memory_timeline import stack
-from ui.palette import BACKGROUND, TEXT
 
 MIB = 2**20
 

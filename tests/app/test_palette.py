@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from ui.palette import BACKGROUND, FLOW, MUTED, STATES, TEXT, stage_css
+from autodiff.stage.palette import BACKGROUND, FLOW, MUTED, STATES, TEXT, stage_css
 
 # Machado, Oliveira and Fernandes (2009), severity 1.0, on linear RGB
 SIMULATIONS = {

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import tomllib
 
+from autodiff.stage import GRAPHVIZ, GRAPHVIZ_SHA256, GRAPHVIZ_URL, export_html, replay_payload
 from course.programs import record_program
-from ui.stage import GRAPHVIZ, GRAPHVIZ_SHA256, ROOT, export_html, replay_payload
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_pinned_graphviz_is_the_one_we_checked():
-    asset = ROOT / GRAPHVIZ
+    asset = GRAPHVIZ
     assert hashlib.sha256(asset.read_bytes()).hexdigest() == GRAPHVIZ_SHA256
     assert "Apache License" in (asset.parent / "LICENSE").read_text()
     assert GRAPHVIZ_SHA256 in (asset.parent / "README.md").read_text()
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["enableStaticServing"] is True  # the app serves it itself: no CDN
+    served = ROOT / GRAPHVIZ_URL.removeprefix("app/")  # the file under static/ is the one the package holds
+    assert served.resolve() == asset.resolve()
 
 
 def test_the_saved_replay_is_one_file():  # that it asks the network for nothing: tests/browser/test_stage.py

@@ -1,18 +1,17 @@
 """The stage's contract, checked at every level: the trace's event classes, the Python TypedDicts that carry them
-to the browser (ui/stage.py, ui/stage_events.py, ui/chain_rule.py) and the JSDoc typedefs of ui/stage/stage.js
+to the browser (autodiff/stage/: payload.py, events.py, chain_rule.py) and the JSDoc typedefs of its stage.js
 name the same event kinds, the same keys and the same nested types. Renaming a trace class fails here."""
 
 import re
 import typing
 
 from autodiff import trace
+from autodiff.stage import STAGE_JS, chain_rule, events, payload, replay_payload
 from course.programs import record_program
-from ui import chain_rule, stage, stage_events
-from ui.stage import STAGE_JS, replay_payload
 
 PYTHON_TYPES = {
     name: cls
-    for module in (stage, stage_events, chain_rule)
+    for module in (payload, events, chain_rule)
     for name, cls in vars(module).items()
     if typing.is_typeddict(cls) and cls.__module__ == module.__name__
 }
@@ -62,7 +61,7 @@ def test_each_trace_class_declares_its_kind_and_the_contract_has_exactly_those()
     kinds = {cls.kind for cls in TRACE_EVENTS}
     assert {cls.__name__ for cls in TRACE_EVENTS} == kinds
     assert all(cls.kind == cls.__name__ for cls in TRACE_EVENTS)  # a renamed class must rename its kind too
-    python = [shape(annotations(t)["kind"])[1] for t in typing.get_args(stage_events.StageEvent)]
+    python = [shape(annotations(t)["kind"])[1] for t in typing.get_args(events.StageEvent)]
     assert set().union(*python) == kinds and all(len(k) == 1 for k in python)
     union = js_typedefs()["StageEvent"]
     js = {js_fields(js_typedefs()[name])["kind"].strip('"') for name in re.findall(r"\w+", union)}

@@ -7,8 +7,8 @@ from streamlit.testing.v1 import AppTest
 
 def draw_tape(length: int) -> None:
     from autodiff import BackwardRecorder, Device, Tensor
+    from autodiff.stage.naming import node_names
     from autodiff.trace import TapeBuilt
-    from course.naming import node_names
     from ui.tables import tape_table
 
     ad = Device.numpy().autodiff()

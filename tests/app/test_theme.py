@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import tomllib
 
+from autodiff.stage.code import TEXT_SHARE, TOKEN_HUES
 from ui.tables import VERDICT_TINTS
-from ui.theme import TEXT_SHARE, TOKEN_HUES
 
 CONFIG = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
 

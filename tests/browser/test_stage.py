@@ -180,8 +180,8 @@ def test_the_saved_replay_plays_offline_from_one_file(browser, page, app_url, tm
 
 @pytest.mark.parametrize("program", ["seed", "mlp"])
 def test_the_container_table_after_every_event_matches_the_engine(page, app_url, program):
-    from ui.format import format_values
-    from ui.narration import short_names
+    from autodiff.stage.format import format_values
+    from autodiff.stage.narration import short_names
 
     total = open_stage(page, app_url, program)
     run = record_program(program)

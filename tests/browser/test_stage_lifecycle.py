@@ -13,8 +13,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from autodiff.stage import GRAPHVIZ, STAGE_CSS, STAGE_JS, replay_payload
 from course.programs import record_program
-from ui.stage import GRAPHVIZ, ROOT, STAGE_CSS, replay_payload
 
 pytestmark = pytest.mark.browser
 MOUNTS = 50
@@ -45,8 +45,8 @@ window.ready = true;
 @pytest.fixture(scope="module")
 def stage_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     site = tmp_path_factory.mktemp("stage-site")
-    shutil.copy(ROOT / "ui" / "stage" / "stage.js", site / "stage.js")
-    shutil.copy(ROOT / GRAPHVIZ, site / "graphviz.js")
+    (site / "stage.js").write_text(STAGE_JS)
+    shutil.copy(GRAPHVIZ, site / "graphviz.js")
     run = record_program("seed")
     payload = {**replay_payload(run.before, run.recorder, run.names), "graphviz_url": "graphviz.js"}
     (site / "payload.json").write_text(json.dumps(payload))

@@ -1,7 +1,7 @@
 """Names students use: the variable a node was assigned to, else its expression in the program's own terms."""
 
 from autodiff import Device, Tensor
-from course.naming import expressions, labels, node_names
+from autodiff.stage.naming import expressions, labels, node_names
 from course.programs import PROGRAMS, record_program
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from autodiff.stage.source_lines import node_lines
 from course.programs import PROGRAMS, record_program
-from course.source_lines import node_lines
 
 
 def line_of(run, node_id: int) -> str:

@@ -1,4 +1,4 @@
-"""The stage's events: one TypedDict per kind of trace event, the contract with `ui/stage/stage.js`.
+"""The stage's events: one TypedDict per kind of trace event, the contract with `stage.js`.
 
 Each is tagged by `kind`, the trace event's declared `kind` (autodiff/trace.py), and mirrored in stage.js by a
 JSDoc typedef of the same name; tests/app/test_stage_contract.py checks both sides and the trace's classes agree.
@@ -100,9 +100,9 @@ StageEvent = (
 )
 
 
-def stage_event(event: Event, called: dict[int, str]) -> StageEvent:
-    """The event as the stage reads it (a GradientRegistered's `edge` is filled in by the caller, who knows the
-    picture)."""
+def stage_event(event: Event, called: dict[int, str], edge: str | None = None) -> StageEvent:
+    """The event as the stage reads it; a GradientRegistered travels along `edge`, which the caller finds in the
+    picture."""
     text = describe(event, called)
     if isinstance(event, TapeBuilt):
         nodes = [int(n) for bucket in event.buckets for n in bucket]
@@ -112,7 +112,7 @@ def stage_event(event: Event, called: dict[int, str]) -> StageEvent:
                                 parents=[int(p) for p in event.parents], rules=list(event.rules))  # fmt: skip
     if isinstance(event, GradientRegistered):
         source = None if event.source is None else int(event.source)
-        return GradientRegisteredEvent(kind=event.kind, text=text, node=int(event.node_id), source=source, edge=None,
+        return GradientRegisteredEvent(kind=event.kind, text=text, node=int(event.node_id), source=source, edge=edge,
                                        value=compact(event.value), total=compact(event.total),
                                        total_full=format_values(event.total), shape=format_shape(_shape(event.total)),
                                        accumulated=event.accumulated, numbers=_checkable(event.value))  # fmt: skip
@@ -126,7 +126,7 @@ def stage_event(event: Event, called: dict[int, str]) -> StageEvent:
         return SweepFreedEvent(kind=event.kind, text=text, nodes=[int(n) for n in event.node_ids])
     if isinstance(event, BackwardFinished):
         return BackwardFinishedEvent(kind=event.kind, text=text)
-    raise TypeError(f"The stage has no event kind for {event!r}: add one to ui/stage_events.py and stage.js.")
+    raise TypeError(f"The stage has no event kind for {event!r}: add one to autodiff/stage/events.py and stage.js.")
 
 
 def _shape(values: Any) -> tuple[int, ...]:

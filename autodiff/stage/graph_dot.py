@@ -1,5 +1,5 @@
 """A snapshot as a picture: what each node says (its name or expression, its value, its gradient), its state, and
-the DOT text Graphviz lays it out from. Colours live in the stage's stylesheet (`ui/palette.py`), not in the DOT, so
+the DOT text Graphviz lays it out from. Colours live in the stage's stylesheet (`palette.py`), not in the DOT, so
 the picture follows the viewer's theme; element ids (`n3`, `order2`, `e0_2_1`) are made here and nowhere else."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
-from course.naming import labels
+from autodiff.stage.naming import labels
 
 from .format import compact, format_bytes
 
@@ -39,7 +39,7 @@ class PictureNode:
     value: str  # `value [1.0, 4.0]`
     grad: str  # the gradient line as first drawn (the stage rewrites it as the replay goes)
     detail: str  # `NodeId(2) · mul`, smaller
-    state: str  # a key of `ui.palette.STATES`
+    state: str  # a key of `palette.STATES`
 
 
 @dataclass(frozen=True)
@@ -221,9 +221,9 @@ def dot_text(
         attrs = [f'id="{edge.element}"']
         if not edge.tracked:
             attrs += ["style=dashed", "arrowhead=empty"]
-        label = edge_labels.get(edge.element)
-        if label:
-            attrs.append(f"label=<<B>{html.escape(label)}</B>>")
+        sends = edge_labels.get(edge.element)
+        if sends:
+            attrs.append(f"label=<<B>{html.escape(sends)}</B>>")
         lines.append(f"  {edge.tail} -> {edge.head} [{', '.join(attrs)}];")
     lines.append("}")
     return "\n".join(lines)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from autodiff import NodeSnapshot
+from autodiff.stage.naming import expressions
 from autodiff.trace import (
     BackwardFinished,
     Event,
@@ -17,7 +18,6 @@ from autodiff.trace import (
     SweepFreed,
     TapeBuilt,
 )
-from course.naming import expressions
 
 from .format import compact, format_bytes
 

@@ -4,7 +4,7 @@
 // All text comes in as data and is set with textContent: nothing here is parsed as HTML.
 
 /**
- * The contract with Python (`StagePayload` in ui/stage.py, each event kind in ui/stage_events.py): a test checks that
+ * The contract with Python (`StagePayload` in payload.py, each event kind in events.py): a test checks that
  * both sides name the same kinds and keys, at every level.
  * @typedef {{element: string, id: number, name: string, title: string, value: string, detail: string,
  *   state: string, grad: string, grad_kind: ("leaf"|"op"|"none")}} StageNode

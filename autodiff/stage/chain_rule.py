@@ -4,7 +4,7 @@ received times each input's local derivative is what it sends; where paths meet,
 Written in the program's names with their values plugged in (`∂h/∂x = x = [1.0, 2.0]`, `[1.0, 1.0] × [1.0, 2.0] =
 [1.0, 2.0]`), never in the engine's operand letters. The local derivatives are worked out here from the forward
 values, independently of the engine's rules, so a test can check that upstream × derivative is what the engine sent.
-Plain data only: the stage draws it (ui/stage/stage.js)."""
+Plain data only: the stage draws it (stage.js)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import numpy as np
 from autodiff import GraphSnapshot, NodeSnapshot
 from autodiff.printing import format_array
 from autodiff.snapshot import ValueSummary
+from autodiff.stage.naming import labels
 from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview
-from course.naming import labels
 
 from .format import WHOLE, compact, format_shape
 from .narration import short_names
@@ -185,7 +185,7 @@ def _inputs(
     constant = constant.rstrip(")")
     # in a formula, an operand that is an expression gets brackets: `2·(pred − target)`, `1 − (w @ x + b)²`
     operand_names = [_wrapped(called.get(int(i), f"NodeId({int(i)})")) for i in node.inputs]
-    operand_values = [by_id[int(i)].value if int(i) in by_id else None for i in node.inputs]
+    operand_values: list[Value] = [by_id[int(i)].value if int(i) in by_id else None for i in node.inputs]
     out = called.get(int(node.id), f"NodeId({int(node.id)})")
     slots = _slots(node)
     cards = []
@@ -198,7 +198,9 @@ def _inputs(
                                 value, name)  # fmt: skip
         else:
             card = _structural(op, slot, operand_names, operand_values, node, out, upstream, value, name, rule)
-        cards.append(CardInput(node=int(parent), input=name, sends=_text(value), **card))
+        cards.append(CardInput(node=int(parent), input=name, rule=card["rule"], derivative=card["derivative"],
+                               derivative_value=card["derivative_value"], product=card["product"],
+                               sends=_text(value)))  # fmt: skip
     return cards
 
 
@@ -254,7 +256,8 @@ def _structural(
     if op == "matmul":
         other = names[1 - slot] if len(names) > 1 else "?"
         other_value = values[1 - slot] if len(values) > 1 else None
-        transposed = _text(np.swapaxes(other_value, -1, -2)) if _small(other_value) is not None else f"{other}ᵀ"
+        small = _small(other_value)
+        transposed = _text(np.swapaxes(small, -1, -2)) if small is not None else f"{other}ᵀ"
         if slot == 0:
             return _plain(f"grad @ {other}ᵀ", f"{up} @ {transposed} = {result}")
         return _plain(f"{other}ᵀ @ grad", f"{transposed} @ {up} = {result}")

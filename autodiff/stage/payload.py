@@ -1,0 +1,243 @@
+"""The stage's payload: every graph, with or without its player, as plain data. One module, one style, one legend.
+
+`static_payload` draws a snapshot as it is (memory lessons, the cross-check, a refused backward);
+`replay_payload` adds a recorded backward, stepped in the browser. Both return a `StagePayload`: the one contract
+between Python and `stage.js` beside it (mirrored there as a JSDoc typedef, and checked on both sides by tests).
+Element ids come from `graph_dot.py`; the replay's state machine is the browser's alone. `export_html` writes
+the same player and data, with Graphviz inline, into one file that plays offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal, TypedDict
+
+from autodiff import BackwardRecorder, GraphSnapshot, Requirement
+from autodiff.trace import GradientRegistered, StepStarted
+
+from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
+from .code import Segment, code_lines, token_rules
+from .events import StageEvent, stage_event
+from .graph_dot import STATE_WORDS, Overlay, Picture, dot_text, picture
+from .narration import short_names
+from .palette import BY_KEY, EDGE_LEGEND, stage_css
+from .source_lines import node_lines
+
+HERE = Path(__file__).resolve().parent
+# Graphviz in WebAssembly, pinned (see its README.md for version and checksum). In a checkout `vendor` links to the
+# app's static/vendor/, which the app serves at GRAPHVIZ_URL; the wheel carries the files themselves.
+GRAPHVIZ = HERE / "vendor" / "wasm-graphviz-1.29.2" / "index.js"
+GRAPHVIZ_URL = "app/static/vendor/wasm-graphviz-1.29.2/index.js"
+GRAPHVIZ_SHA256 = "550d9cd6ff429f5bd225316fe1faed4f852038c3e1ec609ce113af1f9379ce25"
+STAGE_JS = (HERE / "stage.js").read_text()
+STAGE_CSS = "\n".join([stage_css(), token_rules(".stage-code"), (HERE / "stage.css").read_text()])
+RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and keeps the one that reads larger
+RTOL, ATOL = 1e-3, 1e-4  # an answer to a prediction is right within these (the stage checks, and the app's tables)
+
+
+class StageNode(TypedDict):
+    element: str  # its id in the SVG
+    id: int  # its NodeId
+    name: str  # what sentences call it: its variable, else its expression
+    title: str  # its first line: `h = x·x`
+    value: str  # `value [1.0, 4.0]`
+    detail: str  # `NodeId(2) · mul`
+    state: str  # a key of the legend
+    grad: str  # its gradient line before any event
+    grad_kind: Literal["leaf", "op", "none"]  # what its gradient does: kept, consumed, or there is none
+
+
+class StageEdge(TypedDict):
+    element: str
+    source: int  # the input's NodeId
+    target: int  # the NodeId of the node that uses it
+    tracked: bool
+
+
+class StageProgram(TypedDict):
+    lines: list[list[Segment]]  # the program's source, a list of (token kind, text) per line (code.py)
+    spans: dict[str, tuple[int, int]]  # NodeId (as text) -> the first and last line of the statement that made it
+
+
+class StagePayload(TypedDict):
+    mode: Literal["static", "replay"]
+    dot: str  # laid out once in the browser, for each of `rankdirs`
+    compact_dot: str  # the same without each node's `NodeId · op` line: drawn when the text would be too small
+    rankdirs: list[str]
+    nodes: list[StageNode]
+    edges: list[StageEdge]
+    box_of: dict[str, str]  # NodeId (as text) -> the element that shows it (a collapsed bucket's box, or its own)
+    events: list[StageEvent]
+    index: int
+    presenter: bool
+    embed: bool  # the stage alone in its window (an iframe in a slide deck): it takes the window's height
+    legend: dict[str, str]  # state -> the legend's sentence (the browser shows those present)
+    words: dict[str, str]  # state -> the words a node carries in that state
+    graphviz_url: str
+    signature: str
+    program: StageProgram | None  # the program beside the graph, its running line lit
+    cards: dict[str, StepCard]  # the event index of each StepStarted -> the chain rule of that step in numbers
+    sums: dict[str, GradientSum]  # NodeId (as text) -> every gradient it received, added up
+    exercise: bool  # ask each step's sends before showing them
+    tolerance: tuple[float, float]  # an answer's (rtol, atol)
+
+
+PAYLOAD_KEYS = frozenset(StagePayload.__annotations__)
+
+
+def static_payload(
+    snapshot: GraphSnapshot,
+    names: dict[int, str],
+    overlay: Overlay | None = None,
+    presenter: bool = False,
+    expanded_orders: frozenset[int] = frozenset(),
+) -> StagePayload:
+    """A snapshot drawn as it is: each node's state, value and what happened to its gradient."""
+    pic = picture(snapshot, names, overlay, expanded_orders)
+    return _payload("static", pic, snapshot, names, [], presenter, {}, {}, None, None)
+
+
+def replay_payload(
+    before: GraphSnapshot,
+    recorder: BackwardRecorder,
+    names: dict[int, str],
+    presenter: bool = False,
+    expanded_orders: frozenset[int] = frozenset(),
+    source: str | None = None,
+    lines: dict[int, tuple[int, int]] | None = None,
+) -> StagePayload:
+    """Everything the player needs, as plain data: the picture is laid out from `dot` once. With the program's
+    `source`, the stage shows it beside the graph and lights the line of the running step: `lines` says which
+    statement made each node (watched while it ran, `course.programs.traced_build`), else it is read from the
+    text (`source_lines`)."""
+    pic = picture(before, names, None, expanded_orders)
+    called = short_names(before.nodes, names)
+    edges_left: dict[tuple[int, int], list[str]] = {}
+    for edge in pic.edges:
+        if edge.element.startswith("e"):
+            edges_left.setdefault((edge.source, edge.target), []).append(edge.element)
+    events: list[StageEvent] = []
+    grad_widths: dict[str, str] = {}
+    edge_labels: dict[str, str] = {}
+    used: dict[tuple[int, int], int] = {}
+    for event in recorder.events:
+        along: str | None = None  # the edge's element
+        if isinstance(event, StepStarted):
+            used = {}
+        elif isinstance(event, GradientRegistered) and event.source is not None:
+            pair = (int(event.node_id), int(event.source))
+            k = used.get(pair, 0)
+            used[pair] = k + 1
+            elements = edges_left.get(pair, [])
+            along = elements[k] if k < len(elements) else None
+        record = stage_event(event, called, along)
+        if record["kind"] == "GradientRegistered":
+            if along:
+                edge_labels[along] = max(edge_labels.get(along, ""), record["value"], key=len)
+            element = pic.box_of.get(record["node"], "")
+            longest = f"grad {record['total']} · consumed"
+            grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
+        events.append(record)
+    payload = _payload("replay", pic, before, names, events, presenter, grad_widths, edge_labels, source, lines)
+    payload["cards"] = {str(k): card for k, card in step_cards(before, recorder, names).items()}
+    payload["sums"] = {str(k): total for k, total in gradient_sums(before, recorder, names).items()}
+    return payload
+
+
+def with_view(payload: StagePayload, exercise: bool = False, embed: bool = False) -> StagePayload:
+    """`payload` for a view of it: an exercise, or the stage alone (a new signature: the browser mounts a new
+    stage for it). The stage in place turns an exercise on or off where it is."""
+    signature = hashlib.sha256(f"{payload['signature']}{embed}".encode()).hexdigest()[:16] if embed else None
+    return {**payload, "exercise": exercise, "embed": embed, "signature": signature or payload["signature"]}
+
+
+def _payload(
+    mode: Literal["static", "replay"],
+    pic: Picture,
+    snapshot: GraphSnapshot,
+    names: dict[int, str],
+    events: list[StageEvent],
+    presenter: bool,
+    grad_widths: dict[str, str],
+    edge_labels: dict[str, str],
+    source: str | None,
+    lines: dict[int, tuple[int, int]] | None,
+) -> StagePayload:
+    called = short_names(snapshot.nodes, names)
+    by_id = {int(n.id): n for n in snapshot.nodes}
+    nodes: list[StageNode] = []
+    for node in pic.nodes:
+        requirement = by_id[node.id].requirement
+        kind: Literal["leaf", "op", "none"] = "op"
+        if requirement is not Requirement.GradInBackward:
+            kind = "leaf" if requirement is Requirement.Grad else "none"
+        possible = [node.grad, grad_widths.get(node.element, "")]
+        if mode == "replay" and kind != "none":
+            possible += [STATE_WORDS["unreached"], STATE_WORDS["none_yet"], STATE_WORDS["swept"]]
+        widest = max(possible, key=len)
+        grad_widths[node.element] = widest
+        nodes.append(StageNode(element=node.element, id=node.id, name=called[node.id], title=node.title,
+                               value=node.value, detail=node.detail, state=node.state, grad=node.grad,
+                               grad_kind=kind))  # fmt: skip
+    dot = dot_text(pic, presenter, grad_widths, edge_labels)
+    compact_dot = dot_text(pic, presenter, grad_widths, edge_labels, detail=False)
+    program = None
+    if source is not None:
+        spans = lines if lines is not None else node_lines(source, snapshot.nodes, names)
+        program = StageProgram(lines=code_lines(source), spans={str(k): v for k, v in spans.items()})
+    edges = [StageEdge(element=e.element, source=e.source, target=e.target, tracked=e.tracked) for e in pic.edges]
+    signature = hashlib.sha256((dot + json.dumps(events) + mode + str(source)).encode()).hexdigest()[:16]
+    return StagePayload(
+        mode=mode,
+        dot=dot,
+        compact_dot=compact_dot,
+        rankdirs=RANKDIRS,
+        nodes=nodes,
+        edges=edges,
+        box_of={str(k): v for k, v in pic.box_of.items()},
+        events=events,
+        index=0,
+        presenter=presenter,
+        embed=False,
+        legend={**{state.key: state.legend for state in BY_KEY.values()}, **EDGE_LEGEND},
+        words=STATE_WORDS,
+        graphviz_url=GRAPHVIZ_URL,
+        signature=signature,
+        program=program,
+        cards={},
+        sums={},
+        exercise=False,
+        tolerance=(RTOL, ATOL),
+    )
+
+
+def export_html(payload: StagePayload, title: str) -> str:
+    """One self-contained HTML file: the player, its styles, the data and Graphviz inline. It makes no
+    network request, so it plays offline in any browser (slides, course pages)."""
+    module = GRAPHVIZ.read_text().replace("</script", "<\\/script")
+    data = json.dumps({**payload, "index": 0}).replace("</", "<\\/")
+    player = STAGE_JS.replace("export default function (component) {", "function mountInPage(component) {")
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_escape(title)}</title>
+<style>{STAGE_CSS} body {{ margin: 1rem; background: #fff; }}
+@media (prefers-color-scheme: dark) {{ body {{ background: #0e1117; }} }}</style></head>
+<body><main><h1 style="font: 600 1.4rem sans-serif; margin: 0 0 .5rem">{_escape(title)}</h1>
+<script type="text/plain" id="graphviz-module">{module}</script>
+<script type="application/json" id="replay-data">{data}</script>
+<script type="module">
+{player}
+const data = JSON.parse(document.getElementById("replay-data").textContent);
+const source = document.getElementById("graphviz-module").textContent;
+const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
+const component = {{ data, parentElement: document.querySelector("main"), setStateValue() {{}} }};
+mountStage(component, () => loadGraphvizFrom(url));
+</script></main>
+</body></html>
+"""
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
