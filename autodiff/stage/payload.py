@@ -33,6 +33,7 @@ GRAPHVIZ_URL = "app/static/vendor/wasm-graphviz-1.29.2/index.js"
 GRAPHVIZ_SHA256 = "550d9cd6ff429f5bd225316fe1faed4f852038c3e1ec609ce113af1f9379ce25"
 STAGE_JS = (HERE / "stage.js").read_text()
 STAGE_CSS = "\n".join([stage_css(), token_rules(".stage-code"), (HERE / "stage.css").read_text()])
+STREAMLIT_ENTRY = "export default function (component) {"
 RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and keeps the one that reads larger
 RTOL, ATOL = 1e-3, 1e-4  # an answer to a prediction is right within these (the stage checks, and the app's tables)
 
@@ -218,7 +219,7 @@ def export_html(payload: StagePayload, title: str) -> str:
     network request, so it plays offline in any browser (slides, course pages)."""
     module = GRAPHVIZ.read_text().replace("</script", "<\\/script")
     data = json.dumps({**payload, "index": 0}).replace("</", "<\\/")
-    player = STAGE_JS.replace("export default function (component) {", "function mountInPage(component) {")
+    player = hosted_module("")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_escape(title)}</title>
@@ -237,6 +238,15 @@ mountStage(component, () => loadGraphvizFrom(url));
 </script></main>
 </body></html>
 """
+
+
+def hosted_module(entry: str) -> str:
+    """stage.js for a host other than Streamlit: its Streamlit entry point (the default export, last in the file)
+    replaced by `entry`, the host's own code, which calls `mountStage` and `loadGraphvizFrom`."""
+    body, found, _ = STAGE_JS.rpartition(STREAMLIT_ENTRY)
+    if not found:
+        raise RuntimeError(f"stage.js has no `{STREAMLIT_ENTRY}`: hosted_module cannot replace its entry point")
+    return body + entry
 
 
 def _escape(text: str) -> str:

@@ -82,9 +82,11 @@ function newStage(data, parent, root, setStateValue) {
   });
 }
 
-function mountStage(component, loadGraphviz) {
+function mountStage(component, loadGraphviz, pageKeys = true) {
   // mounts the stage in `component.parentElement` and returns its cleanup; mounted again with the same data (a
-  // host's rerun), it keeps the picture, position and height and returns the same cleanup
+  // host's rerun), it keeps the picture, position and height and returns the same cleanup. A replay takes the
+  // page's keys (`pageKeys`: a lesson page, a slide) or only its own while focus is in it (a notebook, where the
+  // page's keys are the notebook's)
   const { data, parentElement, setStateValue } = component;
   const kept = mounted.get(parentElement);
   if (kept && kept.signature === data.signature) {
@@ -121,14 +123,14 @@ function mountStage(component, loadGraphviz) {
   }, { signal });
   stage.stops = stopsOf(stage);
   wireControls(stage);
-  if (stage.replay) {
+  if (stage.replay && pageKeys) {
     // one listener for the page's player: a player left behind elsewhere on the page stops listening
     if (keysOwner) keysOwner.keys.abort();
     keysOwner = stage;
     document.addEventListener("keydown", (event) => onKey(stage, event), { capture: true, signal: stage.keys.signal });  // before the page scrolls on End or Space
     watchTyping(stage);
   } else {
-    root.addEventListener("keydown", (event) => onKey(stage, event));  // a static graph zooms with the keys while it has focus
+    root.addEventListener("keydown", (event) => onKey(stage, event));  // keys while focus is in the stage
   }
   fitHeight(stage);
   layout(stage, loadGraphviz).then((done) => {
@@ -174,20 +176,40 @@ function followTheme(stage) {
   update();
   stage.theme = new MutationObserver(update);
   for (let node = stage.parent; node; node = node.parentElement || (node.getRootNode && node.getRootNode().host)) {
-    stage.theme.observe(node, { attributes: true, attributeFilter: ["class", "style", "data-theme"] });
+    stage.theme.observe(node, { attributes: true, attributeFilter: THEME_ATTRIBUTES });
   }
   window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", update, { signal: stage.listeners.signal });
 }
 
+// where each host says its theme: the attributes it switches, and its background colour's variable (Streamlit,
+// JupyterLab, VS Code); any other host (marimo, Colab, a saved replay) by the first opaque background behind the stage
+const THEME_ATTRIBUTES = ["class", "style", "data-theme", "data-jp-theme-light", "data-jp-theme-name"];
+const HOST_BACKGROUNDS = ["--st-background-color", "--jp-layout-color0", "--vscode-editor-background"];
+
 function isDark(root) {
-  const background = getComputedStyle(root).getPropertyValue("--st-background-color").trim();
-  const rgb = background.match(/\d+(\.\d+)?/g);
-  if (background.startsWith("#") && background.length >= 7) {
-    const [r, g, b] = [1, 3, 5].map((i) => parseInt(background.slice(i, i + 2), 16));
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 128;
+  const style = getComputedStyle(root);
+  for (const name of HOST_BACKGROUNDS) {
+    const light = lightness(style.getPropertyValue(name).trim());
+    if (light !== null) return light < 128;
   }
-  if (rgb && rgb.length >= 3) return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] < 128;
-  return window.matchMedia("(prefers-color-scheme: dark)").matches;  // the saved replay: the viewer's system
+  for (let node = root.parentElement; node; node = node.parentElement) {
+    const light = lightness(getComputedStyle(node).backgroundColor);
+    if (light !== null) return light < 128;
+  }
+  return window.matchMedia("(prefers-color-scheme: dark)").matches;  // nothing behind it says: the viewer's system
+}
+
+function lightness(colour) {
+  // a colour's luma (0-255) from `#rrggbb` or `rgb(a)(…)`; null when it is transparent or not a colour
+  let channels = null;
+  if (/^#[0-9a-f]{6}/i.test(colour)) {
+    channels = [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16)).concat(1);
+  } else if (colour.startsWith("rgb")) {
+    const parts = (colour.match(/[\d.]+/g) || []).map(Number);
+    if (parts.length >= 3) channels = parts.length > 3 ? parts.slice(0, 4) : parts.concat(1);
+  }
+  if (!channels || channels[3] === 0) return null;
+  return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2];
 }
 
 function element(tag, className, text) {

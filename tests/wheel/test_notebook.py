@@ -1,0 +1,69 @@
+"""The notebook widget from the installed wheel with its `notebook` extra: a notebook executed headless (nbclient, a
+real kernel), as a course's notebook runs. Copied outside the repository by .ci/wheel, so only the installed package
+is seen."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+from nbclient import NotebookClient
+
+from autodiff.stage import GRAPHVIZ
+
+SEED = """\
+from autodiff import Device, Tensor
+from autodiff.notebook import replay
+ad = Device.numpy().autodiff(keep_values=True)
+x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+h = x * x
+loss = (h + x * 3.0).sum()
+stage = replay(loss)
+stage"""
+VIEW = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _run(*cells: str) -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(notebook, timeout=120, kernel_name="python3", store_widget_state=True).execute()
+    return notebook
+
+
+def test_replay_is_the_cells_value_and_its_state_holds_the_backward():
+    notebook = _run(SEED, "print(x.grad(stage.grads).tolist())")
+    (output,) = notebook.cells[0].outputs
+    assert output.output_type == "execute_result" and VIEW in output.data
+    model = notebook.metadata.widgets[STATE]["state"][output.data[VIEW]["model_id"]]
+    assert model["model_name"] == "AnyModel"
+    payload = model["state"]["payload"]
+    assert payload["mode"] == "replay"
+    # the nodes carry the notebook's own variable names
+    assert [n["title"] for n in payload["nodes"]] == ["x", "h = x·x", "x·3", "h + x·3", "loss = sum(h + x·3)"]
+    # x's gradient as the stage ends it: 2x + 3 at x = [1, 2], summed over its two paths
+    x_id = next(n["id"] for n in payload["nodes"] if n["name"] == "x")
+    last = [e for e in payload["events"] if e["kind"] == "GradientRegistered" and e["node"] == x_id][-1]
+    assert json.loads(last["total_full"]) == [5.0, 7.0]
+    # the module is the app's stage.js with Graphviz inside: the cell draws with no network
+    esm = model["state"]["_esm"]
+    assert "function mountStage" in esm and "export default {" in esm and json.dumps(GRAPHVIZ.read_text()) in esm
+    assert notebook.cells[1].outputs[0].text.strip() == "[5.0, 7.0]"
+
+
+def test_graph_draws_a_tensor_without_a_backward():
+    notebook = _run(SEED.replace("stage = replay(loss)\nstage", "from autodiff.notebook import graph\ngraph(h)"))
+    (output,) = notebook.cells[0].outputs
+    model = notebook.metadata.widgets[STATE]["state"][output.data[VIEW]["model_id"]]
+    payload = model["state"]["payload"]
+    assert payload["mode"] == "static" and payload["events"] == []
+    assert [n["title"] for n in payload["nodes"]] == ["x", "h = x·x"]  # h's graph only, not loss's nodes
+
+
+def test_a_bad_argument_is_a_sentence_in_the_cell():
+    cell = nbformat.v4.new_code_cell("from autodiff.notebook import replay\nreplay(3)")
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    client = NotebookClient(notebook, timeout=60, kernel_name="python3", allow_errors=True)
+    client.execute()
+    (output,) = notebook.cells[0].outputs
+    assert output.output_type == "error" and output.ename == "TypeError"
+    assert output.evalue == "replay() takes a Tensor, not int."
