@@ -259,13 +259,17 @@ function buildSkeleton(parent, data, replay) {
   zoom.setAttribute("aria-label", "Zoom");
   zoom.append(button("−", "zoomOut", "Zoom out", "-"), button("Fit", "fit", "Fit the whole graph", "0"),
     button("+", "zoomIn", "Zoom in", "+"));
-  if (!presenter) {
-    zoom.append(button("SVG", "saveSvg", "Save this picture as SVG"), button("PNG", "savePng", "Save this picture as PNG"));
-  }
   const legend = element("div", "stage-legend");
   legend.setAttribute("role", "list");
   legend.setAttribute("aria-label", "Legend");
   bar.append(legend, zoom);
+  if (!presenter) {  // under the legend, not in the graph's corner: the fewer buttons over it, the larger it is drawn
+    const save = element("div", "stage-save");
+    save.setAttribute("role", "group");
+    save.setAttribute("aria-label", "Save the picture");
+    save.append(button("SVG", "saveSvg", "Save this picture as SVG"), button("PNG", "savePng", "Save this picture as PNG"));
+    bar.append(save);
+  }
   graph.append(svgBox, bar);
   const side = element("div", "stage-side");
   if (replay) {
@@ -612,13 +616,47 @@ function fitScale(stage, box, w, h) {
   return Math.min(width / w, height / h);
 }
 
+function clearOfZoom(stage, box, fit) {
+  // the zoom buttons sit in the box's top right corner, over the graph: no node may be under them. The graph is
+  // centred, so a smaller scale moves every node of that corner away from it: the largest clear scale is found
+  // by halving the interval
+  const zoom = stage.root.querySelector(".stage-zoom");
+  if (window.innerWidth < NARROW || getComputedStyle(zoom).position !== "absolute") return fit;
+  const { w, h } = stage.natural;
+  const width = Math.max(box.clientWidth, 200);
+  const height = stage.replay ? Math.max(box.clientHeight, 200) : stage.maxStatic;
+  const boxes = nodeBoxes(stage);
+  const clear = (s) => {
+    const left = (width - w * s) / 2, top = (height - h * s) / 2;
+    return boxes.every((n) => left + n.right * s <= width - zoom.offsetWidth || top + n.top * s >= zoom.offsetHeight);
+  };
+  if (clear(fit)) return fit;
+  let [low, high] = [0, fit];
+  for (let k = 0; k < 16; k++) {
+    const mid = (low + high) / 2;
+    if (clear(mid)) low = mid; else high = mid;
+  }
+  return Math.max(low, fit / 4);
+}
+
+function nodeBoxes(stage) {
+  // each node's right edge and top in the graph's own units, from its top left corner
+  const svg = stage.svg.getBoundingClientRect();
+  const unit = svg.width / stage.natural.w;
+  if (!unit) return [];  // not laid out on the page yet: placed again once it is
+  return [...stage.svg.querySelectorAll("g.node")].map((g) => {
+    const r = g.getBoundingClientRect();
+    return { right: (r.right - svg.left) / unit, top: (r.top - svg.top) / unit };
+  });
+}
+
 function place(stage, scale) {
   // `scale` null: the whole graph fits its box (a small one drawn larger, up to MAX_SCALE); else that zoom, the
   // box scrolling to show the rest and keeping the running node in view
   if (!stage.svg) return;
   const box = stage.root.querySelector(".stage-svg");
   const { w, h } = stage.natural;
-  const fit = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
+  const fit = clearOfZoom(stage, box, Math.min(fitScale(stage, box, w, h), MAX_SCALE));
   stage.fit = fit;
   stage.fitted = scale === null || scale <= fit + 1e-6;
   stage.scale = stage.fitted ? fit : Math.min(scale, Math.max(MAX_ZOOM, fit));

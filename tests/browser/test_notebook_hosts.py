@@ -1,0 +1,201 @@
+"""The notebook widget (`autodiff.notebook`) in real notebook hosts on loopback, opened in Chromium: a JupyterLab runs a
+notebook and a marimo notebook runs as an app. In both the stage draws the seed graph, steps with →, ends with x's
+gradient [5.0, 7.0], and follows the host's theme. Nothing is fetched from the network: every request the page
+makes is to the host itself."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import nbformat
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
+
+from .conftest import SCREENSHOTS
+from .harness import ROOT, _free_port
+
+pytestmark = pytest.mark.browser
+
+SEED = """\
+from autodiff import Device, Tensor
+from autodiff.notebook import replay
+ad = Device.numpy().autodiff(keep_values=True)
+x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+h = x * x
+loss = (h + x * 3.0).sum()
+replay(loss)"""
+
+MARIMO = """import marimo
+
+app = marimo.App()
+
+
+@app.cell
+def _():
+    import marimo as mo
+    from autodiff import Device, Tensor
+    from autodiff.notebook import replay
+
+    ad = Device.numpy().autodiff(keep_values=True)
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    h = x * x
+    loss = (h + x * 3.0).sum()
+    mo.ui.anywidget(replay(loss))
+    return
+
+
+if __name__ == "__main__":
+    app.run()
+"""
+
+
+@contextmanager
+def _host(command: list[str], ready: str, folder: Path, env: dict[str, str]) -> Iterator[str]:
+    """Start a notebook server in `folder`; yields its base URL once `ready` (a path) answers."""
+    port = _free_port()
+    log = open(folder / "server.log", "w")  # noqa: SIM115  # closed with the server
+    server = subprocess.Popen([part.replace("{port}", str(port)) for part in command], cwd=folder, stdout=log,
+                              stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT), **env})  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                if urllib.request.urlopen(url + ready, timeout=2).status == 200:
+                    break
+            except OSError:
+                pass
+            if time.time() > deadline or server.poll() is not None:
+                raise RuntimeError(f"{command[2]} did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    folder = tmp_path_factory.mktemp("jupyterlab")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SEED)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, folder / "seed.ipynb")
+    token = secrets.token_hex(16)
+    own = {
+        name: str(folder.parent / f"{folder.name}-{name}") for name in ("config", "runtime", "settings", "workspaces")
+    }
+    env = {"JUPYTER_CONFIG_DIR": own["config"], "JUPYTER_RUNTIME_DIR": own["runtime"],
+           "JUPYTERLAB_SETTINGS_DIR": own["settings"], "JUPYTERLAB_WORKSPACES_DIR": own["workspaces"]}  # fmt: skip
+    tracker = Path(own["settings"]) / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"autoStartDefaultKernel": true}')  # start the notebook's kernel without asking
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               "--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+               f"--ServerApp.root_dir={folder}", "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly",
+               "--allow-root"]  # fmt: skip  # CI runs as root
+    with _host(command, f"/api/status?token={token}", folder, env) as url:
+        yield url, token
+
+
+@pytest.fixture(scope="module")
+def marimo_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("marimo")
+    (folder / "seed_marimo.py").write_text(MARIMO)
+    command = [sys.executable, "-m", "marimo", "run", "seed_marimo.py", "--headless", "--host", "127.0.0.1",
+               "--port", "{port}", "--no-token", "--no-sandbox", "--no-check"]  # fmt: skip
+    with _host(command, "/health", folder, {"MARIMO_SKIP_UPDATE_CHECK": "1"}) as url:
+        yield url
+
+
+def _offline(page, host: str) -> list[str]:
+    """Every request the page makes to anywhere but `host` is refused, and listed."""
+    elsewhere: list[str] = []
+
+    def route(r) -> None:
+        if r.request.url.startswith(host) or r.request.url.startswith(("blob:", "data:")):
+            r.continue_()
+        else:
+            elsewhere.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return elsewhere
+
+
+def _step_to_the_end(page) -> None:
+    """Focus the stage, then → until the backward ends: x's box says its gradient, [5.0, 7.0], only at the end."""
+    x = page.locator(".stage svg g.node", has_text="x").first
+    expect(page.locator(".stage svg g.node")).to_have_count(5, timeout=120_000)  # marimo's is in a shadow root
+    assert "5.0, 7.0" not in x.text_content()
+    page.locator(".stage").first.click(position={"x": 5, "y": 5})
+    for _ in range(40):
+        if "5.0, 7.0" in x.text_content():
+            break
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(250)
+    assert "grad [5.0, 7.0]" in x.text_content()
+
+
+def test_the_stage_in_jupyterlab(browser, jupyterlab):
+    url, token = jupyterlab
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    elsewhere = _offline(page, url)
+    page.goto(f"{url}/lab/tree/seed.ipynb?token={token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=120_000)
+    news = page.get_by_role("button", name="No", exact=True)  # "get notified about Jupyter news?": no
+    if news.is_visible():
+        news.click()
+    output = page.locator(".jp-OutputArea-output")
+    for _ in range(3):  # a press while the kernel still starts can be lost: press again
+        choose = page.get_by_role("button", name="Select", exact=True)  # asked which kernel after all: the default
+        if choose.is_visible():
+            choose.click()
+        page.locator(".jp-Cell .jp-InputArea-prompt").first.click()  # the cell, in command mode
+        page.keyboard.press("Shift+Enter")  # runs it, as a student does
+        try:
+            output.first.wait_for(timeout=30_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    _step_to_the_end(page)
+    stage = page.locator(".stage").first
+    assert "dark" not in stage.get_attribute("class")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.wait_for_timeout(1500)  # the gradients travelling along their edges have arrived
+    page.screenshot(path=str(SCREENSHOTS / "notebook-jupyterlab.png"))
+    # JupyterLab's own dark theme, picked in its menu: the stage follows it
+    page.get_by_role("menuitem", name="Settings", exact=True).click()
+    page.locator(".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('Theme'))").click()  # a submenu: no role
+    page.locator(".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('JupyterLab Dark'))").click()
+    expect(stage).to_have_class(re.compile(r"\bdark\b"))
+    assert elsewhere == []
+    context.close()
+
+
+def test_the_stage_in_marimo(browser, marimo_app):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    elsewhere = _offline(page, marimo_app)
+    page.goto(marimo_app)
+    _step_to_the_end(page)
+    assert elsewhere == []
+    context.close()
