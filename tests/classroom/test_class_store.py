@@ -59,3 +59,22 @@ def test_a_student_joining_in_another_process_is_in_the_teachers_room(url: str) 
     assert other_engine.student_view(room.code, student).step == 5
     teacher.store.close()
     other_engine.store.close()
+
+
+def test_a_class_answering_at_once_loses_no_answer(url: str) -> None:
+    teacher = Classroom(open_store(url))
+    room = teacher.create_room("lesson:chain-rule", 3)
+    question = teacher.open_question(room.code, room.teacher_key, 1, "grad", "x")
+
+    def student(number: int) -> None:
+        replica = Classroom(open_store(url))  # each on its own engine, as on separate replicas
+        joined = replica.join(room.code, f"10.0.1.{number}")
+        for answer in ("1", "2", str(number)):  # changed twice, the last kept
+            replica.answer(room.code, joined.token, question.id, answer)
+        replica.store.close()
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(student, range(24)))
+    (tally,) = teacher.teacher_view(room.code, room.teacher_key).questions
+    assert tally.votes[1].answers == {str(number): 1 for number in range(24)}
+    teacher.store.close()
