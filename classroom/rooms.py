@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import secrets
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,10 +69,13 @@ def normalize_code(code: str) -> str:
 
 
 def _bounded(text: str | None, limit: int, what: str) -> str | None:
-    """`text` stripped (None when empty), refused past `limit` characters; never interpreted."""
+    """`text` stripped (None when empty), refused past `limit` characters or with control characters (PostgreSQL
+    refuses NUL); never interpreted."""
     text = (text or "").strip()
     if len(text) > limit:
         raise TooLong(f"{what} has {len(text)} characters; at most {limit} are kept.")
+    if any(unicodedata.category(char) == "Cc" for char in text):
+        raise InvalidInput(f"{what} cannot hold control characters (tabs, line breaks, ...).")
     return text or None
 
 
@@ -86,8 +90,8 @@ class Classroom:
     # --- the teacher ---
 
     def create_room(self, replay: str, replay_events: int) -> NewRoom:
-        if not 0 < len(replay) <= 200 or replay_events < 0:
-            raise InvalidInput("A class needs a replay (a name of at most 200 characters) and its number of events.")
+        if _bounded(replay, 200, "A replay's name") is None or replay_events < 0:
+            raise InvalidInput("A class needs a replay and its number of events.")
         now = self.clock()
         teacher_key = secrets.token_urlsafe(16)
         with self.store.transaction(lock="classroom.rooms") as conn:
@@ -149,7 +153,7 @@ class Classroom:
             self._delete_rooms(conn, [self._teacher_room(conn, code, teacher_key).code])
 
     def teacher_view(self, code: str, teacher_key: str) -> TeacherView:
-        with self.store.transaction() as conn:
+        with self.store.read() as conn:
             room = self._teacher_room(conn, code, teacher_key)
             count = select(func.count()).where(students.c.room == room.code)
             asked = conn.execute(select(questions).where(questions.c.room == room.code).order_by(questions.c.id))
@@ -173,7 +177,7 @@ class Classroom:
 
     def answer_records(self, code: str, teacher_key: str) -> list[AnswerRecord]:
         """Every answer in the room, its student numbered by joining order, for the report."""
-        with self.store.transaction() as conn:
+        with self.store.read() as conn:
             room = self._teacher_room(conn, code, teacher_key)
             joined = conn.execute(select(students.c.id, students.c.nickname).where(students.c.room == room.code))
             people = {row.id: (number, row.nickname) for number, row in enumerate(sorted(joined), start=1)}
@@ -230,6 +234,7 @@ class Classroom:
         """Answer the open vote (replacing this student's earlier answer to it); `right` and `mistake` are the
         caller's grading, stored as given."""
         answer = _bounded(text, self.limits.answer_chars, "An answer")
+        mistake = _bounded(mistake, 80, "A mistake group")
         if answer is None:
             raise InvalidInput("An answer cannot be empty.")
         with self.store.transaction() as conn:
@@ -253,7 +258,7 @@ class Classroom:
             self.store.upsert(conn, answers, values, update=["answer", "is_right", "mistake", "answered_at"])
 
     def student_view(self, code: str, token: str) -> StudentView:
-        with self.store.transaction() as conn:
+        with self.store.read() as conn:
             student = self._student(conn, code, token)
             room = conn.execute(select(rooms).where(rooms.c.code == student.room)).one()
             newest = conn.execute(
@@ -298,7 +303,7 @@ class Classroom:
         where = [attempts.c.kind == "guess", attempts.c.at >= since]
         if client is not None:
             where.append(attempts.c.client == _hash(client))
-        with self.store.transaction() as conn:
+        with self.store.read() as conn:
             return int(conn.execute(select(func.count()).where(*where)).scalar_one())
 
     # --- helpers ---
@@ -313,7 +318,10 @@ class Classroom:
                 return code
 
     def _room(self, conn: Connection, code: str, now: float) -> Any:
-        where = [rooms.c.code == normalize_code(code), rooms.c.created_at > self._born_after(now)]
+        code = normalize_code(code)
+        if len(code) != CODE_LENGTH or not set(code) <= set(CODE_ALPHABET):
+            return None  # no room has such a code: not worth a query
+        where = [rooms.c.code == code, rooms.c.created_at > self._born_after(now)]
         return conn.execute(select(rooms).where(*where)).first()
 
     def _teacher_room(self, conn: Connection, code: str, teacher_key: str) -> Any:

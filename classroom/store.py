@@ -129,6 +129,14 @@ class Store:
                 conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(lock))))
             yield conn
 
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """One transaction that only reads: on SQLite it does not wait for the write lock (WAL readers never do)."""
+        with self.engine.connect() as conn:
+            conn.execution_options(classroom_read=True)
+            with conn.begin():
+                yield conn
+
     def upsert(self, conn: Connection, table: Table, values: dict[str, Any], update: list[str]) -> None:
         """Insert a row, or update the `update` columns of the row with the same primary key."""
         dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
@@ -137,7 +145,7 @@ class Store:
         conn.execute(statement.on_conflict_do_update(index_elements=keys, set_={c: values[c] for c in update}))
 
     def version(self) -> int:
-        with self.engine.connect() as conn:
+        with self.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(schema_version.c.version), 0))).scalar_one())
 
     def close(self) -> None:
@@ -159,7 +167,7 @@ def _sqlite_engine(url: str) -> Engine:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         # IMMEDIATE takes the write lock up front: a read-then-write transaction never fails to upgrade mid-way.
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("classroom_read") else "BEGIN IMMEDIATE")
 
     return engine
 

@@ -216,3 +216,17 @@ def test_an_expired_room_is_closed_before_the_sweep(classroom: Classroom, clock:
         classroom.join(code, "10.0.0.3")
     with classroom.store.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(attempts)).scalar_one() == 2  # the join, the guess
+
+
+def test_control_characters_and_odd_codes_are_refused_with_a_sentence(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    with pytest.raises(InvalidInput, match="A nickname cannot hold control characters"):
+        classroom.join(room.code, "10.0.0.1", "Ada\x00")
+    joined = classroom.join(room.code, "10.0.0.1", "Ada")
+    question = classroom.open_question(room.code, room.teacher_key, 1, "grad", "x")
+    with pytest.raises(InvalidInput, match="An answer cannot hold control characters"):
+        classroom.answer(room.code, joined.token, question.id, "1\x00")
+    for odd in ("\x00", "x" * 500, "IIIIOOOO"):
+        with pytest.raises(RoomNotFound):
+            classroom.join(odd, "10.0.0.1")
+    assert classroom.wrong_guesses() == 3

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from sqlalchemy import inspect, select
 
 from classroom.rooms import Classroom
-from classroom.store import MIGRATIONS, metadata, open_store, schema_version
+from classroom.store import MIGRATIONS, metadata, open_store, room_steps, schema_version
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,3 +79,18 @@ def test_a_class_answering_at_once_loses_no_answer(url: str) -> None:
     (tally,) = teacher.teacher_view(room.code, room.teacher_key).questions
     assert tally.votes[1].answers == {str(number): 1 for number in range(24)}
     teacher.store.close()
+
+
+def test_a_reader_does_not_wait_for_a_writer(url: str) -> None:
+    teacher = Classroom(open_store(url))
+    room = teacher.create_room("lesson:chain-rule", 3)
+    joined = teacher.join(room.code, "10.0.0.1")
+    student = Classroom(open_store(url))
+    with teacher.store.transaction() as conn:  # a write in progress: on SQLite, it holds the file's write lock
+        teacher.store.upsert(conn, room_steps, {"room": room.code, "step": 2, "changed_at": 0.0}, update=["step"])
+        started = time.monotonic()
+        assert student.student_view(room.code, joined.token).step == 0  # the last committed step
+        assert time.monotonic() - started < 1.0
+    assert student.student_view(room.code, joined.token).step == 2
+    teacher.store.close()
+    student.store.close()
