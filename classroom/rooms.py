@@ -60,7 +60,8 @@ class Limits:
 
 
 def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()  # the secrets are random, 128 bits: no slow hash needed
+    # the secrets are random, 128 bits: no slow hash needed; surrogatepass: any str from a URL hashes
+    return hashlib.sha256(secret.encode(errors="surrogatepass")).hexdigest()
 
 
 def normalize_code(code: str) -> str:
@@ -239,9 +240,9 @@ class Classroom:
             raise InvalidInput("An answer cannot be empty.")
         with self.store.transaction() as conn:
             student = self._student(conn, code, token)
-            asked = conn.execute(
-                select(questions).where(questions.c.id == question, questions.c.room == student.room)
-            ).first()
+            # FOR SHARE (PostgreSQL): a teacher closing the vote waits for answers in flight, and they for it
+            where = [questions.c.id == question, questions.c.room == student.room]
+            asked = conn.execute(select(questions).where(*where).with_for_update(read=True)).first()
             if asked is None:
                 raise QuestionNotFound("This question is not in your class.")
             if asked.phase not in OPEN_VOTE:
@@ -357,7 +358,7 @@ class Classroom:
                 raise QuestionNotFound("This question is not in this class.")
             if phase not in before:
                 raise WrongPhase(refusal)
-            conn.execute(update(questions).where(*where).values(phase=after))
+            conn.execute(update(questions).where(*where, questions.c.phase == phase).values(phase=after))
 
     def _delete_rooms(self, conn: Connection, codes: list[str]) -> None:
         if not codes:

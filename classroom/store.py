@@ -6,6 +6,7 @@ at `open_store` under a lock, so several processes opening one database at once 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from sqlalchemy import (
     Engine,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
@@ -102,10 +104,12 @@ attempts = Table(
     Column("client", String(64), nullable=False),
     Column("at", Float, nullable=False),
     Column("room", String(16), nullable=True),  # the room joined; None for a guess
+    Index("attempts_by_client", "client", "kind", "at"),  # each join counts a client's recent attempts
 )
 
 
 def _create_first_schema(conn: Connection) -> None:
+    # The tables as `metadata` has them today; once a later step alters one, this step must keep its first form.
     metadata.create_all(conn, tables=[rooms, room_steps, students, questions, answers, attempts])
 
 
@@ -126,7 +130,8 @@ class Store:
         """One transaction; `lock` serializes it with others holding the same name (SQLite's writes already are)."""
         with self.engine.begin() as conn:
             if lock is not None and self.engine.dialect.name == "postgresql":
-                conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(lock))))
+                key = int.from_bytes(hashlib.sha256(lock.encode()).digest()[:8], "big", signed=True)
+                conn.execute(select(func.pg_advisory_xact_lock(key)))
             yield conn
 
     @contextmanager
@@ -159,8 +164,8 @@ def _sqlite_engine(url: str) -> Engine:
     def _configure(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy's "begin" below opens transactions, not the driver
         cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout=10000")  # first: switching to WAL waits for other openers too
         cursor.execute("PRAGMA journal_mode=WAL")  # readers and one writer at once, across processes
-        cursor.execute("PRAGMA busy_timeout=10000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
