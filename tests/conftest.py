@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("engine", "course", "playground", "app", "browser")
+LAYERS = ("engine", "course", "playground", "classroom", "app", "browser")
 sys.path.insert(0, str(ROOT))
 
 

@@ -1,0 +1,77 @@
+"""After the class: per question, who answered and who was right on each vote, the normalized gain, a CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from classroom.rooms import Classroom
+from classroom.views import Question
+
+
+@dataclass(frozen=True)
+class QuestionReport:
+    question: Question
+    answered_1: int
+    right_1: int
+    answered_2: int
+    right_2: int
+
+    @property
+    def pre(self) -> float | None:
+        return self.right_1 / self.answered_1 if self.answered_1 else None
+
+    @property
+    def post(self) -> float | None:
+        return self.right_2 / self.answered_2 if self.answered_2 else None
+
+    @property
+    def gain(self) -> float | None:
+        return normalized_gain(self.pre, self.post)
+
+
+def normalized_gain(pre: float | None, post: float | None) -> float | None:
+    """Hake's normalized gain, (post - pre) / (1 - pre): the share of the room's possible progress it made."""
+    if pre is None or post is None or pre == 1:
+        return None
+    return (post - pre) / (1 - pre)
+
+
+def question_reports(classroom: Classroom, code: str, teacher_key: str) -> list[QuestionReport]:
+    view = classroom.teacher_view(code, teacher_key)
+    return [
+        QuestionReport(
+            question=tally.question,
+            answered_1=tally.votes[1].answered,
+            right_1=tally.votes[1].right,
+            answered_2=tally.votes[2].answered,
+            right_2=tally.votes[2].right,
+        )
+        for tally in view.questions
+    ]
+
+
+def answers_csv(classroom: Classroom, code: str, teacher_key: str, nicknames: bool = False) -> str:
+    """One row per answer; students are numbers, their nicknames a column only when asked for."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    header = ["question", "step", "kind", "key", "vote", "student", "answer", "right", "mistake"]
+    writer.writerow([*header, "nickname"] if nicknames else header)
+    for record in classroom.answer_records(code, teacher_key):
+        question = record.question
+        right = "" if record.right is None else str(record.right).lower()
+        row = [question.id, question.step, question.kind, question.key, record.vote, record.student]
+        row += [_inert(record.answer), right, record.mistake or ""]
+        writer.writerow([*row, _inert(record.nickname or "")] if nicknames else row)
+    return out.getvalue()
+
+
+def _inert(typed: str) -> str:
+    """What a student typed, kept from being run as a formula by a spreadsheet (OWASP's CSV injection advice);
+    a number such as -0.5 stays a number."""
+    try:
+        float(typed)
+        return typed
+    except ValueError:
+        return "'" + typed if typed[:1] in ("=", "+", "-", "@", "\t", "\r") else typed

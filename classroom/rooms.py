@@ -1,0 +1,384 @@
+"""Rooms: a teacher's actions (by teacher key), a student's (by student token), and the sweep that deletes them."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, delete, func, select, update
+
+from classroom.errors import (
+    InvalidInput,
+    NotAllowed,
+    QuestionNotFound,
+    RoomNotFound,
+    RoomsFull,
+    TooLong,
+    TooManyAttempts,
+    VoteClosed,
+    WrongPhase,
+)
+from classroom.store import Store, answers, attempts, questions, room_steps, rooms, students
+from classroom.views import (
+    DISCUSS,
+    OPEN_VOTE,
+    REVEALED,
+    VOTE1,
+    VOTE2,
+    AnswerRecord,
+    Joined,
+    MyAnswer,
+    NewRoom,
+    Question,
+    QuestionTally,
+    StudentView,
+    TeacherView,
+    VoteTally,
+)
+
+CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0/O, 1/I: 32 signs, 5 bits each
+CODE_LENGTH = 8  # 40 bits: guesses are rate-limited, so a room is not found by walking codes
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_rooms: int = 50
+    nickname_chars: int = 40
+    answer_chars: int = 200
+    # per client address; a class behind one school router shares an address, hence the generous joins
+    joins_per_window: int = 120
+    guesses_per_window: int = 20
+    window_s: float = 60.0
+    room_lifetime_s: float = 12 * 3600.0
+
+
+def _hash(secret: str) -> str:
+    # the secrets are random, 128 bits: no slow hash needed; surrogatepass: any str from a URL hashes
+    return hashlib.sha256(secret.encode(errors="surrogatepass")).hexdigest()
+
+
+def normalize_code(code: str) -> str:
+    """A room code as typed ("abcd-efgh", " ABCD EFGH ") in its stored form."""
+    return "".join(code.split()).replace("-", "").upper()
+
+
+def _bounded(text: str | None, limit: int, what: str) -> str | None:
+    """`text` stripped (None when empty), refused past `limit` characters or with control characters (PostgreSQL
+    refuses NUL); never interpreted."""
+    text = (text or "").strip()
+    if len(text) > limit:
+        raise TooLong(f"{what} has {len(text)} characters; at most {limit} are kept.")
+    if any(unicodedata.category(char) == "Cc" for char in text):
+        raise InvalidInput(f"{what} cannot hold control characters (tabs, line breaks, ...).")
+    return text or None
+
+
+class Classroom:
+    """The class mode's operations over one store; `clock` (seconds since the epoch) is injectable for tests."""
+
+    def __init__(self, store: Store, limits: Limits | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.limits = limits or Limits()
+        self.clock = clock
+
+    # --- the teacher ---
+
+    def create_room(self, replay: str, replay_events: int) -> NewRoom:
+        if _bounded(replay, 200, "A replay's name") is None or replay_events < 0:
+            raise InvalidInput("A class needs a replay and its number of events.")
+        now = self.clock()
+        teacher_key = secrets.token_urlsafe(16)
+        with self.store.transaction(lock="classroom.rooms") as conn:
+            live = conn.execute(select(func.count()).where(rooms.c.created_at > self._born_after(now))).scalar_one()
+            if live >= self.limits.max_rooms:
+                raise RoomsFull(
+                    f"This server already holds {self.limits.max_rooms} classes, its limit; "
+                    "try again when one ends (a class ends after 12 hours at most)."
+                )
+            code = self._new_code(conn)
+            conn.execute(
+                rooms.insert().values(
+                    code=code,
+                    teacher_key_hash=_hash(teacher_key),
+                    replay=replay,
+                    replay_events=replay_events,
+                    created_at=now,
+                )
+            )
+            conn.execute(room_steps.insert().values(room=code, step=0, changed_at=now))
+        return NewRoom(code, teacher_key)
+
+    def set_step(self, code: str, teacher_key: str, step: int) -> None:
+        with self.store.transaction() as conn:
+            room = self._teacher_room(conn, code, teacher_key)
+            if not 0 <= step <= room.replay_events:
+                raise InvalidInput(f"Step {step} is not in this replay, which has steps 0 to {room.replay_events}.")
+            where = room_steps.c.room == room.code
+            conn.execute(update(room_steps).where(where).values(step=step, changed_at=self.clock()))
+
+    def open_question(self, code: str, teacher_key: str, step: int, kind: str, key: str) -> Question:
+        """Open vote 1 on a question at `step`: `kind` is the exercise's kind, `key` what it asks about."""
+        kind_, key_ = _bounded(kind, 40, "A question's kind"), _bounded(key, 200, "A question's key")
+        if kind_ is None or key_ is None:
+            raise InvalidInput("A question needs a kind and a key.")
+        with self.store.transaction() as conn:
+            room = self._teacher_room(conn, code, teacher_key)
+            if not 0 <= step <= room.replay_events:
+                raise InvalidInput(f"Step {step} is not in this replay, which has steps 0 to {room.replay_events}.")
+            values = {"room": room.code, "step": step, "kind": kind_, "key": key_, "phase": VOTE1}
+            inserted = questions.insert().values(opened_at=self.clock(), **values).returning(questions.c.id)
+            new_id = conn.execute(inserted).scalar_one()
+        return Question(id=new_id, step=step, kind=kind_, key=key_, phase=VOTE1)
+
+    def close_vote(self, code: str, teacher_key: str, question: int) -> None:
+        """End vote 1: the room discusses; answers to vote 1 are final."""
+        self._move(code, teacher_key, question, {VOTE1}, DISCUSS, "Vote 1 is not open on this question.")
+
+    def open_second_vote(self, code: str, teacher_key: str, question: int) -> None:
+        self._move(code, teacher_key, question, {DISCUSS}, VOTE2, "Vote 2 opens after vote 1 is closed, once.")
+
+    def reveal(self, code: str, teacher_key: str, question: int) -> None:
+        """Close whichever vote is open and show each student their result."""
+        self._move(code, teacher_key, question, {VOTE1, DISCUSS, VOTE2}, REVEALED, "This question is already revealed.")
+
+    def end_room(self, code: str, teacher_key: str) -> None:
+        """End the class: its data is deleted now (export the report first)."""
+        with self.store.transaction() as conn:
+            self._delete_rooms(conn, [self._teacher_room(conn, code, teacher_key).code])
+
+    def teacher_view(self, code: str, teacher_key: str) -> TeacherView:
+        with self.store.read() as conn:
+            room = self._teacher_room(conn, code, teacher_key)
+            count = select(func.count()).where(students.c.room == room.code)
+            asked = conn.execute(select(questions).where(questions.c.room == room.code).order_by(questions.c.id))
+            tallies: dict[int, tuple[Question, dict[int, list[Any]]]]
+            tallies = {row.id: (_question(row), {1: [], 2: []}) for row in asked}
+            given = select(answers).join(questions).where(questions.c.room == room.code)
+            for answer in conn.execute(given):
+                tallies[answer.question][1][answer.vote].append(answer)
+            return TeacherView(
+                code=room.code,
+                replay=room.replay,
+                replay_events=room.replay_events,
+                step=self._step(conn, room.code),
+                students=conn.execute(count).scalar_one(),
+                expires_at=room.created_at + self.limits.room_lifetime_s,
+                questions=tuple(
+                    QuestionTally(question, {vote: _tally(rows) for vote, rows in votes.items()})
+                    for question, votes in tallies.values()
+                ),
+            )
+
+    def answer_records(self, code: str, teacher_key: str) -> list[AnswerRecord]:
+        """Every answer in the room, its student numbered by joining order, for the report."""
+        with self.store.read() as conn:
+            room = self._teacher_room(conn, code, teacher_key)
+            joined = conn.execute(select(students.c.id, students.c.nickname).where(students.c.room == room.code))
+            people = {row.id: (number, row.nickname) for number, row in enumerate(sorted(joined), start=1)}
+            given = (
+                select(answers, questions)
+                .join(questions)
+                .where(questions.c.room == room.code)
+                .order_by(questions.c.id, answers.c.vote, answers.c.student)
+            )
+            return [
+                AnswerRecord(
+                    question=_question(row),
+                    vote=row.vote,
+                    student=people[row.student][0],
+                    nickname=people[row.student][1],
+                    answer=row.answer,
+                    right=row.is_right,
+                    mistake=row.mistake,
+                )
+                for row in conn.execute(given)
+            ]
+
+    # --- a student ---
+
+    def join(self, code: str, client: str, nickname: str | None = None) -> Joined:
+        """Join by room code from `client` (its address); wrong codes are counted and rate-limited per client."""
+        nickname = _bounded(nickname, self.limits.nickname_chars, "A nickname")
+        now, client_hash, token = self.clock(), _hash(client), secrets.token_urlsafe(16)
+        with self.store.transaction(lock=f"classroom.client.{client_hash}") as conn:
+            if self._recent(conn, "guess", client_hash, now) >= self.limits.guesses_per_window:
+                raise TooManyAttempts("Too many wrong room codes from your network; wait a minute and try again.")
+            room = self._room(conn, code, now)
+            if room is None:
+                conn.execute(attempts.insert().values(kind="guess", client=client_hash, at=now))
+            else:
+                if self._recent(conn, "join", client_hash, now) >= self.limits.joins_per_window:
+                    raise TooManyAttempts("Too many joins from your network; wait a minute and try again.")
+                conn.execute(attempts.insert().values(kind="join", client=client_hash, at=now, room=room.code))
+                values = {"room": room.code, "token_hash": _hash(token), "nickname": nickname, "joined_at": now}
+                conn.execute(students.insert().values(**values))
+        if room is None:  # raised after the commit, so that the guess stays counted
+            raise RoomNotFound("No class has this code; check it on the projector.")
+        return Joined(room.code, token)
+
+    def answer(
+        self,
+        code: str,
+        token: str,
+        question: int,
+        text: str,
+        right: bool | None = None,
+        mistake: str | None = None,
+    ) -> None:
+        """Answer the open vote (replacing this student's earlier answer to it); `right` and `mistake` are the
+        caller's grading, stored as given."""
+        answer = _bounded(text, self.limits.answer_chars, "An answer")
+        mistake = _bounded(mistake, 80, "A mistake group")
+        if answer is None:
+            raise InvalidInput("An answer cannot be empty.")
+        with self.store.transaction() as conn:
+            student = self._student(conn, code, token)
+            # FOR SHARE (PostgreSQL): a teacher closing the vote waits for answers in flight, and they for it
+            where = [questions.c.id == question, questions.c.room == student.room]
+            asked = conn.execute(select(questions).where(*where).with_for_update(read=True)).first()
+            if asked is None:
+                raise QuestionNotFound("This question is not in your class.")
+            if asked.phase not in OPEN_VOTE:
+                raise VoteClosed("This vote is closed; your earlier answer, if any, is the one kept.")
+            values = {
+                "question": asked.id,
+                "student": student.id,
+                "vote": OPEN_VOTE[asked.phase],
+                "answer": answer,
+                "is_right": right,
+                "mistake": mistake,
+                "answered_at": self.clock(),
+            }
+            self.store.upsert(conn, answers, values, update=["answer", "is_right", "mistake", "answered_at"])
+
+    def student_view(self, code: str, token: str) -> StudentView:
+        with self.store.read() as conn:
+            student = self._student(conn, code, token)
+            room = conn.execute(select(rooms).where(rooms.c.code == student.room)).one()
+            newest = conn.execute(
+                select(questions).where(questions.c.room == room.code).order_by(questions.c.id.desc()).limit(1)
+            ).first()
+            mine: tuple[MyAnswer, ...] = ()
+            if newest is not None:
+                revealed = newest.phase == REVEALED
+                given = select(answers).where(answers.c.question == newest.id, answers.c.student == student.id)
+                mine = tuple(
+                    MyAnswer(
+                        vote=row.vote,
+                        answer=row.answer,
+                        right=row.is_right if revealed else None,
+                        mistake=row.mistake if revealed else None,
+                    )
+                    for row in conn.execute(given.order_by(answers.c.vote))
+                )
+            return StudentView(
+                code=room.code,
+                replay=room.replay,
+                replay_events=room.replay_events,
+                step=self._step(conn, room.code),
+                question=None if newest is None else _question(newest),
+                answers=mine,
+            )
+
+    # --- the server ---
+
+    def sweep(self, now: float | None = None) -> int:
+        """Delete every room past its lifetime, with all its rows, and attempts older than a lifetime; returns
+        how many rooms went."""
+        born_after = self._born_after(self.clock() if now is None else now)
+        with self.store.transaction() as conn:
+            old = list(conn.execute(select(rooms.c.code).where(rooms.c.created_at <= born_after)).scalars())
+            self._delete_rooms(conn, old)
+            conn.execute(delete(attempts).where(attempts.c.at <= born_after))
+        return len(old)
+
+    def wrong_guesses(self, since: float = 0.0, client: str | None = None) -> int:
+        """Wrong room codes tried since `since` (kept for a room's lifetime), by everyone or by one client."""
+        where = [attempts.c.kind == "guess", attempts.c.at >= since]
+        if client is not None:
+            where.append(attempts.c.client == _hash(client))
+        with self.store.read() as conn:
+            return int(conn.execute(select(func.count()).where(*where)).scalar_one())
+
+    # --- helpers ---
+
+    def _born_after(self, now: float) -> float:
+        return now - self.limits.room_lifetime_s
+
+    def _new_code(self, conn: Connection) -> str:
+        while True:
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+            if conn.execute(select(rooms.c.code).where(rooms.c.code == code)).first() is None:
+                return code
+
+    def _room(self, conn: Connection, code: str, now: float) -> Any:
+        code = normalize_code(code)
+        if len(code) != CODE_LENGTH or not set(code) <= set(CODE_ALPHABET):
+            return None  # no room has such a code: not worth a query
+        where = [rooms.c.code == code, rooms.c.created_at > self._born_after(now)]
+        return conn.execute(select(rooms).where(*where)).first()
+
+    def _teacher_room(self, conn: Connection, code: str, teacher_key: str) -> Any:
+        room = self._room(conn, code, self.clock())
+        if room is None:
+            raise RoomNotFound("This class has ended or never existed.")
+        if not teacher_key or not hmac.compare_digest(_hash(teacher_key), room.teacher_key_hash):
+            raise NotAllowed("Only the teacher's link can do this: it carries the class's teacher key.")
+        return room
+
+    def _student(self, conn: Connection, code: str, token: str) -> Any:
+        if self._room(conn, code, self.clock()) is None:
+            raise RoomNotFound("This class has ended or never existed.")
+        where = [students.c.room == normalize_code(code), students.c.token_hash == _hash(token or "")]
+        student = conn.execute(select(students).where(*where)).first()
+        if student is None:
+            raise NotAllowed("You are not in this class; join it again with its code.")
+        return student
+
+    def _recent(self, conn: Connection, kind: str, client_hash: str, now: float) -> int:
+        where = [attempts.c.kind == kind, attempts.c.client == client_hash, attempts.c.at > now - self.limits.window_s]
+        return int(conn.execute(select(func.count()).where(*where)).scalar_one())
+
+    def _step(self, conn: Connection, code: str) -> int:
+        return int(conn.execute(select(room_steps.c.step).where(room_steps.c.room == code)).scalar_one())
+
+    def _move(self, code: str, teacher_key: str, question: int, before: set[str], after: str, refusal: str) -> None:
+        with self.store.transaction() as conn:
+            room = self._teacher_room(conn, code, teacher_key)
+            where = [questions.c.id == question, questions.c.room == room.code]
+            phase = conn.execute(select(questions.c.phase).where(*where)).scalar()
+            if phase is None:
+                raise QuestionNotFound("This question is not in this class.")
+            if phase not in before:
+                raise WrongPhase(refusal)
+            conn.execute(update(questions).where(*where, questions.c.phase == phase).values(phase=after))
+
+    def _delete_rooms(self, conn: Connection, codes: list[str]) -> None:
+        if not codes:
+            return
+        asked = select(questions.c.id).where(questions.c.room.in_(codes))
+        conn.execute(delete(answers).where(answers.c.question.in_(asked)))
+        for table in (questions, students, room_steps):
+            conn.execute(delete(table).where(table.c.room.in_(codes)))
+        conn.execute(delete(attempts).where(attempts.c.room.in_(codes)))
+        conn.execute(delete(rooms).where(rooms.c.code.in_(codes)))
+
+
+def _question(row: Any) -> Question:
+    return Question(id=row.id, step=row.step, kind=row.kind, key=row.key, phase=row.phase)
+
+
+def _tally(rows: list[Any]) -> VoteTally:
+    return VoteTally(
+        answered=len(rows),
+        right=sum(1 for row in rows if row.is_right),
+        answers=dict(Counter(row.answer for row in rows).most_common()),
+        mistakes=dict(Counter(row.mistake for row in rows if row.mistake and not row.is_right).most_common()),
+    )

@@ -1,0 +1,203 @@
+"""The class mode's store: one schema in SQLAlchemy Core, on an SQLite file or PostgreSQL.
+
+`metadata` always describes the newest schema; `MIGRATIONS` is the ordered list of steps that builds it, applied
+at `open_store` under a lock, so several processes opening one database at once apply each step exactly once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Engine,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    event,
+    func,
+    select,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+DEFAULT_URL = f"sqlite:///{DATA_DIR / 'classroom.sqlite3'}"
+
+metadata = MetaData()
+
+schema_version = Table(
+    "schema_version",
+    metadata,
+    Column("version", Integer, primary_key=True),
+    Column("description", String(200), nullable=False),
+)
+
+rooms = Table(
+    "rooms",
+    metadata,
+    Column("code", String(16), primary_key=True),
+    Column("teacher_key_hash", String(64), nullable=False),
+    Column("replay", String(200), nullable=False),  # which replay the room follows (a lesson or a Playground link)
+    Column("replay_events", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),  # seconds since the epoch
+)
+
+room_steps = Table(
+    "room_steps",
+    metadata,
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), primary_key=True),
+    Column("step", Integer, nullable=False),
+    Column("changed_at", Float, nullable=False),
+)
+
+students = Table(
+    "students",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), nullable=False, index=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("nickname", String(40), nullable=True),
+    Column("joined_at", Float, nullable=False),
+)
+
+questions = Table(
+    "questions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), nullable=False, index=True),
+    Column("step", Integer, nullable=False),
+    Column("kind", String(40), nullable=False),
+    Column("key", String(200), nullable=False),  # which node or value is asked, in the kind's own terms
+    Column("phase", String(16), nullable=False),  # vote1, discuss, vote2, revealed
+    Column("opened_at", Float, nullable=False),
+)
+
+answers = Table(
+    "answers",
+    metadata,
+    Column("question", Integer, ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True),
+    Column("student", Integer, ForeignKey("students.id", ondelete="CASCADE"), primary_key=True),
+    Column("vote", Integer, primary_key=True),
+    Column("answer", String(200), nullable=False),
+    Column("is_right", Boolean, nullable=True),
+    Column("mistake", String(80), nullable=True),
+    Column("answered_at", Float, nullable=False),
+)
+
+# Joins and wrong room codes, per client (a hash of its address): shared by replicas, so a limit holds across them.
+attempts = Table(
+    "attempts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(8), nullable=False),  # join, guess
+    Column("client", String(64), nullable=False),
+    Column("at", Float, nullable=False),
+    Column("room", String(16), nullable=True),  # the room joined; None for a guess
+    Index("attempts_by_client", "client", "kind", "at"),  # each join counts a client's recent attempts
+)
+
+
+def _create_first_schema(conn: Connection) -> None:
+    # The tables as `metadata` has them today; once a later step alters one, this step must keep its first form.
+    metadata.create_all(conn, tables=[rooms, room_steps, students, questions, answers, attempts])
+
+
+# Append only: a deployed database has run the steps before its version; a new step alters what they made.
+MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
+    ("rooms, their current step, students, questions, answers, join and guess attempts", _create_first_schema),
+]
+
+
+class Store:
+    """An engine and the transactions the domain runs on it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def transaction(self, lock: str | None = None) -> Iterator[Connection]:
+        """One transaction; `lock` serializes it with others holding the same name (SQLite's writes already are)."""
+        with self.engine.begin() as conn:
+            if lock is not None and self.engine.dialect.name == "postgresql":
+                key = int.from_bytes(hashlib.sha256(lock.encode()).digest()[:8], "big", signed=True)
+                conn.execute(select(func.pg_advisory_xact_lock(key)))
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """One transaction that only reads: on SQLite it does not wait for the write lock (WAL readers never do)."""
+        with self.engine.connect() as conn:
+            conn.execution_options(classroom_read=True)
+            with conn.begin():
+                yield conn
+
+    def upsert(self, conn: Connection, table: Table, values: dict[str, Any], update: list[str]) -> None:
+        """Insert a row, or update the `update` columns of the row with the same primary key."""
+        dialect = postgresql if self.engine.dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(table).values(**values)
+        keys = [column.name for column in table.primary_key]
+        conn.execute(statement.on_conflict_do_update(index_elements=keys, set_={c: values[c] for c in update}))
+
+    def version(self) -> int:
+        with self.read() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(schema_version.c.version), 0))).scalar_one())
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_engine(url: str) -> Engine:
+    engine = create_engine(url)
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy's "begin" below opens transactions, not the driver
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout=10000")  # first: switching to WAL waits for other openers too
+        cursor.execute("PRAGMA journal_mode=WAL")  # readers and one writer at once, across processes
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        # IMMEDIATE takes the write lock up front: a read-then-write transaction never fails to upgrade mid-way.
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get("classroom_read") else "BEGIN IMMEDIATE")
+
+    return engine
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (and migrate) the store at `url`: an SQLite file in data/ by default, or `postgresql://...`."""
+    url = url or DEFAULT_URL
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    if url.startswith("sqlite"):
+        if url == DEFAULT_URL:
+            DATA_DIR.mkdir(exist_ok=True)
+        engine = _sqlite_engine(url)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    store = Store(engine)
+    _migrate(store)
+    return store
+
+
+def _migrate(store: Store) -> None:
+    with store.transaction(lock="classroom.migrate") as conn:
+        metadata.create_all(conn, tables=[schema_version])
+        done = conn.execute(select(func.coalesce(func.max(schema_version.c.version), 0))).scalar_one()
+        for version, (description, step) in enumerate(MIGRATIONS, start=1):
+            if version > done:
+                step(conn)
+                conn.execute(schema_version.insert().values(version=version, description=description))

@@ -1,0 +1,232 @@
+"""Rooms: who may do what, the bounds, the votes, and the sweep that deletes a room's rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from class_clock import Clock
+from sqlalchemy import func, select
+
+from classroom.errors import (
+    InvalidInput,
+    NotAllowed,
+    RoomNotFound,
+    RoomsFull,
+    TooLong,
+    TooManyAttempts,
+    VoteClosed,
+    WrongPhase,
+)
+from classroom.rooms import CODE_ALPHABET, CODE_LENGTH, Classroom
+from classroom.store import attempts, metadata, schema_version
+from classroom.views import MyAnswer
+
+
+def test_a_room_code_has_no_look_alikes_and_forty_bits(classroom: Classroom) -> None:
+    codes = {classroom.create_room("lesson:a", 3).code for _ in range(20)}
+    assert len(codes) == 20
+    assert all(len(code) == CODE_LENGTH and set(code) <= set(CODE_ALPHABET) for code in codes)
+    assert not set("01OI") & set(CODE_ALPHABET)
+    assert len(CODE_ALPHABET) ** CODE_LENGTH >= 2**40
+
+
+@pytest.mark.parametrize("key", ["", "not-the-key", None])
+def test_teacher_actions_refuse_a_missing_or_forged_key(classroom: Classroom, key: str | None) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    other = classroom.create_room("lesson:b", 3)
+    for forged in (key, other.teacher_key):  # another room's real key is forged here too
+        with pytest.raises(NotAllowed, match="teacher key"):
+            classroom.set_step(room.code, forged, 1)  # type: ignore[arg-type]
+        with pytest.raises(NotAllowed):
+            classroom.open_question(room.code, forged, 1, "grad", "x")  # type: ignore[arg-type]
+        with pytest.raises(NotAllowed):
+            classroom.teacher_view(room.code, forged)  # type: ignore[arg-type]
+        with pytest.raises(NotAllowed):
+            classroom.end_room(room.code, forged)  # type: ignore[arg-type]
+    assert classroom.teacher_view(room.code, room.teacher_key).step == 0
+
+
+def test_the_store_keeps_only_hashes_of_the_secrets(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    joined = classroom.join(room.code, "10.0.0.1", "Ada")
+    with classroom.store.engine.connect() as conn:
+        dump = repr([list(conn.execute(select(table))) for table in metadata.sorted_tables])
+    assert room.teacher_key not in dump and joined.token not in dump and "10.0.0.1" not in dump
+
+
+def test_a_student_token_is_needed_to_read_or_answer(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    question = classroom.open_question(room.code, room.teacher_key, 1, "grad", "x")
+    for token in ("", "guessed-token"):
+        with pytest.raises(NotAllowed, match="not in this class"):
+            classroom.student_view(room.code, token)
+        with pytest.raises(NotAllowed):
+            classroom.answer(room.code, token, question.id, "1")
+
+
+def test_wrong_codes_are_counted_and_then_refused_even_for_a_right_code(
+    make_classroom: Callable[..., Classroom], clock: Clock
+) -> None:
+    classroom = make_classroom(guesses_per_window=3, window_s=60)
+    room = classroom.create_room("lesson:a", 3)
+    for guess in ("AAAAAAAA", "BBBBBBBB", "CCCCCCCC"):
+        with pytest.raises(RoomNotFound, match="No class has this code"):
+            classroom.join(guess, "10.0.0.9")
+    assert classroom.wrong_guesses(client="10.0.0.9") == 3
+    assert classroom.wrong_guesses() == 3
+    with pytest.raises(TooManyAttempts, match="wrong room codes"):
+        classroom.join(room.code, "10.0.0.9")  # walking stops here, whatever the next code is
+    assert classroom.join(room.code, "10.0.0.10").code == room.code  # another client is not held back
+    clock.now += 61
+    assert classroom.join(room.code.lower(), "10.0.0.9").code == room.code  # the window passed; codes as typed
+
+
+def test_joins_are_rate_limited_per_client(make_classroom: Callable[..., Classroom], clock: Clock) -> None:
+    classroom = make_classroom(joins_per_window=5, window_s=60)
+    room = classroom.create_room("lesson:a", 3)
+    for _ in range(5):
+        classroom.join(room.code, "10.0.0.1")
+    with pytest.raises(TooManyAttempts, match="Too many joins"):
+        classroom.join(room.code, "10.0.0.1")
+    classroom.join(room.code, "10.0.0.2")
+    clock.now += 61
+    classroom.join(room.code, "10.0.0.1")
+    assert classroom.teacher_view(room.code, room.teacher_key).students == 7
+
+
+def test_nicknames_and_answers_are_bounded_and_kept_as_typed(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    with pytest.raises(TooLong, match="A nickname has 41 characters; at most 40"):
+        classroom.join(room.code, "10.0.0.1", "n" * 41)
+    markup = '<b onclick="x()">Ada</b>'
+    joined = classroom.join(room.code, "10.0.0.1", markup)
+    question = classroom.open_question(room.code, room.teacher_key, 1, "grad", "x")
+    with pytest.raises(TooLong, match="An answer has 201 characters; at most 200"):
+        classroom.answer(room.code, joined.token, question.id, "1" * 201)
+    with pytest.raises(InvalidInput, match="empty"):
+        classroom.answer(room.code, joined.token, question.id, "   ")
+    classroom.answer(room.code, joined.token, question.id, "<script>1</script>")
+    (record,) = classroom.answer_records(room.code, room.teacher_key)
+    assert (record.nickname, record.answer) == (markup, "<script>1</script>")
+
+
+def test_a_second_answer_replaces_the_first_until_the_vote_closes(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    ada = classroom.join(room.code, "10.0.0.1", "Ada")
+    question = classroom.open_question(room.code, room.teacher_key, 2, "grad", "x")
+    classroom.answer(room.code, ada.token, question.id, "3", right=False, mistake="forward value")
+    classroom.answer(room.code, ada.token, question.id, "2", right=True)
+    assert classroom.student_view(room.code, ada.token).answers == (MyAnswer(1, "2", None, None),)
+    classroom.close_vote(room.code, room.teacher_key, question.id)
+    with pytest.raises(VoteClosed, match="This vote is closed"):
+        classroom.answer(room.code, ada.token, question.id, "3")
+    classroom.open_second_vote(room.code, room.teacher_key, question.id)
+    classroom.answer(room.code, ada.token, question.id, "-2", right=False, mistake="sign")
+    classroom.reveal(room.code, room.teacher_key, question.id)
+    with pytest.raises(VoteClosed):
+        classroom.answer(room.code, ada.token, question.id, "2")
+    view = classroom.student_view(room.code, ada.token)
+    assert view.answers == (MyAnswer(1, "2", True, None), MyAnswer(2, "-2", False, "sign"))  # results once revealed
+    tally = classroom.teacher_view(room.code, room.teacher_key).questions[0].votes
+    assert (tally[1].answered, tally[1].right, tally[1].answers) == (1, 1, {"2": 1})
+    assert (tally[2].answered, tally[2].right, tally[2].mistakes) == (1, 0, {"sign": 1})
+
+
+def test_phases_move_forward_only(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    question = classroom.open_question(room.code, room.teacher_key, 0, "grad", "x")
+    with pytest.raises(WrongPhase, match="after vote 1 is closed"):
+        classroom.open_second_vote(room.code, room.teacher_key, question.id)
+    classroom.reveal(room.code, room.teacher_key, question.id)
+    with pytest.raises(WrongPhase, match="already revealed"):
+        classroom.reveal(room.code, room.teacher_key, question.id)
+    with pytest.raises(InvalidInput, match="steps 0 to 3"):
+        classroom.set_step(room.code, room.teacher_key, 4)
+
+
+def test_a_student_sees_the_step_and_only_their_own_answers(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 9)
+    ada, bob = (classroom.join(room.code, "10.0.0.1", name) for name in ("Ada", "Bob"))
+    classroom.set_step(room.code, room.teacher_key, 7)
+    question = classroom.open_question(room.code, room.teacher_key, 7, "grad", "w")
+    classroom.answer(room.code, bob.token, question.id, "bob's answer")
+    view = classroom.student_view(room.code, ada.token)
+    assert (view.step, view.question, view.answers) == (7, question, ())
+    with pytest.raises(NotAllowed):  # a token opens its own room only
+        classroom.student_view(classroom.create_room("lesson:b", 1).code, ada.token)
+
+
+def test_the_room_limit_says_so_in_a_sentence(make_classroom: Callable[..., Classroom], clock: Clock) -> None:
+    classroom = make_classroom(max_rooms=2)
+    classroom.create_room("lesson:a", 1)
+    ended = classroom.create_room("lesson:b", 1)
+    with pytest.raises(RoomsFull, match="already holds 2 classes, its limit; try again when one ends"):
+        classroom.create_room("lesson:c", 1)
+    classroom.end_room(ended.code, ended.teacher_key)
+    classroom.create_room("lesson:c", 1)
+    clock.now += 12 * 3600  # rooms past their 12 hours do not count, swept or not
+    classroom.create_room("lesson:d", 1)
+
+
+def _rows_per_table(classroom: Classroom) -> dict[str, int]:
+    with classroom.store.engine.connect() as conn:
+        return {
+            table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
+            for table in metadata.sorted_tables
+            if table is not schema_version
+        }
+
+
+def _class_with_answers(classroom: Classroom) -> tuple[str, str]:
+    room = classroom.create_room("lesson:a", 3)
+    classroom.set_step(room.code, room.teacher_key, 2)
+    ada = classroom.join(room.code, "10.0.0.1", "Ada")
+    question = classroom.open_question(room.code, room.teacher_key, 2, "grad", "x")
+    classroom.answer(room.code, ada.token, question.id, "1", right=True)
+    return room.code, room.teacher_key
+
+
+def test_sweep_deletes_an_expired_rooms_rows_in_every_table(classroom: Classroom, clock: Clock) -> None:
+    old_code, old_key = _class_with_answers(classroom)
+    with pytest.raises(RoomNotFound):
+        classroom.join("ZZZZZZZZ", "10.0.0.5")
+    clock.now += 6 * 3600
+    young_code, young_key = _class_with_answers(classroom)
+    young_rows = _rows_per_table(classroom)
+    assert all(young_rows.values()), young_rows  # every table holds a row of the old room
+    assert classroom.sweep(clock.now + 6 * 3600 - 1) == 0
+    assert classroom.sweep(clock.now + 6 * 3600) == 1
+    clock.now += 6 * 3600
+    with pytest.raises(RoomNotFound, match="ended or never existed"):
+        classroom.teacher_view(old_code, old_key)
+    assert _rows_per_table(classroom) == {
+        name: (count - 1 if name != "attempts" else 1) for name, count in young_rows.items()
+    }
+    classroom.end_room(young_code, young_key)  # an ended room goes at once
+    assert set(_rows_per_table(classroom).values()) == {0}
+
+
+def test_an_expired_room_is_closed_before_the_sweep(classroom: Classroom, clock: Clock) -> None:
+    code, key = _class_with_answers(classroom)
+    clock.now += 12 * 3600
+    with pytest.raises(RoomNotFound):
+        classroom.set_step(code, key, 1)
+    with pytest.raises(RoomNotFound):
+        classroom.join(code, "10.0.0.3")
+    with classroom.store.engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(attempts)).scalar_one() == 2  # the join, the guess
+
+
+def test_control_characters_and_odd_codes_are_refused_with_a_sentence(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    with pytest.raises(InvalidInput, match="A nickname cannot hold control characters"):
+        classroom.join(room.code, "10.0.0.1", "Ada\x00")
+    joined = classroom.join(room.code, "10.0.0.1", "Ada")
+    question = classroom.open_question(room.code, room.teacher_key, 1, "grad", "x")
+    with pytest.raises(InvalidInput, match="An answer cannot hold control characters"):
+        classroom.answer(room.code, joined.token, question.id, "1\x00")
+    for odd in ("\x00", "x" * 500, "IIIIOOOO"):
+        with pytest.raises(RoomNotFound):
+            classroom.join(odd, "10.0.0.1")
+    assert classroom.wrong_guesses() == 3
