@@ -7,34 +7,12 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from autodiff.stage import ATOL, RTOL
+from course.grading import ANSWER_CHARS, matches, parse_numbers
 
 from .literal import code_span
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
 REVEALED = "exercise_revealed"  # how many questions were revealed without an answer
-ANSWER_CHARS = 2_000  # an answer box takes this much (the browser stops typing there; the server checks again)
-
-
-def parse_numbers(text: str) -> list[float] | None:
-    """'1, 2.5' or '[1, 2.5]' as numbers; None when it is not a list of numbers, or longer than ANSWER_CHARS."""
-    if len(text) > ANSWER_CHARS:  # refused before anything is split or converted
-        return None
-    cleaned = text.replace("[", " ").replace("]", " ").replace(",", " ").split()
-    try:
-        values = [float(v) for v in cleaned]
-    except ValueError:
-        return None
-    return values or None
-
-
-def matches(expected: np.ndarray, answer: str) -> bool | None:
-    """True or False against `expected` (within a tolerance); None when the answer is not numbers."""
-    values = parse_numbers(answer)
-    if values is None:
-        return None
-    flat = np.ravel(expected)
-    return len(values) == flat.size and bool(np.allclose(values, flat, rtol=RTOL, atol=ATOL))
 
 
 def _first_time(key: str) -> bool:
