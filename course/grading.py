@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Literal
 
 import numpy as np
@@ -42,7 +43,8 @@ class Question:
     prompt: str
     values: np.ndarray | None  # the right numbers (None for `remaining`)
     names: frozenset[str]  # the right names (for `remaining`)
-    wrong: tuple[tuple[str, np.ndarray], ...]  # (mistake, the value that mistake gives), first listed wins a tie
+    # (mistake, the value it gives), fewest slips first (sign, forward value, paths, local derivative): the first wins
+    wrong: tuple[tuple[str, np.ndarray], ...]
     intermediates: frozenset[str]  # named op outputs, the loss among them: none keeps a gradient (`remaining`)
 
 
@@ -57,12 +59,15 @@ def parse_numbers(text: str, limit: int = ANSWER_CHARS) -> list[float] | None:
     """'1, 2.5' or '[1, 2.5]' as numbers; None when it is not a list of numbers, or longer than `limit`."""
     if len(text) > limit:  # refused before anything is split or converted
         return None
+    if "_" in text:  # Python reads 1_0 as 10; the browser's Number() does not read it at all
+        return None
+    text = text.replace("−", "-")  # the minus sign the chain-rule cards print
     cleaned = text.replace("[", " ").replace("]", " ").replace(",", " ").split()
     try:
         values = [float(v) for v in cleaned]
     except ValueError:
         return None
-    return values or None
+    return values if values and all(np.isfinite(values)) else None  # nan and inf are not answers
 
 
 def matches(expected: np.ndarray, answer: str, limit: int = ANSWER_CHARS) -> bool | None:
@@ -93,8 +98,10 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
             if step is not None and event.source is not None and int(event.source) == int(step[1].node_id):
                 at, started = step
                 upstream = totals.get(int(started.node_id))
+                if upstream is not None and upstream.size == 1:  # a sum's or mean's scalar, spread over the input
+                    upstream = np.broadcast_to(upstream.reshape(()), event.value.shape)
                 forward = by_id[node].value if node in by_id else None
-                wrong = [("no_local_derivative", upstream), ("forward_value", forward), ("sign", -event.value)]
+                wrong = [("sign", -event.value), ("forward_value", forward), ("no_local_derivative", upstream)]
                 found.append(Question(
                     key=f"sends:{at}:{slot}", kind="sends", node=node, event=at,
                     prompt=f"What does the step of {called[int(started.node_id)]} send to {called[node]}?",
@@ -107,9 +114,8 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
     leaves = [n for n in before.nodes if n.requirement is Requirement.Grad and int(n.id) in totals]
     for leaf in leaves:
         node, total = int(leaf.id), totals[int(leaf.id)]
-        paths = contributions[node]
-        wrong = [("one_path", path) for path in paths] if len(paths) > 1 else []
-        wrong += [("forward_value", leaf.value), ("sign", -total)]
+        wrong: list[tuple[str, object]] = [("sign", -total), ("forward_value", leaf.value)]
+        wrong += [("one_path", partial) for partial in _partial_sums(contributions[node])]
         found.append(Question(
             key=f"grad:{node}", kind="leaf_grad", node=node, event=end,
             prompt=f"What is {called[node]}'s gradient after the backward?", values=total, names=frozenset(),
@@ -122,6 +128,16 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
         prompt="Which of the named tensors still hold a gradient after the backward? (names, or none)",
         intermediates=held_none))  # fmt: skip
     return found
+
+
+def _partial_sums(paths: list[np.ndarray], most: int = 8) -> list[np.ndarray]:
+    """The sums a student gets who forgets some of the paths into a leaf: one path dropped first, then two, ...
+    (a leaf with more than `most` paths: one dropped only)."""
+    k = len(paths)
+    if k < 2:
+        return []
+    kept_sizes = range(k - 1, 0, -1) if k <= most else [k - 1]
+    return [sum(paths[i] for i in kept) for size in kept_sizes for kept in combinations(range(k), size)]
 
 
 def grade(question: Question, answer: str, limit: int = 200) -> Graded:

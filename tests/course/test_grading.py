@@ -73,10 +73,13 @@ def test_each_mistake_is_recognized_from_a_wrong_answer_worked_out_by_hand():
     asked = _record(PROGRAMS["fan-out"][0])
     x_grad = asked["grad:0"]  # 2x + 3 at [1, 2] = [5, 7], by two paths: x·x sends x twice ([1, 2] each), x·3 sends 3
     assert grade(x_grad, "3, 3") == grade(x_grad, "[3.0, 3.0]")
-    assert grade(x_grad, "3, 3").mistake == "one_path"
+    assert grade(x_grad, "3, 3").mistake == "one_path"  # only x·3's path
+    assert grade(x_grad, "2, 4").mistake == "one_path"  # x·3's path forgotten: both of x·x's
+    assert grade(x_grad, "4, 5").mistake == "one_path"  # one operand of x·x forgotten
     assert grade(x_grad, "-5, -7").mistake == "sign"
-    # x's forward value [1, 2] is also what one path of x·x sends: the first listed mistake (one path) wins the tie
-    assert grade(x_grad, "1, 2").mistake == "one_path"
+    assert grade(x_grad, "−5, −7").mistake == "sign"  # the minus the app's cards print
+    # x's forward value [1, 2] is also what one path of x·x sends: fewest slips first, the forward value wins
+    assert grade(x_grad, "1, 2").mistake == "forward_value"
     sends_to_x = [q for q in asked.values() if q.kind == "sends" and q.node == 0]
     times_three = next(q for q in sends_to_x if np.allclose(q.values, [3.0, 3.0]))
     assert "x·3" in times_three.prompt
@@ -98,9 +101,20 @@ def test_the_words_name_the_mistake_with_its_value():
     assert grade(asked["grad:0"], "9, 9").words.startswith("Not [5.0, 7.0]")
 
 
+def test_a_mean_forgotten_is_the_upstream_spread_over_the_input():
+    def mean(x):
+        return {"loss": (x * 3.0).mean()}
+
+    sends = [q for q in _record(mean).values() if q.kind == "sends"]
+    first = sends[0]  # mean sends 1/n of its gradient to each element: [0.5, 0.5]
+    assert np.allclose(first.values, [0.5, 0.5])
+    assert grade(first, "1, 1").mistake == "no_local_derivative"
+
+
 def test_not_an_answer_and_too_long_are_refused_before_parsing():
     question: Question = _record(PROGRAMS["div-exp"][0])["grad:0"]
     assert grade(question, "five").right is None
+    assert all(grade(question, text).right is None for text in ("nan, 1", "inf inf", "1_0, 2"))
     too_long = grade(question, "1," * 150)
     assert too_long.right is None and "longer than 200 characters" in too_long.words
 
