@@ -98,7 +98,7 @@ def replay(loss: Tensor, names: dict[str, object] | None = None, exercise: bool 
     each step asks what it sends before showing it."""
     server = _server_of(loss, "replay")
     before = _graph_snapshot(server.snapshot(), server, loss)
-    called = node_names(names if names is not None else _callers_variables())
+    called = _names_in(before, server, names if names is not None else _callers_variables())
     recorder = BackwardRecorder()
     grads = loss.backward(recorder=recorder)
     return Replay(with_view(replay_payload(before, recorder, called), exercise=exercise), grads)
@@ -108,7 +108,9 @@ def graph(tensor: Tensor, names: dict[str, object] | None = None) -> Stage:
     """Draw the graph that made `tensor`, as it is now (no backward runs): each node's value, state and gradient."""
     server = _server_of(tensor, "graph")
     snapshot = _graph_snapshot(server.snapshot(), server, tensor)
-    return Stage(static_payload(snapshot, node_names(names if names is not None else _callers_variables())))
+    return Stage(
+        static_payload(snapshot, _names_in(snapshot, server, names if names is not None else _callers_variables()))
+    )
 
 
 def _server_of(tensor: Tensor, what: str) -> Any:
@@ -127,6 +129,15 @@ def _graph_snapshot(snapshot: GraphSnapshot, server: Any, tensor: Tensor) -> Gra
     """Only `tensor`'s graph: a notebook's device often holds others (earlier cells)."""
     ids = {int(node.id) for node in server.graph_of(tensor.node_id)}
     return dataclasses.replace(snapshot, nodes=tuple(n for n in snapshot.nodes if int(n.id) in ids))
+
+
+def _names_in(snapshot: GraphSnapshot, server: Any, variables: dict[str, object]) -> dict[int, str]:
+    """The variables that hold this graph's own tensors: node ids are counted per device, so a tensor of another
+    device (an earlier cell's) must not name a node; IPython's output history (`_`, `_2`) names nothing."""
+    ids = {int(node.id) for node in snapshot.nodes}
+    own = {name: value for name, value in variables.items()
+           if isinstance(value, Tensor) and value.device.server is server and not name.startswith("_")}  # fmt: skip
+    return {node_id: name for node_id, name in node_names(own).items() if node_id in ids}
 
 
 def _callers_variables() -> dict[str, object]:

@@ -218,7 +218,7 @@ def export_html(payload: StagePayload, title: str) -> str:
     """One self-contained HTML file: the player, its styles, the data and Graphviz inline. It makes no
     network request, so it plays offline in any browser (slides, course pages)."""
     module = GRAPHVIZ.read_text().replace("</script", "<\\/script")
-    data = json.dumps({**payload, "index": 0}).replace("</", "<\\/")
+    data = json.dumps({**payload, "index": 0}).replace("<", "\\u003c")  # no `</script` nor `<!--` in the data
     player = hosted_module("")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

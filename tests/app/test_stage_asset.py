@@ -30,3 +30,11 @@ def test_the_saved_replay_is_one_file():  # that it asks the network for nothing
     assert html.count("<script") == 3 and "Graphviz" in html
     assert 'src="' not in html and "<link" not in html  # nothing loaded from elsewhere
     assert "</script" not in html.split('id="graphviz-module">')[1].split("</script>")[0]
+
+
+def test_the_saved_replay_keeps_program_text_out_of_the_html_parser():
+    run = record_program("seed")
+    source = 'note = "<!--<script>"\n'  # would switch the parser's state inside the data's <script>
+    html = export_html(replay_payload(run.before, run.recorder, run.names, source=source), "Replay")
+    data = html.split('id="replay-data">')[1].split("</script>")[0]
+    assert "<" not in data and "\\u003c!--\\u003cscript>" in data

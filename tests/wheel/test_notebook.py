@@ -67,3 +67,15 @@ def test_a_bad_argument_is_a_sentence_in_the_cell():
     (output,) = notebook.cells[0].outputs
     assert output.output_type == "error" and output.ename == "TypeError"
     assert output.evalue == "replay() takes a Tensor, not int."
+
+
+def test_only_this_graphs_own_tensors_name_its_nodes():
+    notebook = _run(
+        SEED.replace("stage = replay(loss)\nstage", "h"),  # the student looks at h: IPython keeps it as `_1`
+        "ad2 = Device.numpy().autodiff(keep_values=True)\ny = Tensor.from_floats([3.0], ad2).require_grad()\n"
+        "stage = replay((y * y).sum())\nstage",
+    )
+    output = notebook.cells[1].outputs[0]
+    model = notebook.metadata.widgets[STATE]["state"][output.data[VIEW]["model_id"]]
+    # y·y has h's node id on its own device: h (another device's) and `_1` (the history) name nothing here
+    assert [n["title"] for n in model["state"]["payload"]["nodes"]] == ["y", "y·y", "sum(y·y)"]
