@@ -63,20 +63,25 @@ def streamlit_server(
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if time.time() > deadline or server.poll() is not None:
-                raise ServerDidNotStart(f"streamlit did not start:\n{log.read_text()[-2000:]}")
-            time.sleep(0.3)
+        wait_until_up(f"{url}/_stcore/health", server, log, "streamlit")
         yield (url, server.pid) if with_pid else url
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def wait_until_up(url: str, server: subprocess.Popen, log: Path, name: str, seconds: float = 120) -> None:
+    """Return once `url` answers 200; raise with the end of the server's `log` when it exits or time runs out."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            if urllib.request.urlopen(url, timeout=2).status == 200:
+                return
+        except OSError:
+            pass
+        if time.time() > deadline or server.poll() is not None:
+            raise ServerDidNotStart(f"{name} did not start:\n{log.read_text()[-3000:]}")
+        time.sleep(0.3)
 
 
 def cpu_seconds(pid: int) -> float:

@@ -10,8 +10,6 @@ import re
 import secrets
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +20,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from .conftest import SCREENSHOTS
-from .harness import ROOT, _free_port
+from .harness import ROOT, _free_port, wait_until_up
 
 pytestmark = pytest.mark.browser
 
@@ -68,16 +66,7 @@ def _host(command: list[str], ready: str, folder: Path, env: dict[str, str]) -> 
                               stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT), **env})  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                if urllib.request.urlopen(url + ready, timeout=2).status == 200:
-                    break
-            except OSError:
-                pass
-            if time.time() > deadline or server.poll() is not None:
-                raise RuntimeError(f"{command[2]} did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.5)
+        wait_until_up(url + ready, server, folder / "server.log", command[2])
         yield url
     finally:
         server.terminate()
