@@ -41,7 +41,7 @@ GRAPH_PAGES = ("traversal", "gradients", "tape", "checkpoints", "mlx")  # a grap
 
 
 def rerun_ms(page: str, setup=None, repeat: int = 7) -> float:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "frame.py"), default_timeout=60).run()
     at.switch_page(PAGES[page]).run()
     if setup:
         setup(at)

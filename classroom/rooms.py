@@ -25,7 +25,7 @@ from classroom.errors import (
     VoteClosed,
     WrongPhase,
 )
-from classroom.store import Store, answers, attempts, questions, room_steps, rooms, students
+from classroom.store import Store, answers, attempts, questions, room_revisions, room_steps, rooms, students
 from classroom.views import (
     DISCUSS,
     OPEN_VOTE,
@@ -113,6 +113,7 @@ class Classroom:
                 )
             )
             conn.execute(room_steps.insert().values(room=code, step=0, changed_at=now))
+            conn.execute(room_revisions.insert().values(room=code, revision=0, tally=0))
         return NewRoom(code, teacher_key)
 
     def set_step(self, code: str, teacher_key: str, step: int) -> None:
@@ -122,6 +123,7 @@ class Classroom:
                 raise InvalidInput(f"Step {step} is not in this replay, which has steps 0 to {room.replay_events}.")
             where = room_steps.c.room == room.code
             conn.execute(update(room_steps).where(where).values(step=step, changed_at=self.clock()))
+            _raise_revision(conn, room.code)
 
     def open_question(self, code: str, teacher_key: str, step: int, kind: str, key: str) -> Question:
         """Open vote 1 on a question at `step`: `kind` is the exercise's kind, `key` what it asks about."""
@@ -135,6 +137,7 @@ class Classroom:
             values = {"room": room.code, "step": step, "kind": kind_, "key": key_, "phase": VOTE1}
             inserted = questions.insert().values(opened_at=self.clock(), **values).returning(questions.c.id)
             new_id = conn.execute(inserted).scalar_one()
+            _raise_revision(conn, room.code)
         return Question(id=new_id, step=step, kind=kind_, key=key_, phase=VOTE1)
 
     def close_vote(self, code: str, teacher_key: str, question: int) -> None:
@@ -219,6 +222,7 @@ class Classroom:
                 conn.execute(attempts.insert().values(kind="join", client=client_hash, at=now, room=room.code))
                 values = {"room": room.code, "token_hash": _hash(token), "nickname": nickname, "joined_at": now}
                 conn.execute(students.insert().values(**values))
+                _raise_revision(conn, room.code, room_revisions.c.tally)
         if room is None:  # raised after the commit, so that the guess stays counted
             raise RoomNotFound("No class has this code; check it on the projector.")
         return Joined(room.code, token)
@@ -257,6 +261,7 @@ class Classroom:
                 "answered_at": self.clock(),
             }
             self.store.upsert(conn, answers, values, update=["answer", "is_right", "mistake", "answered_at"])
+            _raise_revision(conn, student.room, room_revisions.c.tally)
 
     def student_view(self, code: str, token: str) -> StudentView:
         with self.store.read() as conn:
@@ -298,6 +303,17 @@ class Classroom:
             self._delete_rooms(conn, old)
             conn.execute(delete(attempts).where(attempts.c.at <= born_after))
         return len(old)
+
+    def revisions(self, codes: list[str]) -> dict[str, tuple[int, int]]:
+        """Each live room's (revision, tally); a room that ended or never existed is absent. What a push route
+        polls: one query for every room a server's visitors follow."""
+        if not codes:
+            return {}
+        born_after = self._born_after(self.clock())
+        columns = select(room_revisions.c.room, room_revisions.c.revision, room_revisions.c.tally).join(rooms)
+        where = [room_revisions.c.room.in_(codes), rooms.c.created_at > born_after]
+        with self.store.read() as conn:
+            return {row.room: (int(row.revision), int(row.tally)) for row in conn.execute(columns.where(*where))}
 
     def wrong_guesses(self, since: float = 0.0, client: str | None = None) -> int:
         """Wrong room codes tried since `since` (kept for a room's lifetime), by everyone or by one client."""
@@ -359,16 +375,23 @@ class Classroom:
             if phase not in before:
                 raise WrongPhase(refusal)
             conn.execute(update(questions).where(*where, questions.c.phase == phase).values(phase=after))
+            _raise_revision(conn, room.code)
 
     def _delete_rooms(self, conn: Connection, codes: list[str]) -> None:
         if not codes:
             return
         asked = select(questions.c.id).where(questions.c.room.in_(codes))
         conn.execute(delete(answers).where(answers.c.question.in_(asked)))
-        for table in (questions, students, room_steps):
+        for table in (questions, students, room_steps, room_revisions):
             conn.execute(delete(table).where(table.c.room.in_(codes)))
         conn.execute(delete(attempts).where(attempts.c.room.in_(codes)))
         conn.execute(delete(rooms).where(rooms.c.code.in_(codes)))
+
+
+def _raise_revision(conn: Connection, code: str, column: Any = room_revisions.c.revision) -> None:
+    """Raise a room's `revision` (what students see) or its `tally` (answers and joins: the teacher's)."""
+    where = room_revisions.c.room == code
+    conn.execute(update(room_revisions).where(where).values({column: column + 1}))
 
 
 def _question(row: Any) -> Question:

@@ -27,6 +27,7 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    literal,
     select,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -95,6 +96,17 @@ answers = Table(
     Column("answered_at", Float, nullable=False),
 )
 
+# Two numbers per room that changes raise, whichever replica made them: a push route compares integers to know
+# whom to tell. `revision`: what every student sees (the step, a question and its phase); `tally`: what only the
+# teacher sees (answers, joins), so that sixty answers do not wake sixty students.
+room_revisions = Table(
+    "room_revisions",
+    metadata,
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), primary_key=True),
+    Column("revision", Integer, nullable=False),
+    Column("tally", Integer, nullable=False),
+)
+
 # Joins and wrong room codes, per client (a hash of its address): shared by replicas, so a limit holds across them.
 attempts = Table(
     "attempts",
@@ -113,9 +125,15 @@ def _create_first_schema(conn: Connection) -> None:
     metadata.create_all(conn, tables=[rooms, room_steps, students, questions, answers, attempts])
 
 
+def _add_room_revisions(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[room_revisions])
+    conn.execute(room_revisions.insert().from_select(["room", "revision", "tally"], select(rooms.c.code, literal(0), literal(0))))
+
+
 # Append only: a deployed database has run the steps before its version; a new step alters what they made.
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("rooms, their current step, students, questions, answers, join and guess attempts", _create_first_schema),
+    ("each room's revisions, raised by its changes (for the push route)", _add_room_revisions),
 ]
 
 

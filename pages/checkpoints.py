@@ -7,4 +7,4 @@ request of a deep link lands on the file whose stem matches its address: this on
 import runpy
 from pathlib import Path
 
-runpy.run_path(str(Path(__file__).resolve().parents[1] / "app.py"), run_name="__main__")
+runpy.run_path(str(Path(__file__).resolve().parents[1] / "frame.py"), run_name="__main__")

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from ui.navigation import LESSONS
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "frame.py")
 PAGES = [lesson.path for lesson in LESSONS if lesson.url_path != "play"]  # the Playground is tested on its own
 
 

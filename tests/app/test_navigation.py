@@ -24,7 +24,7 @@ def test_each_address_has_exactly_one_stand_in_that_runs_the_frame():
     stand_ins = {p.stem: p.read_text() for p in (ROOT / "pages").glob("*.py")}
     assert set(stand_ins) == {lesson.url_path for lesson in LESSONS if lesson.url_path}
     for text in stand_ins.values():
-        assert 'runpy.run_path(str(Path(__file__).resolve().parents[1] / "app.py")' in text
+        assert 'runpy.run_path(str(Path(__file__).resolve().parents[1] / "frame.py")' in text
 
 
 def test_home_lists_every_lesson_by_section():
