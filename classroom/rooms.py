@@ -403,5 +403,6 @@ def _tally(rows: list[Any]) -> VoteTally:
         answered=len(rows),
         right=sum(1 for row in rows if row.is_right),
         answers=dict(Counter(row.answer for row in rows).most_common()),
+        right_answers=frozenset(row.answer for row in rows if row.is_right),
         mistakes=dict(Counter(row.mistake for row in rows if row.mistake and not row.is_right).most_common()),
     )

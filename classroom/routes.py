@@ -34,7 +34,7 @@ STATUS = {RoomNotFound: 404, NotAllowed: 403, TooManyAttempts: 429, InvalidInput
 class VoteJson(TypedDict):
     answered: int
     right: int
-    answers: list[tuple[str, int]]  # the most given answers, most first: (text, how many)
+    answers: list[tuple[str, int, bool]]  # the most given answers, most first: (text, how many, graded right)
     others: int  # answers beyond the bars
     mistakes: list[tuple[str, int]]  # mistake group key (course.grading.MISTAKES), how many
 
@@ -67,7 +67,7 @@ def _vote(tally: VoteTally) -> VoteJson:
     return {
         "answered": tally.answered,
         "right": tally.right,
-        "answers": ranked[:TOP_ANSWERS],
+        "answers": [(text, count, text in tally.right_answers) for text, count in ranked[:TOP_ANSWERS]],
         "others": sum(count for _, count in ranked[TOP_ANSWERS:]),
         "mistakes": list(tally.mistakes.items()),
     }

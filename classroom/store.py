@@ -127,7 +127,8 @@ def _create_first_schema(conn: Connection) -> None:
 
 def _add_room_revisions(conn: Connection) -> None:
     metadata.create_all(conn, tables=[room_revisions])
-    conn.execute(room_revisions.insert().from_select(["room", "revision", "tally"], select(rooms.c.code, literal(0), literal(0))))
+    existing = select(rooms.c.code, literal(0), literal(0))
+    conn.execute(room_revisions.insert().from_select(["room", "revision", "tally"], existing))
 
 
 # Append only: a deployed database has run the steps before its version; a new step alters what they made.

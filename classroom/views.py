@@ -51,7 +51,8 @@ class StudentView:
 class VoteTally:
     answered: int
     right: int
-    answers: dict[str, int]  # each answer's text and how many gave it (the histogram)
+    answers: dict[str, int]  # each answer's text and how many gave it (the histogram), most given first
+    right_answers: frozenset[str]  # the texts among them graded right
     mistakes: dict[str, int]  # each mistake group and how many wrong answers show it
 
 

@@ -160,6 +160,14 @@ def grade(question: Question, answer: str, limit: int = 200) -> Graded:
     return Graded(False, None, f"Not {_text(question.values)}, and no mistake the graph explains.")
 
 
+def right_answer(question: Question) -> str:
+    """The right answer as a student would type it."""
+    if question.kind == "remaining":
+        return ", ".join(sorted(question.names)) or "none"
+    assert question.values is not None
+    return _text(question.values)
+
+
 def _grade_names(question: Question, answer: str) -> Graded:
     given = frozenset(_names(answer))
     if given == question.names:

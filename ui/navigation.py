@@ -45,6 +45,9 @@ LESSONS: tuple[Lesson, ...] = (
            "Every gradient checked against MLX's own autodiff and finite differences.", "Check and play"),
     Lesson("pages/check_and_play/playground.py", "Playground", "play",
            "Write your own program, run it safely, replay its backward and share it by link.", "Check and play"),
+    Lesson("pages/teach/class_mode.py", "Class", "class",
+           "Teach with it: the room follows your steps on their phones and predicts each one; you see the answers "
+           "on the graph.", "Teach"),
 )  # fmt: skip
 
 

@@ -18,6 +18,8 @@ class Reported(NamedTuple):
 
 def stage(payload: StagePayload, key: str) -> Reported:
     """Mount the stage; returns what it reported last."""
-    result = STAGE(data=payload, key=key, default={"event": payload["index"], "answer": None},
-                   on_event_change=lambda: None, on_answer_change=lambda: None)  # fmt: skip
+    # "room": a class's stage saw its room change (a question opened, moved on, or the class ended): one rerun
+    result = STAGE(data=payload, key=key, default={"event": payload["index"], "answer": None, "room": None},
+                   on_event_change=lambda: None, on_answer_change=lambda: None,
+                   on_room_change=lambda: None)  # fmt: skip
     return Reported(getattr(result, "event", None), getattr(result, "answer", None))

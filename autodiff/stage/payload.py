@@ -62,6 +62,19 @@ class StageProgram(TypedDict):
     spans: dict[str, tuple[int, int]]  # NodeId (as text) -> the first and last line of the statement that made it
 
 
+class ClassroomLink(TypedDict):
+    """A stage in a class (issue 27): a student's follows the room's step, a teacher's posts each step and shows the
+    answers as they come, both through the push route beside the app (classroom/routes.py)."""
+
+    role: Literal["teacher", "student"]
+    room: str
+    secret: str  # the teacher key or the student's seat: sent in a header, never in a URL
+    api: str  # the push route, relative to the page: "class/api/"
+    seen: str  # the room as the page was drawn (`question id:phase:answers`): a change reruns the page
+    asked: dict[str, int]  # a question's key -> the NodeId it asks about (the teacher's tallies are drawn there)
+    mistakes: dict[str, str]  # a mistake group -> the words the teacher reads
+
+
 class StagePayload(TypedDict):
     mode: Literal["static", "replay"]
     dot: str  # laid out once in the browser, for each of `rankdirs`
@@ -83,6 +96,7 @@ class StagePayload(TypedDict):
     sums: dict[str, GradientSum]  # NodeId (as text) -> every gradient it received, added up
     exercise: bool  # ask each step's sends before showing them
     tolerance: tuple[float, float]  # an answer's (rtol, atol)
+    classroom: ClassroomLink | None  # a stage in a class, else None
 
 
 PAYLOAD_KEYS = frozenset(StagePayload.__annotations__)
@@ -154,6 +168,14 @@ def with_view(payload: StagePayload, exercise: bool = False, embed: bool = False
     return {**payload, "exercise": exercise, "embed": embed, "signature": signature or payload["signature"]}
 
 
+def in_classroom(payload: StagePayload, link: ClassroomLink) -> StagePayload:
+    """`payload` as a class's teacher or student sees it: a new stage per room and role; the `seen` a rerun brings
+    reaches the stage in place."""
+    kept = f"{payload['signature']}{link['role']}{link['room']}"
+    signature = hashlib.sha256(kept.encode()).hexdigest()[:16]
+    return {**payload, "classroom": link, "exercise": False, "signature": signature}
+
+
 def _payload(
     mode: Literal["static", "replay"],
     pic: Picture,
@@ -211,6 +233,7 @@ def _payload(
         sums={},
         exercise=False,
         tolerance=(RTOL, ATOL),
+        classroom=None,
     )
 
 

@@ -28,15 +28,18 @@
  * @typedef {{value: string, path: string}} SumTerm
  * @typedef {{node: number, terms: SumTerm[], total: string, text: string}} GradientSum
  * @typedef {{lines: Array<Array<Array<(string|null)>>>, spans: Object<string, number[]>}} StageProgram
+ * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, seen: string,
+ *   asked: Object<string, number>, mistakes: Object<string, string>}} ClassroomLink
  * @typedef {{mode: ("static"|"replay"), dot: string, compact_dot: string, rankdirs: string[],
  *   nodes: StageNode[], edges: StageEdge[], box_of: Object<string, string>, events: StageEvent[], index: number,
  *   presenter: boolean, embed: boolean, legend: Object<string, string>, words: Object<string, string>,
  *   graphviz_url: string, signature: string, program: (StageProgram|null), cards: Object<string, StepCard>,
- *   sums: Object<string, GradientSum>, exercise: boolean, tolerance: number[]}} StagePayload
+ *   sums: Object<string, GradientSum>, exercise: boolean, tolerance: number[],
+ *   classroom: (ClassroomLink|null)}} StagePayload
  */
 const PAYLOAD_KEYS = ["mode", "dot", "compact_dot", "rankdirs", "nodes", "edges", "box_of", "events", "index",
   "presenter", "embed", "legend", "words", "graphviz_url", "signature", "program", "cards", "sums", "exercise",
-  "tolerance"];
+  "tolerance", "classroom"];
 const EVENT_KINDS = new Set(["TapeBuilt", "StepStarted", "Recomputed", "GradientRegistered", "GradientConsumed",
   "SavedStateFreed", "SweepFreed", "BackwardFinished"]);
 
@@ -79,6 +82,9 @@ function newStage(data, parent, root, setStateValue) {
     listeners: new AbortController(),  // every listener outside the stage's own elements, removed at once
     keys: new AbortController(),  // the page's keys, given up when another player takes them
     timeouts: new Set(), frames: new Set(), theme: null, disposed: false,
+    following: data.classroom && data.classroom.role === "student",  // a student's stage moves with the room's
+    room: null,  // the room as the push route told it last (class mode)
+    posting: null,  // the teacher's step being sent, and the one to send after it
   });
 }
 
@@ -92,6 +98,7 @@ function mountStage(component, loadGraphviz, pageKeys = true) {
   if (kept && kept.signature === data.signature) {
     kept.setStateValue = setStateValue;
     calmTyping(kept);
+    if (data.classroom) kept.data = { ...kept.data, classroom: data.classroom };  // the room as this rerun drew it
     if (kept.data.exercise !== data.exercise) {  // the exercise turned on or off: ask (or not) from here on
       kept.data = { ...kept.data, exercise: data.exercise };
       kept.stops = stopsOf(kept);
@@ -139,6 +146,7 @@ function mountStage(component, loadGraphviz, pageKeys = true) {
     place(stage, null);
     show(stage, stage.index, false, 800, false);
     if ((data.presenter || data.embed) && stage.replay && window.innerWidth >= NARROW) bringIntoView(stage);
+    if (data.classroom) joinRoom(stage);
   });
   return () => dispose(stage);
 }
@@ -296,6 +304,11 @@ function buildSkeleton(parent, data, replay) {
     const caption = element("p", "stage-caption");
     caption.setAttribute("aria-live", "polite");
     caption.setAttribute("aria-atomic", "true");
+    if (data.classroom) side.append(classPanel(data.classroom));
+    if (data.classroom && data.classroom.role === "student") {  // the teacher steps: the player only shows where
+      controls.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      scrub.disabled = true;
+    }
     side.append(controls, scrubber, caption, element("h4", "", "The chain rule at this step"),
       element("div", "stage-step"));
     side.append(element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
@@ -506,6 +519,7 @@ function act(stage, action) {
   if (action === "fit") return place(stage, null);
   if (action === "saveSvg") return saveSvg(stage);
   if (action === "savePng") return savePng(stage);
+  if (stage.following) return;  // the teacher steps a class: a student's arrows would only fight the room
   if (action === "play") return stage.playing ? pause(stage) : play(stage);
   pause(stage);
   const at = stopAt(stage, stage.index), lastStop = stage.stops.length - 1;
@@ -818,6 +832,8 @@ function show(stage, index, animate, period = 800, report = true) {
   fillTable(stage);
   clearTimeout(stage.reportTimer);  // tell Python once stepping stops: links and exercises follow
   if (report && stage.replay) stage.reportTimer = setTimeout(() => stage.setStateValue("event", index), 700);
+  if (report && stage.data.classroom && stage.data.classroom.role === "teacher") sendStep(stage, index);
+  if (stage.room && stage.svg) drawTally(stage);
 }
 
 function narration(stage, index) {
@@ -1261,6 +1277,189 @@ function savePng(stage) {
     canvas.toBlob((blob) => { if (blob) download(fileName(stage, "png"), blob); }, "image/png");
   };
   image.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(standaloneSvg(stage))}`;
+}
+
+// -- class mode: the room's step and answers, long-polled from the push route beside the app ---------------------
+
+function classPanel(link) {
+  const panel = element("div", `stage-class ${link.role}`);
+  const status = element("p", "class-status", link.role === "teacher" ? "Connecting to your class…" : "Connecting to the class…");
+  status.setAttribute("role", "status");
+  panel.append(status);
+  if (link.role === "teacher") {
+    const tally = element("div", "class-tally");
+    tally.setAttribute("aria-live", "polite");
+    panel.append(tally);
+  }
+  return panel;
+}
+
+function roomUrl(stage, route, since) {
+  const link = stage.data.classroom;
+  const url = new URL(`${link.api}${route}`, document.baseURI);
+  url.searchParams.set("room", link.room);
+  if (since) url.searchParams.set("since", since);
+  return url.href;
+}
+
+function roomHeaders(link) {
+  return { [link.role === "teacher" ? "X-Class-Teacher" : "X-Class-Seat"]: link.secret };
+}
+
+function pauseFor(stage, ms) {
+  return new Promise((resolve) => later(stage, resolve, ms));
+}
+
+function classStatus(stage, text) {
+  const status = stage.root.querySelector(".class-status");
+  if (status && status.textContent !== text) status.textContent = text;
+}
+
+async function joinRoom(stage) {
+  // one request at a time, each answered when the room changes (or after 20 s, empty); a failed request (a
+  // replica that stopped) is tried again, less and less often, until the room answers or the stage leaves
+  const link = stage.data.classroom;
+  const route = link.role === "teacher" ? "watch" : "follow";
+  let since = "", failures = 0;
+  while (!stage.disposed) {
+    try {
+      const response = await fetch(roomUrl(stage, route, since), { headers: roomHeaders(link), cache: "no-store", signal: stage.listeners.signal });
+      if (response.status === 204) continue;
+      const body = await response.json();
+      if (!response.ok) {
+        classStatus(stage, body.error || "The class did not answer.");
+        if (response.status === 403 || response.status === 404) return stage.setStateValue("room", "ended");
+        await pauseFor(stage, 2000);
+        continue;
+      }
+      failures = 0;
+      since = body.since;
+      stage.room = body;
+      (link.role === "teacher" ? teacherSees : studentSees)(stage, body);
+    } catch (error) {
+      if (stage.disposed) return;
+      failures += 1;
+      classStatus(stage, "The connection to the class dropped; reconnecting…");
+      await pauseFor(stage, Math.min(500 * 2 ** failures, 4000));
+    }
+  }
+}
+
+function roomSeen(body) {
+  const q = body.question;
+  return q ? `${q.id}:${q.phase}:${body.answered}` : "none";
+}
+
+function studentSees(stage, body) {
+  const last = stage.data.events.length - 1;
+  const index = Math.max(0, Math.min(body.step, last));
+  if (index !== stage.index) show(stage, index, index === stage.index + 1 || stage.stops.includes(index), 800, false);
+  classStatus(stage, `Following the teacher: ${stage.root.querySelector(".stage-scrub").getAttribute("aria-valuetext")}.`);
+  const seen = roomSeen(body);
+  if (seen !== stage.data.classroom.seen) {  // a question opened or moved on: the page below draws it
+    stage.data = { ...stage.data, classroom: { ...stage.data.classroom, seen } };
+    stage.setStateValue("room", seen);
+  }
+}
+
+function teacherSees(stage, body) {
+  classStatus(stage, `${body.students} student${body.students === 1 ? "" : "s"} joined. The class follows your steps.`);
+  drawTally(stage);
+}
+
+function sendStep(stage, index) {
+  // each press goes to the room at once; presses made while one is on its way are sent after it, the last only
+  const link = stage.data.classroom;
+  if (stage.posting) { stage.posting.next = index; return; }
+  stage.posting = { next: index };
+  (async () => {
+    while (stage.posting && stage.posting.next !== null && !stage.disposed) {
+      const step = stage.posting.next;
+      stage.posting.next = null;
+      try {
+        const response = await fetch(roomUrl(stage, "step", ""), {
+          method: "POST", headers: { ...roomHeaders(link), "Content-Type": "application/json" },
+          body: JSON.stringify({ step }), cache: "no-store", signal: stage.listeners.signal,
+        });
+        if (!response.ok) classStatus(stage, (await response.json()).error || "The class did not take this step.");
+      } catch (error) {
+        if (stage.disposed) return;
+        if (stage.posting.next === null) stage.posting.next = step;  // sent again once the room answers
+        classStatus(stage, "The connection to the class dropped; reconnecting…");
+        await pauseFor(stage, 1000);
+      }
+    }
+    stage.posting = null;
+  })();
+}
+
+const PHASE_WORDS = { vote1: "Vote 1", discuss: "Discussion after vote 1", vote2: "Vote 2", revealed: "Revealed" };
+
+function tallyWords(q, link, students) {
+  // the histogram in sentences: the newest vote's count, its answers most given first, the mistakes they show
+  const vote = q.votes[q.phase === "vote1" || q.phase === "discuss" || !q.votes["2"].answered ? "1" : "2"];
+  const which = vote === q.votes["1"] ? "vote 1" : "vote 2";
+  const lines = [`${PHASE_WORDS[q.phase]}. In ${which}, ${vote.answered} of ${students} answered, ${vote.right} right.`];
+  const bars = vote.answers.map(([text, count, right]) => ({ text, count, right }));
+  const mistakes = vote.mistakes.map(([group, count]) => `${count} ${link.mistakes[group] || group}`);
+  return { lines, bars, others: vote.others, mistakes, vote };
+}
+
+function drawTally(stage) {
+  const link = stage.data.classroom, body = stage.room;
+  if (!link || link.role !== "teacher" || !body) return;
+  const panel = stage.root.querySelector(".class-tally");
+  const q = body.question;
+  stage.svg && stage.svg.querySelectorAll(".class-badge").forEach((el) => el.remove());
+  if (!q) { panel.replaceChildren(element("p", "", "No question yet: choose one below the stage and ask the room.")); return; }
+  const { lines, bars, others, mistakes, vote } = tallyWords(q, link, body.students);
+  const most = Math.max(1, ...bars.map((b) => b.count));
+  const list = element("ul", "class-bars");
+  list.setAttribute("aria-label", "Answers, most given first");
+  for (const bar of bars) {
+    const item = element("li", `class-bar${bar.right ? " right" : ""}`);
+    const fill = element("span", "class-bar-fill");
+    fill.style.width = `${Math.round((100 * bar.count) / most)}%`;
+    item.append(fill, element("span", "class-bar-text", `${bar.text}: ${bar.count}${bar.right ? " (right)" : ""}`));
+    list.append(item);
+  }
+  const parts = lines.map((line) => element("p", "", line));
+  if (bars.length) parts.push(list);
+  if (others) parts.push(element("p", "", `${others} other answer${others === 1 ? "" : "s"}.`));
+  if (mistakes.length) parts.push(element("p", "", `Wrong answers show: ${mistakes.join("; ")}.`));
+  panel.replaceChildren(...parts);
+  const node = link.asked[q.key];
+  const g = node === undefined ? null : stage.nodes.get(stage.data.box_of[String(node)]);
+  if (g && stage.svg) drawBadge(stage, g, vote, bars, most);
+}
+
+function drawBadge(stage, g, vote, bars, most) {
+  // on the asked node: how many answered and how many are right, and a bar per answer (right ones green)
+  // drawn in the node's own coordinates, above it (below it when it is the top of the graph), inside the graph
+  const box = g.getBBox(), whole = g.parentNode.getBBox();
+  const width = 150, barHeight = 7, height = 20 + bars.length * (barHeight + 3);
+  const x = Math.max(whole.x, Math.min(box.x + box.width - width, whole.x + whole.width - width));
+  const y = box.y - height - 4 >= whole.y ? box.y - height - 4 : box.y + box.height + 4;
+  const badge = document.createElementNS(SVG_NS, "g");
+  badge.setAttribute("class", "class-badge");
+  badge.setAttribute("aria-hidden", "true");  // the same in words beside the graph
+  const frame = document.createElementNS(SVG_NS, "rect");
+  Object.entries({ x, y, width, height, rx: 4 }).forEach(([k, v]) => frame.setAttribute(k, String(v)));
+  frame.setAttribute("class", "class-badge-frame");
+  const text = document.createElementNS(SVG_NS, "text");
+  text.setAttribute("x", String(x + 6));
+  text.setAttribute("y", String(y + 14));
+  text.textContent = `${vote.answered} answered · ${vote.right} right`;
+  badge.append(frame, text);
+  bars.forEach((bar, k) => {
+    const rect = document.createElementNS(SVG_NS, "rect");
+    const w = Math.max(2, Math.round(((width - 12) * bar.count) / most));
+    Object.entries({ x: x + 6, y: y + 20 + k * (barHeight + 3), width: w, height: barHeight })
+      .forEach(([key, v]) => rect.setAttribute(key, String(v)));
+    rect.setAttribute("class", `class-badge-bar${bar.right ? " right" : ""}`);
+    badge.append(rect);
+  });
+  g.parentNode.append(badge);
 }
 
 // -- loading Graphviz: the app's own pinned copy (the saved replay carries it inline instead) ---------------------

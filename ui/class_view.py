@@ -1,0 +1,361 @@
+"""Class mode on the page (issue 27): the teacher's view (room code, join link and QR, the stage the room follows, the
+questions and their votes, the report) and a student's (the stage following the teacher, the question, their own
+result). The room lives in the class store (`classroom/`); the stages talk to the push route beside the app.
+
+Secrets: the teacher key lives in the teacher's session (and in the private teacher link, never shown unasked);
+a student's seat is in their own address bar (`?room=…&seat=…`), so a reload or a replica that stopped finds the seat
+again; the join link carries the room code only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit
+
+import segno
+import streamlit as st
+
+from autodiff import BackwardRecorder, GraphSnapshot
+from autodiff.stage import ClassroomLink, StagePayload, in_classroom, replay_payload
+from classroom.errors import ClassroomError
+from classroom.live import classroom
+from classroom.report import answers_csv, question_reports
+from classroom.rooms import normalize_code
+from classroom.views import DISCUSS, REVEALED, VOTE1, VOTE2, StudentView, TeacherView
+from course.grading import MISTAKES, Question, grade, questions, right_answer
+from course.programs import PROGRAMS, record_program
+
+from .literal import code_span
+from .stage import stage
+from .state import client_address, presenter_mode, shared_result
+
+API = "class/api/"  # the push route, relative to the page (a prefix in front of the app keeps working)
+TEACHER = "class_teacher"  # (room code, teacher key) in the teacher's session
+SEAT_CHARS = 64
+
+
+@dataclass(frozen=True)
+class ClassReplay:
+    """A lesson program's recorded backward and its questions: plain data, built once per server."""
+
+    key: str
+    before: GraphSnapshot
+    recorder: BackwardRecorder
+    names: dict[int, str]
+    source: str
+    lines: dict[int, tuple[int, int]]
+    questions: dict[str, Question]
+
+    @property
+    def events(self) -> int:
+        return len(self.recorder.events)
+
+
+def _build_replay(key: str) -> ClassReplay:
+    run = record_program(key)
+    asked = {q.key: q for q in questions(run.before, run.recorder, run.names)}
+    return ClassReplay(key, run.before, run.recorder, run.names, PROGRAMS[key].source, run.lines, asked)
+
+
+def class_replay(key: str) -> ClassReplay:
+    return shared_result(_build_replay, key)
+
+
+def _base_payload(key: str, presenter: bool) -> StagePayload:
+    replay = class_replay(key)
+    return replay_payload(replay.before, replay.recorder, replay.names, presenter, frozenset(), replay.source,
+                          replay.lines)  # fmt: skip
+
+
+def page_url(**params: str) -> str:
+    """This page's address with `params` as its query: what the join link and the teacher link are."""
+    url = urlsplit(st.context.url or "http://localhost:8501/class")
+    return f"{url.scheme}://{url.netloc}{url.path}?{urlencode(params)}"
+
+
+def spaced(code: str) -> str:
+    return f"{code[:4]}-{code[4:]}"
+
+
+def qr_svg(text: str) -> str:
+    """A QR code as inline SVG, dark on white whatever the theme (phones read it best so)."""
+    svg = segno.make(text, error="m").svg_inline(scale=6, dark="#000000", light="#ffffff", border=2)
+    return svg.replace("<svg ", '<svg role="img" aria-label="QR code of the join link" ', 1)
+
+
+def _seen(question_id: int | None, phase: str | None, answered: int) -> str:
+    """The room as a page drew it, in the stage's own terms (stage.js `roomSeen`)."""
+    return "none" if question_id is None else f"{question_id}:{phase}:{answered}"
+
+
+def _stage(replay: ClassReplay, link: ClassroomLink, step: int, key: str) -> None:
+    payload = in_classroom(shared_result(_base_payload, replay.key, presenter_mode()), link)  # a new dict
+    payload["index"] = step
+    stage(payload, key=f"{key}_{payload['signature']}")
+
+
+def _asked_nodes(replay: ClassReplay) -> dict[str, int]:
+    return {key: q.node for key, q in replay.questions.items() if q.node is not None}
+
+
+# --- choosing: start a class, or join one ---
+
+
+def start_or_join() -> None:
+    left, right = st.columns(2, gap="large")
+    with left, st.form("class_start"):
+        st.subheader("Teach: start a class")
+        st.markdown("The room joins from their phones; you step the replay and ask; they predict, you see it.")
+        program = st.selectbox("The replay", list(PROGRAMS), format_func=lambda k: PROGRAMS[k].title,
+                               key="class_program")  # fmt: skip
+        if st.form_submit_button("Start a class", type="primary", key="class_start_send") and program is not None:
+            replay = class_replay(program)
+            try:
+                room = classroom().create_room(program, replay.events - 1)
+            except ClassroomError as refused:
+                st.error(str(refused))
+            else:
+                st.session_state[TEACHER] = (room.code, room.teacher_key)
+                st.rerun()
+    with right, st.form("class_join"):
+        st.subheader("Learn: join a class")
+        code = st.text_input("Room code (on the projector)", max_chars=20, placeholder="ABCD-EFGH", key="class_code")
+        nickname = st.text_input("Nickname (optional; only your teacher sees it)", max_chars=40, key="class_nickname")
+        if st.form_submit_button("Join", key="class_join_send"):
+            join(code, nickname)
+
+
+def join(code: str, nickname: str) -> None:
+    try:
+        joined = classroom().join(code, client_address(), nickname)
+    except ClassroomError as refused:
+        st.error(str(refused))
+        return
+    st.query_params.from_dict({"room": joined.code, "seat": joined.token})
+    st.rerun()
+
+
+def join_link_form(code: str) -> None:
+    """A join link was opened: the code is filled in, a nickname may be given."""
+    st.markdown(f"You are joining the class {code_span(spaced(normalize_code(code))[:9])}.")
+    with st.form("class_join_link"):
+        nickname = st.text_input("Nickname (optional; only your teacher sees it)", max_chars=40,
+                                 key="class_link_nickname")  # fmt: skip
+        if st.form_submit_button("Join", type="primary", key="class_link_join"):
+            join(code, nickname)
+
+
+# --- the teacher ---
+
+
+def teacher_page(code: str, key: str) -> None:
+    room = classroom()
+    try:
+        view = room.teacher_view(code, key)
+    except ClassroomError as refused:
+        st.session_state.pop(TEACHER, None)
+        st.error(f"{refused} Start a new class below.")
+        start_or_join()
+        return
+    replay = class_replay(view.replay)
+    join_url = page_url(room=view.code)
+    left, right = st.columns([3, 1], vertical_alignment="center")
+    with left:
+        st.markdown(f"### Join at {code_span(join_url)}")
+        st.markdown(f"## Room code {code_span(spaced(view.code))}")
+        st.caption(f"{view.students} joined so far (the stage below counts them live). "
+                   f"The replay: {PROGRAMS[view.replay].title}.")  # fmt: skip
+    right.html(qr_svg(join_url))
+    link: ClassroomLink = {
+        "role": "teacher", "room": view.code, "secret": key, "api": API, "seen": "",
+        "asked": _asked_nodes(replay), "mistakes": MISTAKES,
+    }  # fmt: skip
+    index = _followed_index(view.step, replay)
+    _stage(replay, link, index, "class_teacher_stage")
+    question_controls(view, replay, key, index)
+    after_class(view, key)
+
+
+def _followed_index(room_step: int, replay: ClassReplay) -> int:
+    return max(0, min(room_step, replay.events - 1))
+
+
+def _next_step_start(replay: ClassReplay, index: int) -> int | None:
+    starts = sorted({q.event for q in replay.questions.values() if q.kind == "sends"})
+    return next((start for start in starts if start >= index), None)
+
+
+def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: int) -> None:
+    room = classroom()
+    current = view.questions[-1] if view.questions else None
+    if current is not None and current.question.phase != REVEALED:
+        q = replay.questions[current.question.key]
+        st.markdown(f"**Asked:** {q.prompt}")
+        phase = current.question.phase
+        cols = st.columns(3)
+        if phase == VOTE1 and cols[0].button("Close vote 1: discuss", key="class_close"):
+            _teacher_act(lambda: room.close_vote(view.code, key, current.question.id))
+        if phase == DISCUSS and cols[1].button("Vote again", key="class_vote2"):
+            _teacher_act(lambda: room.open_second_vote(view.code, key, current.question.id))
+        if cols[2].button("Reveal the answer", key="class_reveal", type="primary"):
+            _teacher_act(lambda: room.reveal(view.code, key, current.question.id))
+        st.caption(_phase_sentence(phase))
+        return
+    if current is not None:
+        revealed(replay.questions[current.question.key], replay)
+    start = _next_step_start(replay, index)
+    choices = [q for q in replay.questions.values() if q.kind != "sends" or q.event == start]
+    with st.form("class_ask"):
+        chosen = st.selectbox("Ask the room", [q.key for q in choices],
+                              format_func=lambda k: replay.questions[k].prompt, key="class_question")  # fmt: skip
+        if st.form_submit_button("Ask", type="primary", key="class_ask_send") and chosen is not None:
+            q = replay.questions[chosen]
+            _teacher_act(lambda: room.open_question(view.code, key, index, q.kind, q.key))
+    st.caption("A step's question is about the next step to run: ask before you press →, reveal, then step on.")
+
+
+def _phase_sentence(phase: str) -> str:
+    return {
+        VOTE1: "Vote 1 is open: the room answers on their own. Close it when most have answered.",
+        DISCUSS: "Vote 1 is closed. Let neighbours convince each other, then open vote 2.",
+        VOTE2: "Vote 2 is open: the same question after the discussion.",
+    }[phase]
+
+
+def _teacher_act(action: object) -> None:
+    try:
+        action()  # type: ignore[operator]
+    except ClassroomError as refused:
+        st.error(str(refused))
+        return
+    st.rerun()
+
+
+def revealed(q: Question, replay: ClassReplay) -> None:
+    """The answer and, for a step's send, the chain rule that gives it."""
+    st.success(f"{q.prompt} The answer: {code_span(right_answer(q))}.")
+    card = shared_result(_base_payload, replay.key, False)["cards"].get(str(q.event))
+    if q.kind == "sends" and card is not None:
+        rows = [i for i in card["inputs"] if i["node"] == q.node]
+        for row in rows:
+            st.markdown(f"The chain rule: {code_span(row['rule'])}, here {code_span(row['product'])}.")
+
+
+def after_class(view: TeacherView, key: str) -> None:
+    if not view.questions:
+        return
+    room = classroom()
+    with st.expander("After the class: the report, the CSV, and ending the class"):
+        rows = []
+        for report in question_reports(room, view.code, key):
+            gain = report.gain
+            rows.append({
+                "Question": f"{report.question.kind} at step {report.question.step}",
+                "Right in vote 1": f"{report.right_1} of {report.answered_1}",
+                "Right in vote 2": f"{report.right_2} of {report.answered_2}",
+                "Normalized gain": "—" if gain is None else f"{gain:.2f}",
+            })  # fmt: skip
+        st.table(rows)
+        names = st.checkbox("Include nicknames in the CSV", key="class_csv_names")
+        st.download_button("Download the answers (CSV)", answers_csv(room, view.code, key, nicknames=names),
+                           file_name=f"class-{view.code}.csv", mime="text/csv")  # fmt: skip
+        st.markdown("Ending the class deletes every answer at once: download the CSV first.")
+        if st.button("End the class", key="class_end"):
+            try:
+                room.end_room(view.code, key)
+            except ClassroomError as refused:
+                st.error(str(refused))
+            st.session_state.pop(TEACHER, None)
+            st.rerun()
+    with st.expander("Your teacher link (private: it reopens this class on another device)"):
+        st.markdown("Anyone with this link can run your class: keep it off the projector.")
+        st.code(page_url(room=view.code, teacher=key), language=None)
+
+
+# --- a student ---
+
+
+def student_page(code: str, seat: str) -> None:
+    room = classroom()
+    try:
+        view = room.student_view(code, seat)
+    except ClassroomError as refused:
+        st.error(f"{refused} Ask your teacher for the room code and join again.")
+        st.query_params.clear()
+        return
+    replay = class_replay(view.replay)
+    q = view.question
+    link: ClassroomLink = {
+        "role": "student", "room": view.code, "secret": seat, "api": API,
+        "seen": _seen(q.id if q else None, q.phase if q else None, len(view.answers)),
+        "asked": {}, "mistakes": {},
+    }  # fmt: skip
+    st.caption(f"You are in the class {spaced(view.code)}. The stage follows your teacher's steps.")
+    if q is not None:
+        student_question(view, replay, code, seat)
+    _stage(replay, link, _followed_index(view.step, replay), "class_student_stage")
+
+
+def student_question(view: StudentView, replay: ClassReplay, code: str, seat: str) -> None:
+    assert view.question is not None
+    asked, phase = replay.questions[view.question.key], view.question.phase
+    mine = {a.vote: a for a in view.answers}
+    if phase == REVEALED:
+        revealed(asked, replay)
+        last = mine.get(2) or mine.get(1)
+        if last is None:
+            st.info("You did not answer this one.")
+        elif last.right:
+            st.success(f"Your answer {code_span(last.answer)} was right.")
+        else:
+            why = MISTAKES.get(last.mistake or "", "")
+            st.error(f"Your answer {code_span(last.answer)} was not right{': you ' + why if why else ''}.")
+        return
+    st.markdown(f"**{asked.prompt}**")
+    if phase == DISCUSS:
+        st.info("Vote 1 is closed. Discuss with your neighbours: your teacher opens a second vote.")
+        return
+    vote = 1 if phase == VOTE1 else 2
+    with st.form(f"class_answer_{view.question.id}_{vote}"):
+        hint = "names, or none" if asked.kind == "remaining" else "numbers, such as 1.0, 2.0"
+        text = st.text_input(f"Your answer, vote {vote} ({hint})", max_chars=200, key="class_answer_text")
+        if st.form_submit_button("Send my answer", type="primary", key="class_answer_send"):
+            send_answer(asked, code, seat, view.question.id, text)
+    if vote in mine:
+        st.caption(f"Your answer: {code_span(mine[vote].answer)}. You can change it until the vote closes.")
+
+
+def send_answer(asked: Question, code: str, seat: str, question_id: int, text: str) -> None:
+    graded = grade(asked, text)
+    if graded.right is None:
+        st.error(f"{graded.words} Your answer was not sent.")
+        return
+    try:
+        classroom().answer(code, seat, question_id, text, graded.right, graded.mistake)
+    except ClassroomError as refused:
+        st.error(str(refused))
+        return
+    st.rerun()
+
+
+# --- the page's entry ---
+
+
+SEAT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def class_page() -> None:
+    params = st.query_params
+    teacher_key = params.get("teacher")
+    if teacher_key and params.get("room"):  # the private teacher link: into the session, out of the address bar
+        st.session_state[TEACHER] = (normalize_code(params["room"])[:16], teacher_key[:SEAT_CHARS])
+        params.clear()
+    if TEACHER in st.session_state:
+        teacher_page(*st.session_state[TEACHER])
+    elif params.get("room") and SEAT.match(params.get("seat", "")):
+        student_page(params["room"][:20], params["seat"])
+    elif params.get("room"):
+        join_link_form(params["room"][:20])
+    else:
+        start_or_join()
