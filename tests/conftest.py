@@ -1,5 +1,6 @@
 """Tests by layer: each folder under tests/ is a marker (`-m engine`, `-m "not browser"`, ...)."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,3 +16,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         layer = Path(item.fspath).relative_to(ROOT / "tests").parts[0]
         if layer in LAYERS:
             item.add_marker(getattr(pytest.mark, layer))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def class_store_apart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The class mode's store in a temporary SQLite file for the whole run (pages in this process and the servers
+    the tests start), never the app's own data/ folder. A test that needs another store sets its own."""
+    from classroom.live import DATABASE_ENV
+
+    path = tmp_path_factory.mktemp("class-store") / "classroom.sqlite3"
+    os.environ.setdefault(DATABASE_ENV, f"sqlite:///{path}")

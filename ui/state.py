@@ -48,8 +48,9 @@ def client_address() -> str:
     """The address this session's browser connects from: what the Playground's queue is fair between. Behind
     deploy/'s nginx (a loopback peer) it is the address nginx saw, the last one it added to X-Forwarded-For; a
     header from anyone else is not trusted."""
-    peer = st.context.ip_address or ""
-    forwarded = st.context.headers.get("X-Forwarded-For", "") if peer in LOOPBACK else ""
+    peer = st.context.ip_address
+    peer = peer if isinstance(peer, str) else ""  # no browser (AppTest): no address
+    forwarded = str(st.context.headers.get("X-Forwarded-For", "")) if peer in LOOPBACK else ""
     return forwarded.rsplit(",", 1)[-1].strip() or peer or "unknown"
 
 

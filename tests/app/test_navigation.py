@@ -32,7 +32,7 @@ def test_home_lists_every_lesson_by_section():
     links = [link.proto.label for link in at.main.get("page_link")]
     assert links == [lesson.title for lesson in LESSONS if lesson.section]
     sections = [m.value for m in at.main.markdown if m.value.startswith("**") and m.value.endswith("**")]
-    assert sections == ["**Backward**", "**Memory**", "**Train**", "**Check and play**"]
+    assert sections == ["**Backward**", "**Memory**", "**Train**", "**Check and play**", "**Teach**"]
 
 
 def test_the_sidebar_links_every_page_by_section_in_place_of_streamlits_list():
@@ -40,4 +40,4 @@ def test_the_sidebar_links_every_page_by_section_in_place_of_streamlits_list():
     links = [link.proto.page for link in at.sidebar.get("page_link")]
     assert links == [lesson.url_path for lesson in LESSONS]  # every page, in the course's order
     sections = [m.value for m in at.sidebar.markdown if m.value.startswith("**")]
-    assert sections == ["**Backward**", "**Memory**", "**Train**", "**Check and play**"]
+    assert sections == ["**Backward**", "**Memory**", "**Train**", "**Check and play**", "**Teach**"]

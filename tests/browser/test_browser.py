@@ -24,6 +24,7 @@ HEADINGS = {  # each page's first heading, as the page writes it
     "training": "Training",
     "mlx": "Check against MLX",
     "play": "Playground",
+    "class": "Class",
 }
 SIDEBAR = '[data-testid="stSidebar"]'
 

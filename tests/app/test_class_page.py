@@ -1,0 +1,164 @@
+"""The Class page through AppTest: a teacher's session and students' sessions on one store (the session's temporary
+SQLite file), each action through the page's own widgets; the answers checked in the store and against the grading's
+finite-difference-checked values (tests/course/test_grading.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+from apptest import open_link, stage_data
+
+from classroom.live import classroom
+from course.programs import record_program
+
+PAGE = "pages/teach/class_mode.py"
+
+
+def texts(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [e.value for e in at.error] + [s.value for s in at.success] + [i.value for i in at.info]
+    return "\n".join(str(p) for p in parts)
+
+
+def stage_payload(at) -> dict:
+    return stage_data(at)
+
+
+def start_class(program: str = "seed"):
+    teacher = open_link(PAGE)
+    teacher.selectbox(key="class_program").set_value(program)
+    teacher.button(key="class_start_send").click().run()
+    assert not teacher.exception and not teacher.error
+    code, key = teacher.session_state["class_teacher"]
+    return teacher, code, key
+
+
+def join(code: str, nickname: str = ""):
+    student = open_link(PAGE, room=code)
+    student.text_input(key="class_link_nickname").set_value(nickname)
+    student.button(key="class_link_join").click().run()
+    assert not student.exception and not student.error, [e.value for e in student.error]
+    assert student.query_params["room"] == [code] or student.query_params["room"] == code
+    return student
+
+
+def x_gradient_key() -> tuple[str, np.ndarray]:
+    run = record_program("seed")
+    (x,) = [node_id for node_id, name in run.names.items() if name == "x"]
+    return f"grad:{x}", 2 * run.tensors["x"].numpy() + 3  # d/dx sum(x·x + 3x), by hand
+
+
+def test_a_teacher_starts_a_class_with_a_code_a_join_link_and_a_qr_code():
+    teacher, code, key = start_class()
+    shown = texts(teacher)
+    assert f"{code[:4]}-{code[4:]}" in shown and f"class?room={code}" in shown
+    assert any("<svg" in h.proto.body and "QR code" in h.proto.body for h in teacher.get("html"))
+    link = stage_payload(teacher)["classroom"]
+    assert link["role"] == "teacher" and link["secret"] == key and link["room"] == code
+    assert classroom().teacher_view(code, key).students == 0
+
+
+def test_students_join_by_link_follow_the_room_and_never_hold_the_teacher_key():
+    teacher, code, key = start_class()
+    student = join(code, "<b>Ann</b>")
+    payload = stage_payload(student)
+    link = payload["classroom"]
+    assert link["role"] == "student" and link["room"] == code and link["secret"] != key
+    held = [repr(student.session_state[k]) for k in ("class_teacher", "class_answer_text") if k in student.session_state]
+    assert "class_teacher" not in student.session_state and key not in str(payload) and key not in str(held)
+    assert not [b for b in student.button if b.key in ("class_reveal", "class_close", "class_end")]
+    assert classroom().teacher_view(code, key).students == 1
+    classroom().set_step(code, key, 5)
+    student.run()
+    assert stage_payload(student)["index"] == 5  # a reload (or another replica) opens at the room's step
+
+
+def test_a_question_is_asked_answered_graded_with_its_mistake_and_revealed():
+    teacher, code, key = start_class()
+    right_student, wrong_student = join(code), join(code)
+    asked, right = x_gradient_key()
+    teacher.selectbox(key="class_question").set_value(asked)
+    teacher.button(key="class_ask_send").click().run()
+    assert "What is x's gradient after the backward?" in texts(teacher)
+
+    for student, answer in ((right_student, ", ".join(str(v) for v in right)), (wrong_student, "1, 2")):
+        student.run()  # the stage's rerun when the question opened
+        student.text_input(key="class_answer_text").set_value(answer)
+        student.button(key="class_answer_send").click().run()
+        assert not student.error
+    wrong_student.text_input(key="class_answer_text").set_value("not numbers")
+    wrong_student.button(key="class_answer_send").click().run()
+    assert "not a list of numbers" in wrong_student.error[0].value  # refused, and the earlier answer kept
+
+    vote = classroom().teacher_view(code, key).questions[-1].votes[1]
+    assert (vote.answered, vote.right) == (2, 1)
+    assert vote.mistakes == {"forward_value": 1}  # x's value [1, 2] given for its gradient
+
+    teacher.run()
+    teacher.button(key="class_reveal").click().run()
+    right_student.run()
+    wrong_student.run()
+    assert "was right" in texts(right_student) and "was not right" not in texts(right_student)
+    assert "used the forward value instead of the gradient" in texts(wrong_student)
+    assert "[5.0, 7.0]" in texts(wrong_student)  # the answer revealed, and it is 2x + 3
+
+
+def test_vote_two_follows_a_discussion_and_the_report_shows_the_gain():
+    teacher, code, key = start_class()
+    student = join(code)
+    asked, _ = x_gradient_key()
+    teacher.selectbox(key="class_question").set_value(asked)
+    teacher.button(key="class_ask_send").click().run()
+    student.run()
+    student.text_input(key="class_answer_text").set_value("2, 4")  # one path of x·x + 3x only
+    student.button(key="class_answer_send").click().run()
+    teacher.button(key="class_close").click().run()
+    student.run()
+    assert "Discuss with your neighbours" in texts(student)
+    teacher.button(key="class_vote2").click().run()
+    student.run()
+    student.text_input(key="class_answer_text").set_value("5, 7")
+    student.button(key="class_answer_send").click().run()
+    view = classroom().teacher_view(code, key).questions[-1]
+    assert view.votes[1].mistakes == {"one_path": 1} and view.votes[2].right == 1
+    teacher.button(key="class_reveal").click().run()
+    report = teacher.table[0].value
+    assert list(report["Right in vote 1"]) == ["0 of 1"] and list(report["Right in vote 2"]) == ["1 of 1"]
+    assert list(report["Normalized gain"]) == ["1.00"]
+
+
+def test_a_forged_teacher_link_is_refused_with_a_sentence_and_no_controls():
+    _, code, _ = start_class()
+    forged = open_link(PAGE, room=code, teacher="not-the-key")
+    assert "Only the teacher's link can do this" in forged.error[0].value
+    assert not [b for b in forged.button if b.key in ("class_reveal", "class_close", "class_end")]
+    assert "teacher" not in forged.query_params  # the key left the address bar
+
+
+def test_the_teacher_link_reopens_the_class_in_another_session():
+    _, code, key = start_class()
+    reopened = open_link(PAGE, room=code, teacher=key)
+    assert not reopened.error
+    assert reopened.session_state["class_teacher"] == (code, key)
+    assert "teacher" not in reopened.query_params
+
+
+def test_a_wrong_code_and_a_forged_seat_are_refused_with_sentences():
+    lost = open_link(PAGE)
+    lost.text_input(key="class_code").set_value("ZZZZ-ZZZZ")
+    lost.button(key="class_join_send").click().run()
+    assert "No class has this code" in lost.error[0].value
+    _, code, _ = start_class()
+    forged = open_link(PAGE, room=code, seat="forged-seat")
+    assert "You are not in this class" in forged.error[0].value
+
+
+def test_ending_the_class_deletes_it_and_its_students_are_told():
+    teacher, code, key = start_class()
+    student = join(code)
+    teacher.selectbox(key="class_question").set_value(x_gradient_key()[0])
+    teacher.button(key="class_ask_send").click().run()
+    teacher.button(key="class_end").click().run()
+    assert "class_teacher" not in teacher.session_state
+    assert teacher.button(key="class_start_send")  # back to the start
+    student.run()
+    assert "has ended or never existed" in student.error[0].value
