@@ -108,11 +108,11 @@ class RoomWatcher:
             await asyncio.sleep(self.period_s)
 
 
-async def sweep_forever(period_s: float = SWEEP_PERIOD_S) -> None:
+async def sweep_forever(rooms: Callable[[], Classroom] = classroom, period_s: float = SWEEP_PERIOD_S) -> None:
     """Delete rooms past their lifetime, every `period_s` (each replica sweeps; a sweep is idempotent)."""
     while True:
         try:
-            await anyio.to_thread.run_sync(classroom().sweep)
+            await anyio.to_thread.run_sync(rooms().sweep)
         except Exception:
             _log.warning("The class sweep failed; it runs again in %s s", period_s, exc_info=True)
         await asyncio.sleep(period_s)

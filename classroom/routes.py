@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from classroom.errors import ClassroomError, InvalidInput, NotAllowed, RoomNotFound, TooManyAttempts
 from classroom.live import Revisions, RoomWatcher, classroom, sweep_forever
+from classroom.rooms import Classroom
 from classroom.views import QuestionTally, VoteTally
 
 WAIT_S = 20.0  # a long poll's longest wait; the browser asks again at once
@@ -106,8 +107,10 @@ def _credential(request: Request, header: str) -> tuple[str, str]:
 class ClassRoutes:
     """The routes and the watcher they share (one per server process)."""
 
-    def __init__(self) -> None:
-        self.watcher = RoomWatcher(lambda codes: classroom().revisions(codes))
+    def __init__(self, rooms: Callable[[], Classroom] = classroom, wait_s: float = WAIT_S) -> None:
+        self.rooms = rooms  # this server's classroom (tests give their own store)
+        self.wait_s = wait_s
+        self.watcher = RoomWatcher(lambda codes: rooms().revisions(codes))
 
     def routes(self) -> list[Route]:
         return [
@@ -120,7 +123,7 @@ class ClassRoutes:
     async def lifespan(self, _app: object) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self.watcher.run)
-            tasks.start_soon(sweep_forever)
+            tasks.start_soon(sweep_forever, self.rooms)
             yield
             tasks.cancel_scope.cancel()
 
@@ -138,7 +141,7 @@ class ClassRoutes:
                 return JSONResponse({"error": "This server is following as many visitors as it can; "
                                      "your page tries again in a moment."}, status_code=503)  # fmt: skip
             since = _since(request.query_params.get("since"), len(pick((0, 0))))
-            now = await self.watcher.wait(code, lambda current: pick(current) != since, WAIT_S)
+            now = await self.watcher.wait(code, lambda current: pick(current) != since, self.wait_s)
             if now is None:
                 raise RoomNotFound("This class has ended.")
             if pick(now) == since:
@@ -153,7 +156,7 @@ class ClassRoutes:
         """A student's stage: the room's step and question, when they change."""
 
         async def view(code: str, seat: str) -> StudentJson:
-            seen = await anyio.to_thread.run_sync(classroom().student_view, code, seat)
+            seen = await anyio.to_thread.run_sync(self.rooms().student_view, code, seat)
             q = seen.question
             question = None if q is None else {"id": q.id, "step": q.step, "phase": q.phase}
             return {"since": "", "step": seen.step, "question": question, "answered": len(seen.answers)}
@@ -164,7 +167,7 @@ class ClassRoutes:
         """The teacher's stage: the step, the students and the newest question's answers, when they change."""
 
         async def view(code: str, key: str) -> TeacherJson:
-            seen = await anyio.to_thread.run_sync(classroom().teacher_view, code, key)
+            seen = await anyio.to_thread.run_sync(self.rooms().teacher_view, code, key)
             newest = _question(seen.questions[-1]) if seen.questions else None
             return {"since": "", "step": seen.step, "students": seen.students, "question": newest}
 
@@ -178,7 +181,7 @@ class ClassRoutes:
             step = body.get("step") if isinstance(body, dict) else None
             if not isinstance(step, int) or isinstance(step, bool):
                 raise InvalidInput('A step is sent as {"step": a whole number}.')
-            await anyio.to_thread.run_sync(classroom().set_step, code, key, step)
+            await anyio.to_thread.run_sync(self.rooms().set_step, code, key, step)
             return JSONResponse({"step": step}, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
             return _refused(error)

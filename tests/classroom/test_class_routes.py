@@ -1,0 +1,117 @@
+"""The push route beside the app, through HTTP (Starlette's test client, the routes' own lifespan and watcher), on
+SQLite and on a real PostgreSQL: who may follow or step a room, what each is told, and when."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from classroom.rooms import Classroom
+from classroom.routes import MAX_BODY, ClassRoutes
+
+
+@pytest.fixture
+def client(classroom: Classroom) -> Iterator[TestClient]:
+    routes = ClassRoutes(lambda: classroom, wait_s=1.0)
+    with TestClient(Starlette(routes=routes.routes(), lifespan=routes.lifespan)) as http:
+        yield http
+
+
+def follow(client: TestClient, code: str, seat: str, since: str = ""):
+    return client.get("/class/api/follow", params={"room": code, "since": since}, headers={"X-Class-Seat": seat})
+
+
+def watch(client: TestClient, code: str, key: str, since: str = ""):
+    return client.get("/class/api/watch", params={"room": code, "since": since}, headers={"X-Class-Teacher": key})
+
+
+def step(client: TestClient, code: str, key: str, body: object):
+    return client.post("/class/api/step", params={"room": code}, json=body, headers={"X-Class-Teacher": key})
+
+
+def test_a_student_is_told_the_step_at_once_then_each_change_and_nothing_in_between(client, classroom):
+    room = classroom.create_room("seed", 40)
+    seat = classroom.join(room.code, "10.0.0.1").token
+    first = follow(client, room.code, seat)
+    assert first.status_code == 200 and first.json()["step"] == 0 and first.json()["question"] is None
+    since = first.json()["since"]
+
+    threading.Timer(0.3, lambda: classroom.set_step(room.code, room.teacher_key, 7)).start()
+    began = time.monotonic()
+    moved = follow(client, room.code, seat, since)
+    assert moved.json()["step"] == 7 and 0.25 < time.monotonic() - began < 1.0
+
+    # another student's join and answers are the teacher's business: this student's poll is not woken by them
+    threading.Timer(0.2, lambda: classroom.join(room.code, "10.0.0.2")).start()
+    quiet = follow(client, room.code, seat, moved.json()["since"])
+    assert quiet.status_code == 204
+
+
+def test_the_teacher_steps_the_room_and_sees_joins_and_answers_as_they_come(client, classroom):
+    room = classroom.create_room("seed", 40)
+    assert step(client, room.code, room.teacher_key, {"step": 3}).json() == {"step": 3}
+    seen = watch(client, room.code, room.teacher_key).json()
+    assert (seen["step"], seen["students"], seen["question"]) == (3, 0, None)
+    seat = classroom.join(room.code, "10.0.0.1").token
+    asked = classroom.open_question(room.code, room.teacher_key, 3, "leaf_grad", "grad:0")
+    classroom.answer(room.code, seat, asked.id, "1, 2", right=False, mistake="forward_value")
+    told = watch(client, room.code, room.teacher_key, seen["since"]).json()
+    vote = told["question"]["votes"]["1"]
+    assert told["students"] == 1 and told["question"]["phase"] == "vote1"
+    assert vote["answered"] == 1 and vote["right"] == 0
+    assert vote["answers"] == [["1, 2", 1, False]] and vote["mistakes"] == [["forward_value", 1]]
+
+
+def test_a_student_sees_no_answer_of_anyone_and_no_tally(client, classroom):
+    room = classroom.create_room("seed", 40)
+    seats = [classroom.join(room.code, f"10.0.0.{k}").token for k in (1, 2)]
+    asked = classroom.open_question(room.code, room.teacher_key, 0, "leaf_grad", "grad:0")
+    classroom.answer(room.code, seats[0], asked.id, "secret answer", right=False)
+    told = follow(client, room.code, seats[1]).json()
+    assert "secret answer" not in str(told) and "votes" not in str(told)
+    assert told["question"] == {"id": asked.id, "step": 0, "phase": "vote1"} and told["answered"] == 0
+
+
+@pytest.mark.parametrize("header", [{}, {"X-Class-Teacher": "forged"}, {"X-Class-Seat": "forged"}])
+def test_a_missing_or_forged_key_is_refused_with_a_sentence(client, classroom, header):
+    room = classroom.create_room("seed", 40)
+    for response in (
+        client.post("/class/api/step", params={"room": room.code}, json={"step": 1}, headers=header),
+        client.get("/class/api/watch", params={"room": room.code}, headers=header),
+        client.get("/class/api/follow", params={"room": room.code}, headers=header),
+    ):
+        assert response.status_code in (400, 403), response.text
+        assert response.json()["error"].endswith(".")
+    assert classroom.teacher_view(room.code, room.teacher_key).step == 0
+
+
+def test_a_guessed_room_is_not_found_and_an_ended_room_says_so(client, classroom):
+    refused = follow(client, "ZZZZZZZZ", "whatever")
+    assert refused.status_code == 404 and "never existed" in refused.json()["error"]
+    room = classroom.create_room("seed", 40)
+    seat = classroom.join(room.code, "10.0.0.1").token
+    since = follow(client, room.code, seat).json()["since"]
+    threading.Timer(0.2, lambda: classroom.end_room(room.code, room.teacher_key)).start()
+    ended = follow(client, room.code, seat, since)
+    assert ended.status_code == 404 and "ended" in ended.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "body", [{"step": "3"}, {"step": True}, {"step": 99}, {"step": -1}, [3], {"step": 1, "pad": "x" * MAX_BODY}]
+)
+def test_a_step_that_is_not_a_step_of_this_replay_is_refused(client, classroom, body):
+    room = classroom.create_room("seed", 40)
+    refused = step(client, room.code, room.teacher_key, body)
+    assert refused.status_code == 400 and refused.json()["error"].endswith(".")
+    assert classroom.teacher_view(room.code, room.teacher_key).step == 0
+
+
+def test_oversized_credentials_and_room_codes_are_refused_before_any_query(client, classroom):
+    room = classroom.create_room("seed", 40)
+    assert follow(client, room.code, "s" * 65).status_code == 400
+    assert follow(client, "A" * 21, "seat").status_code == 400
