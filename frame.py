@@ -1,4 +1,5 @@
-"""Seeing reverse-mode autodiff: the app's frame (pages, sidebar, presenter mode, error guard).
+"""Seeing reverse-mode autodiff: the app's frame (pages, sidebar, presenter mode, error guard), the script that
+`app.py`'s `App` runs for every page.
 
 Run: streamlit run app.py
 """

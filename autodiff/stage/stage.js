@@ -1350,11 +1350,19 @@ function roomSeen(body) {
   return q ? `${q.id}:${q.phase}:${body.answered}` : "none";
 }
 
+const STUDENT_PHASE_WORDS = {  // said in the stage's status (a live region): the question itself is above the stage
+  vote1: "Your teacher asked a question: answer it above the stage. ",
+  discuss: "Vote 1 is closed: discuss with your neighbours. ",
+  vote2: "Vote 2 is open: answer again above the stage. ",
+  revealed: "The answer is revealed above the stage. ",
+};
+
 function studentSees(stage, body) {
   const last = stage.data.events.length - 1;
   const index = Math.max(0, Math.min(body.step, last));
   if (index !== stage.index) show(stage, index, index === stage.index + 1 || stage.stops.includes(index), 800, false);
-  classStatus(stage, `Following the teacher: ${stage.root.querySelector(".stage-scrub").getAttribute("aria-valuetext")}.`);
+  const asked = body.question ? STUDENT_PHASE_WORDS[body.question.phase] : "";
+  classStatus(stage, `${asked}Following the teacher: ${stage.root.querySelector(".stage-scrub").getAttribute("aria-valuetext")}.`);
   const seen = roomSeen(body);
   if (seen !== stage.data.classroom.seen) {  // a question opened or moved on: the page below draws it
     stage.data = { ...stage.data, classroom: { ...stage.data.classroom, seen } };
