@@ -25,7 +25,17 @@ from classroom.errors import (
     VoteClosed,
     WrongPhase,
 )
-from classroom.store import Store, answers, attempts, questions, room_revisions, room_steps, rooms, students
+from classroom.store import (
+    Store,
+    answers,
+    attempts,
+    questions,
+    room_programs,
+    room_revisions,
+    room_steps,
+    rooms,
+    students,
+)
 from classroom.views import (
     DISCUSS,
     OPEN_VOTE,
@@ -57,6 +67,7 @@ class Limits:
     guesses_per_window: int = 20
     window_s: float = 60.0
     room_lifetime_s: float = 12 * 3600.0
+    program_chars: int = 20_000  # a Playground program a room follows (the Playground's own limit)
 
 
 def _hash(secret: str) -> str:
@@ -90,9 +101,12 @@ class Classroom:
 
     # --- the teacher ---
 
-    def create_room(self, replay: str, replay_events: int) -> NewRoom:
+    def create_room(self, replay: str, replay_events: int, program: str | None = None) -> NewRoom:
+        """A new room following `replay` (a lesson program's key, or "playground" with the `program`'s source)."""
         if _bounded(replay, 200, "A replay's name") is None or replay_events < 0:
             raise InvalidInput("A class needs a replay and its number of events.")
+        if program is not None and not 0 < len(program) <= self.limits.program_chars:
+            raise TooLong(f"A class's program has at most {self.limits.program_chars:,} characters.")
         now = self.clock()
         teacher_key = secrets.token_urlsafe(16)
         with self.store.transaction(lock="classroom.rooms") as conn:
@@ -114,6 +128,8 @@ class Classroom:
             )
             conn.execute(room_steps.insert().values(room=code, step=0, changed_at=now))
             conn.execute(room_revisions.insert().values(room=code, revision=0, tally=0))
+            if program is not None:
+                conn.execute(room_programs.insert().values(room=code, source=program))
         return NewRoom(code, teacher_key)
 
     def set_step(self, code: str, teacher_key: str, step: int) -> None:
@@ -304,6 +320,16 @@ class Classroom:
             conn.execute(delete(attempts).where(attempts.c.at <= born_after))
         return len(old)
 
+    def program(self, code: str) -> str | None:
+        """The Playground program a live room follows (None for a lesson's room); the room code is all it takes,
+        as for joining: the program is what every student's stage shows."""
+        with self.store.read() as conn:
+            room = self._room(conn, code, self.clock())
+            if room is None:
+                raise RoomNotFound("This class has ended or never existed.")
+            found = conn.execute(select(room_programs.c.source).where(room_programs.c.room == room.code)).first()
+            return None if found is None else str(found.source)
+
     def revisions(self, codes: list[str]) -> dict[str, tuple[int, int]]:
         """Each live room's (revision, tally); a room that ended or never existed is absent. What a push route
         polls: one query for every room a server's visitors follow."""
@@ -382,7 +408,7 @@ class Classroom:
             return
         asked = select(questions.c.id).where(questions.c.room.in_(codes))
         conn.execute(delete(answers).where(answers.c.question.in_(asked)))
-        for table in (questions, students, room_steps, room_revisions):
+        for table in (questions, students, room_steps, room_revisions, room_programs):
             conn.execute(delete(table).where(table.c.room.in_(codes)))
         conn.execute(delete(attempts).where(attempts.c.room.in_(codes)))
         conn.execute(delete(rooms).where(rooms.c.code.in_(codes)))

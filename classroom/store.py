@@ -24,6 +24,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     create_engine,
     event,
     func,
@@ -107,6 +108,15 @@ room_revisions = Table(
     Column("tally", Integer, nullable=False),
 )
 
+# A Playground program a room follows (a lesson's room names its program in `rooms.replay` instead): each server
+# runs it once in its own worker pool to replay it.
+room_programs = Table(
+    "room_programs",
+    metadata,
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), primary_key=True),
+    Column("source", Text, nullable=False),
+)
+
 # Joins and wrong room codes, per client (a hash of its address): shared by replicas, so a limit holds across them.
 attempts = Table(
     "attempts",
@@ -135,6 +145,7 @@ def _add_room_revisions(conn: Connection) -> None:
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("rooms, their current step, students, questions, answers, join and guess attempts", _create_first_schema),
     ("each room's revisions, raised by its changes (for the push route)", _add_room_revisions),
+    ("a Playground program a room follows", lambda conn: metadata.create_all(conn, tables=[room_programs])),
 ]
 
 

@@ -9,8 +9,11 @@ again; the join link carries the room code only.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
 import segno
@@ -18,18 +21,23 @@ import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.stage import ClassroomLink, StagePayload, in_classroom, replay_payload
-from classroom.errors import ClassroomError
+from classroom.errors import ClassroomError, InvalidInput
 from classroom.live import classroom
 from classroom.report import answers_csv, question_reports
 from classroom.rooms import normalize_code
 from classroom.views import DISCUSS, REVEALED, VOTE1, VOTE2, StudentView, TeacherView
 from course.grading import MISTAKES, Question, grade, questions, right_answer
 from course.programs import PROGRAMS, record_program
+from playground import Limits as PlayLimits
+from playground.interpreter import BackwardRun
+from playground.workers import shared_pool
 
 from .literal import code_span
 from .stage import stage
 from .state import client_address, presenter_mode, shared_result
 
+CLASS_PAGE = "pages/teach/class_mode.py"
+PLAY_LIMITS = PlayLimits()
 API = "class/api/"  # the push route, relative to the page (a prefix in front of the app keeps working)
 TEACHER = "class_teacher"  # (room code, teacher key) in the teacher's session
 SEAT_CHARS = 64
@@ -37,35 +45,91 @@ SEAT_CHARS = 64
 
 @dataclass(frozen=True)
 class ClassReplay:
-    """A lesson program's recorded backward and its questions: plain data, built once per server."""
+    """A recorded backward a class follows and its questions: plain data, built once per server."""
 
-    key: str
+    key: str  # a lesson program's key, or "play:<sha256 of the program>"
+    title: str
     before: GraphSnapshot
     recorder: BackwardRecorder
     names: dict[int, str]
     source: str
-    lines: dict[int, tuple[int, int]]
+    lines: dict[int, tuple[int, int]] | None  # None: worked out from the source (a Playground program)
     questions: dict[str, Question]
+    payloads: dict[bool, StagePayload] = field(default_factory=dict, compare=False)  # by presenter mode
 
     @property
     def events(self) -> int:
         return len(self.recorder.events)
 
+    def payload(self, presenter: bool) -> StagePayload:
+        if presenter not in self.payloads:  # the same for every visitor: built once per server and view
+            self.payloads[presenter] = replay_payload(self.before, self.recorder, self.names, presenter, frozenset(),
+                                                      self.source, self.lines)  # fmt: skip
+        return self.payloads[presenter]
 
-def _build_replay(key: str) -> ClassReplay:
-    run = record_program(key)
+
+def _recorded(
+    key: str, title: str, run: BackwardRun, source: str, lines: dict[int, tuple[int, int]] | None
+) -> ClassReplay:
     asked = {q.key: q for q in questions(run.before, run.recorder, run.names)}
-    return ClassReplay(key, run.before, run.recorder, run.names, PROGRAMS[key].source, run.lines, asked)
+    return ClassReplay(key, title, run.before, run.recorder, run.names, source, lines, asked)
 
 
-def class_replay(key: str) -> ClassReplay:
-    return shared_result(_build_replay, key)
+def _lesson_replay(key: str) -> ClassReplay:
+    run = record_program(key)
+    backward = BackwardRun(run.before, run.recorder, run.names)
+    return _recorded(key, PROGRAMS[key].title, backward, PROGRAMS[key].source, run.lines)
 
 
-def _base_payload(key: str, presenter: bool) -> StagePayload:
-    replay = class_replay(key)
-    return replay_payload(replay.before, replay.recorder, replay.names, presenter, frozenset(), replay.source,
-                          replay.lines)  # fmt: skip
+_PLAYED: OrderedDict[str, ClassReplay] = OrderedDict()  # Playground programs' replays, by the program's hash
+_PLAYED_LOCK = threading.Lock()
+PLAYED_KEPT = 16
+
+
+def _keep_played(replay: ClassReplay) -> ClassReplay:
+    with _PLAYED_LOCK:
+        _PLAYED[replay.key] = replay
+        _PLAYED.move_to_end(replay.key)
+        while len(_PLAYED) > PLAYED_KEPT:
+            _PLAYED.popitem(last=False)
+    return replay
+
+
+def _play_key(source: str) -> str:
+    return "play:" + hashlib.sha256(source.encode()).hexdigest()[:24]
+
+
+def _played_replay(source: str) -> ClassReplay:
+    """A Playground program's replay on this server: run once in the Playground's worker pool (never in the
+    server), then kept for every student of every class that follows it."""
+    key = _play_key(source)
+    with _PLAYED_LOCK:
+        if key in _PLAYED:
+            return _PLAYED[key]
+    job = shared_pool().submit(key, source, PLAY_LIMITS, "numpy", client_address())
+    if not job.wait(PLAY_LIMITS.seconds * 4 + 10) or job.result is None or job.result.backward is None:
+        job.cancel()
+        raise InvalidInput("This class's program did not replay on this server; ask your teacher to start it again.")
+    return _keep_played(_recorded(key, "a Playground program", job.result.backward, source, None))
+
+
+def teach_playground(source: str, backward: BackwardRun) -> None:
+    """The Playground's program, as the teacher just ran it, becomes a class: its replay is kept on this server, its
+    source in the store for the other replicas; the Class page opens on it."""
+    replay = _keep_played(_recorded(_play_key(source), "a Playground program", backward, source, None))
+    room = classroom().create_room("playground", replay.events - 1, program=source)
+    st.session_state[TEACHER] = (room.code, room.teacher_key)
+    st.switch_page(CLASS_PAGE)
+
+
+def class_replay(replay: str, code: str) -> ClassReplay:
+    """The replay room `code` follows: a lesson program (named in `replay`), or its stored Playground program."""
+    if replay in PROGRAMS:
+        return shared_result(_lesson_replay, replay)
+    source = classroom().program(code)
+    if source is None:
+        raise InvalidInput("This class follows a replay this server does not know; ask your teacher.")
+    return _played_replay(source)
 
 
 def page_url(**params: str) -> str:
@@ -90,7 +154,7 @@ def _seen(question_id: int | None, phase: str | None, answered: int) -> str:
 
 
 def _stage(replay: ClassReplay, link: ClassroomLink, step: int, key: str) -> None:
-    payload = in_classroom(shared_result(_base_payload, replay.key, presenter_mode()), link)  # a new dict
+    payload = in_classroom(replay.payload(presenter_mode()), link)  # a new dict
     payload["index"] = step
     stage(payload, key=f"{key}_{payload['signature']}")
 
@@ -110,7 +174,7 @@ def start_or_join() -> None:
         program = st.selectbox("The replay", list(PROGRAMS), format_func=lambda k: PROGRAMS[k].title,
                                key="class_program")  # fmt: skip
         if st.form_submit_button("Start a class", type="primary", key="class_start_send") and program is not None:
-            replay = class_replay(program)
+            replay = class_replay(program, "")
             try:
                 room = classroom().create_room(program, replay.events - 1)
             except ClassroomError as refused:
@@ -158,14 +222,14 @@ def teacher_page(code: str, key: str) -> None:
         st.error(f"{refused} Start a new class below.")
         start_or_join()
         return
-    replay = class_replay(view.replay)
+    replay = class_replay(view.replay, view.code)
     join_url = page_url(room=view.code)
     left, right = st.columns([3, 1], vertical_alignment="center")
     with left:
         st.markdown(f"### Join at {code_span(join_url)}")
         st.markdown(f"## Room code {code_span(spaced(view.code))}")
         st.caption(f"{view.students} joined so far (the stage below counts them live). "
-                   f"The replay: {PROGRAMS[view.replay].title}.")  # fmt: skip
+                   f"The replay: {replay.title}.")  # fmt: skip
     right.html(qr_svg(join_url))
     link: ClassroomLink = {
         "role": "teacher", "room": view.code, "secret": key, "api": API, "seen": "",
@@ -235,7 +299,7 @@ def _teacher_act(action: object) -> None:
 def revealed(q: Question, replay: ClassReplay) -> None:
     """The answer and, for a step's send, the chain rule that gives it."""
     st.success(f"{q.prompt} The answer: {code_span(right_answer(q))}.")
-    card = shared_result(_base_payload, replay.key, False)["cards"].get(str(q.event))
+    card = replay.payload(False)["cards"].get(str(q.event))
     if q.kind == "sends" and card is not None:
         rows = [i for i in card["inputs"] if i["node"] == q.node]
         for row in rows:
@@ -284,7 +348,11 @@ def student_page(code: str, seat: str) -> None:
         st.error(f"{refused} Ask your teacher for the room code and join again.")
         st.query_params.clear()
         return
-    replay = class_replay(view.replay)
+    try:
+        replay = class_replay(view.replay, view.code)
+    except ClassroomError as refused:
+        st.error(str(refused))
+        return
     q = view.question
     link: ClassroomLink = {
         "role": "student", "room": view.code, "secret": seat, "api": API,

@@ -6,6 +6,7 @@ from playground.examples import EXAMPLES
 from playground.share import ShareError, decode, encode
 from playground.workers import shared_pool
 from ui.charts import memory_charts
+from ui.class_view import teach_playground
 from ui.code import code_block
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
@@ -108,3 +109,6 @@ if result.backward is not None:  # its graph, once: the replay's last event is t
     run = result.backward
     replay_view(run.before, run.recorder, run.names, "playground_replay", file_stem="playground", exercise=exercise,
                 source=st.session_state.get("playground_source"))  # fmt: skip
+    if st.button("Teach this replay as a class", key="playground_teach",
+                 help="Start a class on this program: the room follows your steps and predicts each one."):  # fmt: skip
+        teach_playground(st.session_state.get("playground_source") or st.session_state[CODE], run)

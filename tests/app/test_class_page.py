@@ -161,3 +161,27 @@ def test_ending_the_class_deletes_it_and_its_students_are_told():
     assert teacher.button(key="class_start_send")  # back to the start
     student.run()
     assert "has ended or never existed" in student.error[0].value
+
+
+def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay():
+    from ui import class_view
+
+    program = "x = Tensor.from_floats([1.0, -2.0], ad).require_grad()\ny = (x * x).sum()\ny.backward()\n"
+    play = open_link("pages/check_and_play/playground.py")
+    play.session_state["playground_code"] = program
+    play.button(key="playground_run").click().run()
+    play.button(key="playground_teach").click().run()
+    assert not play.exception and not play.error, [e.value for e in play.error]
+    code, key = play.session_state["class_teacher"]
+    assert classroom().program(code) == program
+
+    class_view._PLAYED.clear()  # a student on another replica: the program runs again there, from the store
+    student = join(code)
+    asked = [k for k in class_view._PLAYED[class_view._play_key(program)].questions if k.startswith("grad:")]
+    teacher = open_link(PAGE, room=code, teacher=key)
+    teacher.selectbox(key="class_question").set_value(asked[0])
+    teacher.button(key="class_ask_send").click().run()
+    student.run()
+    student.text_input(key="class_answer_text").set_value("2, -4")  # d/dx sum(x·x) = 2x, by hand
+    student.button(key="class_answer_send").click().run()
+    assert classroom().teacher_view(code, key).questions[-1].votes[1].right == 1

@@ -179,7 +179,7 @@ def _rows_per_table(classroom: Classroom) -> dict[str, int]:
 
 
 def _class_with_answers(classroom: Classroom) -> tuple[str, str]:
-    room = classroom.create_room("lesson:a", 3)
+    room = classroom.create_room("playground", 3, program="x = 1")  # a row in every table
     classroom.set_step(room.code, room.teacher_key, 2)
     ada = classroom.join(room.code, "10.0.0.1", "Ada")
     question = classroom.open_question(room.code, room.teacher_key, 2, "grad", "x")
@@ -230,3 +230,15 @@ def test_control_characters_and_odd_codes_are_refused_with_a_sentence(classroom:
         with pytest.raises(RoomNotFound):
             classroom.join(odd, "10.0.0.1")
     assert classroom.wrong_guesses() == 3
+
+
+def test_a_playground_room_keeps_its_program_bounded_and_a_lesson_room_has_none(classroom):
+    lesson = classroom.create_room("seed", 3)
+    assert classroom.program(lesson.code) is None
+    played = classroom.create_room("playground", 3, program="y = 2")
+    assert classroom.program(played.code) == "y = 2"
+    with pytest.raises(TooLong, match="at most 20,000 characters"):
+        classroom.create_room("playground", 3, program="x" * 20_001)
+    classroom.end_room(played.code, played.teacher_key)
+    with pytest.raises(RoomNotFound):
+        classroom.program(played.code)
