@@ -185,3 +185,27 @@ def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay
     student.text_input(key="class_answer_text").set_value("2, -4")  # d/dx sum(x·x) = 2x, by hand
     student.button(key="class_answer_send").click().run()
     assert classroom().teacher_view(code, key).questions[-1].votes[1].right == 1
+
+
+def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_replaces_the_first():
+    classroom().sweep(now=10**12)  # every test here joins from the same address: start from no guesses
+    guesser = open_link(PAGE)
+    sentences = []
+    for k in range(21):  # Limits.guesses_per_window is 20 wrong codes a minute per client address
+        guesser.text_input(key="class_code").set_value(f"ZZZZ-ZZ{'23456789ABCDEFGHJKLMNPQRSTUVWXYZ'[k]}Z")
+        guesser.button(key="class_join_send").click().run()
+        sentences.append(guesser.error[0].value)
+    assert all("No class has this code" in s for s in sentences[:20])
+    assert "Too many wrong room codes" in sentences[20]
+    classroom().sweep(now=10**12)  # forget this test's guesses: every test here joins from the same address
+
+    teacher, code, key = start_class()
+    student = join(code)
+    teacher.selectbox(key="class_question").set_value(x_gradient_key()[0])
+    teacher.button(key="class_ask_send").click().run()
+    student.run()
+    for answer in ("1, 2", "5, 7"):
+        student.text_input(key="class_answer_text").set_value(answer)
+        student.button(key="class_answer_send").click().run()
+    vote = classroom().teacher_view(code, key).questions[-1].votes[1]
+    assert (vote.answered, vote.right, vote.answers) == (1, 1, {"5, 7": 1})
