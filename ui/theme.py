@@ -27,8 +27,9 @@ _CODE_BLOCK = (
 # (Streamlit keeps it white in both, 2.3:1 on dark). `currentColor` here is the inherited theme text colour:
 # dark text (channels under 128) gives white, light text gives black.
 _BINARY = "clamp(0, (128 - r) * 1000, 255)"
-_PRIMARY_BUTTON = (
-    f"[data-testid='stBaseButton-primary'] {{color: rgb(from currentColor {_BINARY} {_BINARY} {_BINARY}) !important;}}"
+_PRIMARY_BUTTON = (  # a form's primary submit button too (the Class page's)
+    "[data-testid='stBaseButton-primary'], [data-testid='stBaseButton-primaryFormSubmit'] "
+    f"{{color: rgb(from currentColor {_BINARY} {_BINARY} {_BINARY}) !important;}}"
 )
 
 # Captions are the text colour at opacity 0.6 (4.0:1 on white): 0.8 keeps them lighter and above 4.5:1.
