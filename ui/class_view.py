@@ -33,6 +33,7 @@ from playground.interpreter import BackwardRun
 from playground.workers import shared_pool
 
 from .literal import code_span
+from .navigation import lesson_intro
 from .stage import stage
 from .state import client_address, presenter_mode, shared_result
 
@@ -219,15 +220,16 @@ def teacher_page(code: str, key: str) -> None:
         view = room.teacher_view(code, key)
     except ClassroomError as refused:
         st.session_state.pop(TEACHER, None)
+        st.title("Class")
         st.error(f"{refused} Start a new class below.")
         start_or_join()
         return
     replay = class_replay(view.replay, view.code)
     join_url = page_url(room=view.code)
-    left, right = st.columns([3, 1], vertical_alignment="center")
+    left, right = st.columns([4, 1], vertical_alignment="center")
     with left:
-        st.markdown(f"### Join at {code_span(join_url)}")
-        st.markdown(f"## Room code {code_span(spaced(view.code))}")
+        st.title(f"Class {spaced(view.code)}")
+        st.markdown(f"Join at {code_span(join_url)} (room code {code_span(spaced(view.code))})")
         st.caption(f"{view.students} joined so far (the stage below counts them live). "
                    f"The replay: {replay.title}.")  # fmt: skip
     right.html(qr_svg(join_url))
@@ -345,6 +347,7 @@ def student_page(code: str, seat: str) -> None:
     try:
         view = room.student_view(code, seat)
     except ClassroomError as refused:
+        st.title("Class")
         st.error(f"{refused} Ask your teacher for the room code and join again.")
         st.query_params.clear()
         return
@@ -359,7 +362,8 @@ def student_page(code: str, seat: str) -> None:
         "seen": _seen(q.id if q else None, q.phase if q else None, len(view.answers)),
         "asked": {}, "mistakes": {},
     }  # fmt: skip
-    st.caption(f"You are in the class {spaced(view.code)}. The stage follows your teacher's steps.")
+    st.title(f"Class {spaced(view.code)}")
+    st.caption("The stage follows your teacher's steps; questions appear here.")
     if q is not None:
         student_question(view, replay, code, seat)
     _stage(replay, link, _followed_index(view.step, replay), "class_student_stage")
@@ -413,7 +417,8 @@ def send_answer(asked: Question, code: str, seat: str, question_id: int, text: s
 SEAT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-def class_page() -> None:
+def class_page(intro: str) -> None:
+    """The page: the start (with its introduction), a join link's form, the teacher's or a student's view."""
     params = st.query_params
     teacher_key = params.get("teacher")
     if teacher_key and params.get("room"):  # the private teacher link: into the session, out of the address bar
@@ -424,6 +429,8 @@ def class_page() -> None:
     elif params.get("room") and SEAT.match(params.get("seat", "")):
         student_page(params["room"][:20], params["seat"])
     elif params.get("room"):
+        lesson_intro("Class", intro)
         join_link_form(params["room"][:20])
     else:
+        lesson_intro("Class", intro)
         start_or_join()

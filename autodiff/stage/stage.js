@@ -85,6 +85,7 @@ function newStage(data, parent, root, setStateValue) {
     following: data.classroom && data.classroom.role === "student",  // a student's stage moves with the room's
     room: null,  // the room as the push route told it last (class mode)
     posting: null,  // the teacher's step being sent, and the one to send after it
+    badgeView: null,  // the graph's own viewBox, before a badge beside a node made room for itself
   });
 }
 
@@ -1419,7 +1420,11 @@ function drawTally(stage) {
   const panel = stage.root.querySelector(".class-tally");
   const q = body.question;
   stage.svg && stage.svg.querySelectorAll(".class-badge").forEach((el) => el.remove());
-  if (!q) { panel.replaceChildren(element("p", "", "No question yet: choose one below the stage and ask the room.")); return; }
+  if (!q) {
+    panel.replaceChildren(element("p", "", "No question yet: choose one below the stage and ask the room."));
+    if (stage.badgeView) roomForBadge(stage, null);
+    return;
+  }
   const { lines, bars, others, mistakes, vote } = tallyWords(q, link, body.students);
   const most = Math.max(1, ...bars.map((b) => b.count));
   const list = element("ul", "class-bars");
@@ -1439,15 +1444,25 @@ function drawTally(stage) {
   const node = link.asked[q.key];
   const g = node === undefined ? null : stage.nodes.get(stage.data.box_of[String(node)]);
   if (g && stage.svg) drawBadge(stage, g, vote, bars, most);
+  else if (stage.badgeView) roomForBadge(stage, null);
 }
 
 function drawBadge(stage, g, vote, bars, most) {
-  // on the asked node: how many answered and how many are right, and a bar per answer (right ones green)
-  // drawn in the node's own coordinates, above it (below it when it is the top of the graph), inside the graph
+  // on the asked node: how many answered and how many are right, and a bar per answer (right ones green); placed
+  // beside it where it covers no other node (left, right, below, above), inside the graph when it can be
   const box = g.getBBox(), whole = g.parentNode.getBBox();
-  const width = 150, barHeight = 7, height = 20 + bars.length * (barHeight + 3);
-  const x = Math.max(whole.x, Math.min(box.x + box.width - width, whole.x + whole.width - width));
-  const y = box.y - height - 4 >= whole.y ? box.y - height - 4 : box.y + box.height + 4;
+  const width = 160, barHeight = 7, height = 22 + bars.length * (barHeight + 3), gap = 6;
+  const others = [...stage.nodes.values()].filter((n) => n !== g).map((n) => n.getBBox());
+  const overlap = (a, b) => Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x))
+    * Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
+  const middle = box.y + box.height / 2 - height / 2, centre = box.x + box.width / 2 - width / 2;
+  const candidates = [
+    { x: box.x - width - gap, y: middle }, { x: box.x + box.width + gap, y: middle },
+    { x: centre, y: box.y + box.height + gap }, { x: centre, y: box.y - height - gap },
+  ].map((c) => ({ ...c, width, height }));
+  const cost = (c) => others.reduce((sum, o) => sum + overlap(c, o), 0) * 10 + overlap(c, box) * 10
+    + (c.width * c.height - overlap(c, whole));  // outside the graph: it may be cut off at the edge
+  const { x, y } = candidates.reduce((best, c) => (cost(c) < cost(best) ? c : best));
   const badge = document.createElementNS(SVG_NS, "g");
   badge.setAttribute("class", "class-badge");
   badge.setAttribute("aria-hidden", "true");  // the same in words beside the graph
@@ -1456,18 +1471,39 @@ function drawBadge(stage, g, vote, bars, most) {
   frame.setAttribute("class", "class-badge-frame");
   const text = document.createElementNS(SVG_NS, "text");
   text.setAttribute("x", String(x + 6));
-  text.setAttribute("y", String(y + 14));
+  text.setAttribute("y", String(y + 15));
   text.textContent = `${vote.answered} answered · ${vote.right} right`;
   badge.append(frame, text);
   bars.forEach((bar, k) => {
     const rect = document.createElementNS(SVG_NS, "rect");
     const w = Math.max(2, Math.round(((width - 12) * bar.count) / most));
-    Object.entries({ x: x + 6, y: y + 20 + k * (barHeight + 3), width: w, height: barHeight })
+    Object.entries({ x: x + 6, y: y + 22 + k * (barHeight + 3), width: w, height: barHeight })
       .forEach(([key, v]) => rect.setAttribute(key, String(v)));
     rect.setAttribute("class", `class-badge-bar${bar.right ? " right" : ""}`);
     badge.append(rect);
   });
   g.parentNode.append(badge);
+  roomForBadge(stage, badge);
+}
+
+function roomForBadge(stage, badge) {
+  // a badge beside a node at the graph's edge would be cut off: the picture grows to hold it, and fits again
+  const view = stage.svg.viewBox.baseVal, first = stage.badgeView || { x: view.x, y: view.y, w: view.width, h: view.height };
+  stage.badgeView = first;
+  let [x0, y0, x1, y1] = [first.x, first.y, first.x + first.w, first.y + first.h];
+  if (badge) {
+    const m = badge.parentNode.transform.baseVal.consolidate();
+    const { a, d, e, f } = m ? m.matrix : { a: 1, d: 1, e: 0, f: 0 };
+    const b = badge.getBBox(), margin = 4;
+    x0 = Math.min(x0, a * b.x + e - margin); x1 = Math.max(x1, a * (b.x + b.width) + e + margin);
+    y0 = Math.min(y0, d * b.y + f - margin); y1 = Math.max(y1, d * (b.y + b.height) + f + margin);
+  }
+  const w = x1 - x0, h = y1 - y0;
+  if (view.x === x0 && view.y === y0 && view.width === w && view.height === h) return;
+  stage.svg.setAttribute("viewBox", `${x0} ${y0} ${w} ${h}`);
+  const unit = stage.natural.w / view.width;  // the layout's points per viewBox unit (1 for Graphviz's output)
+  stage.natural = { w: w * unit, h: h * unit };
+  place(stage, stage.fitted ? null : stage.scale);
 }
 
 // -- loading Graphviz: the app's own pinned copy (the saved replay carries it inline instead) ---------------------
