@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from class_clock import Clock
-from postgres import new_database, postgres_server  # noqa: F401 (a fixture, shared with tests/browser/)
+from postgres import new_database
 
 from classroom.rooms import Classroom, Limits
 from classroom.store import Store, open_store
