@@ -176,7 +176,7 @@ def teacher_page(code: str, key: str) -> None:
     index = _followed_index(view.step, replay)
     _stage(replay, link, index, "class_teacher_stage")
     question_controls(view, replay, key, index)
-    after_class(view, key)
+    after_class(view, key, replay)
 
 
 def _followed_index(room_step: int, replay: ClassReplay) -> int:
@@ -244,7 +244,7 @@ def revealed(q: Question, replay: ClassReplay) -> None:
             st.markdown(f"The chain rule: {code_span(row['rule'])}, here {code_span(row['product'])}.")
 
 
-def after_class(view: TeacherView, key: str) -> None:
+def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
     if not view.questions:
         return
     room = classroom()
@@ -253,7 +253,8 @@ def after_class(view: TeacherView, key: str) -> None:
         for report in question_reports(room, view.code, key):
             gain = report.gain
             rows.append({
-                "Question": f"{report.question.kind} at step {report.question.step}",
+                "Question": replay.questions[report.question.key].prompt,
+                "Asked at": f"event {report.question.step + 1} of {replay.events}",  # the stage's own numbering
                 "Right in vote 1": f"{report.right_1} of {report.answered_1}",
                 "Right in vote 2": f"{report.right_2} of {report.answered_2}",
                 "Normalized gain": "—" if gain is None else f"{gain:.2f}",

@@ -247,6 +247,7 @@ def test_a_class_end_to_end(browser, class_url, request):
     # after the class: the report, the CSV (no nicknames unless asked), then the end
     teacher.get_by_text("After the class: the report, the CSV, and ending the class").click()
     report = teacher.locator("[data-testid=stTable]").inner_text()
+    assert QUESTION in report, report
     assert re.search(r"1 of 3\s+2 of 3\s+0\.50", report), report  # Hake's gain: (2/3 - 1/3) / (1 - 1/3)
     rows = download_csv(teacher)
     assert list(rows[0]) == ["question", "step", "kind", "key", "vote", "student", "answer", "right", "mistake"]
