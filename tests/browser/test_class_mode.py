@@ -203,6 +203,7 @@ def test_a_class_end_to_end(browser, class_url, request):
     screenshot(students["phone"], f"class_student_phone_{database}")
     for name, page in students.items():  # their own answer only, no tally, no teacher controls
         no_teacher_controls(page)
+        assert page.locator(".stage-controls button:enabled").count() == 0  # the teacher steps the room
         assert page.get_by_text(re.compile(r"Your answer: ")).inner_text().startswith(f"Your answer: {vote_1[name]}.")
         assert page.get_by_text(re.compile(r"of \d+ answered|\d+ right")).count() == 0
 
