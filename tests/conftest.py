@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from postgres import postgres_server  # noqa: F401 (one throwaway PostgreSQL cluster per session, for every folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("engine", "course", "playground", "classroom", "app", "browser")

@@ -10,6 +10,7 @@ again; the join link carries the room code only.
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 import threading
 from collections import OrderedDict
@@ -143,10 +144,11 @@ def spaced(code: str) -> str:
     return f"{code[:4]}-{code[4:]}"
 
 
-def qr_svg(text: str) -> str:
-    """A QR code as inline SVG, dark on white whatever the theme (phones read it best so)."""
-    svg = segno.make(text, error="m").svg_inline(scale=6, dark="#000000", light="#ffffff", border=2)
-    return svg.replace("<svg ", '<svg role="img" aria-label="QR code of the join link" ', 1)
+def qr_image(text: str) -> str:
+    """A QR code as an image of its SVG, dark on white whatever the theme (phones read it best so). An `<img>`
+    with a data URI, not inline SVG: `st.html`'s sanitizer keeps HTML only and drops an inline `<svg>` whole."""
+    uri = segno.make(text, error="m").svg_data_uri(scale=6, dark="#000000", light="#ffffff", border=2)
+    return f'<img src="{html.escape(uri)}" alt="QR code of the join link">'
 
 
 def _seen(question_id: int | None, phase: str | None, answered: int) -> str:
@@ -232,7 +234,7 @@ def teacher_page(code: str, key: str) -> None:
         st.markdown(f"Join at {code_span(join_url)} (room code {code_span(spaced(view.code))})")
         st.caption(f"{view.students} joined so far (the stage below counts them live). "
                    f"The replay: {replay.title}.")  # fmt: skip
-    right.html(qr_svg(join_url))
+    right.html(qr_image(join_url))
     link: ClassroomLink = {
         "role": "teacher", "room": view.code, "secret": key, "api": API, "seen": "",
         "asked": _asked_nodes(replay), "mistakes": MISTAKES,
@@ -240,7 +242,7 @@ def teacher_page(code: str, key: str) -> None:
     index = _followed_index(view.step, replay)
     _stage(replay, link, index, "class_teacher_stage")
     question_controls(view, replay, key, index)
-    after_class(view, key)
+    after_class(view, key, replay)
 
 
 def _followed_index(room_step: int, replay: ClassReplay) -> int:
@@ -308,7 +310,7 @@ def revealed(q: Question, replay: ClassReplay) -> None:
             st.markdown(f"The chain rule: {code_span(row['rule'])}, here {code_span(row['product'])}.")
 
 
-def after_class(view: TeacherView, key: str) -> None:
+def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
     if not view.questions:
         return
     room = classroom()
@@ -317,7 +319,8 @@ def after_class(view: TeacherView, key: str) -> None:
         for report in question_reports(room, view.code, key):
             gain = report.gain
             rows.append({
-                "Question": f"{report.question.kind} at step {report.question.step}",
+                "Question": replay.questions[report.question.key].prompt,
+                "Asked at": f"event {report.question.step + 1} of {replay.events}",  # the stage's own numbering
                 "Right in vote 1": f"{report.right_1} of {report.answered_1}",
                 "Right in vote 2": f"{report.right_2} of {report.answered_2}",
                 "Normalized gain": "—" if gain is None else f"{gain:.2f}",

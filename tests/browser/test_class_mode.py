@@ -1,0 +1,319 @@
+"""Class mode end to end in Chromium (issue 27): a teacher and three students, each in their own browser context,
+on a server whose class store is an SQLite file or a real PostgreSQL. The students join by the link on the teacher's
+page, follow three steps, vote; the teacher sees the tally and the mistake groups on the graph, opens a second vote,
+reveals, exports the CSV and ends the class."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from postgres import new_database
+
+from .conftest import screenshot
+from .harness import streamlit_server
+
+pytestmark = pytest.mark.browser
+
+NICKNAME = "<b>Ann</b><script>x</script>"
+QUESTION = "What is x's gradient after the backward?"
+FOLLOW_GOAL_S = 1.0  # issue 27: when the teacher presses →, every student's stage moves within 1 s
+# On a loaded machine (more runnable processes than cores: other test runs beside this one) the goal is checked 5x
+# more generously; the times are printed either way.
+LOADED_SLACK = 5
+STUDENTS = {  # name: viewport (a phone, a small laptop, a large one)
+    "phone": {"width": 390, "height": 844},
+    "small": {"width": 1280, "height": 720},
+    "large": {"width": 1440, "height": 900},
+}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def class_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app on a fresh class store: a new SQLite file (never data/), or a new database in the session's
+    PostgreSQL cluster."""
+    folder = tmp_path_factory.mktemp(f"class-{request.param}")
+    if request.param == "sqlite":
+        database = f"sqlite:///{folder / 'class.sqlite3'}"
+    else:
+        database = new_database(request.getfixturevalue("postgres_server"))
+    with streamlit_server(folder / "server.log", env={"CLASSROOM_DATABASE": database}) as url:
+        yield url
+
+
+def new_page(browser, viewport: dict[str, int], phone: bool = False):
+    context = browser.new_context(viewport=viewport, is_mobile=phone, has_touch=phone)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    return page
+
+
+def scrub_text(page) -> str:
+    return page.locator(".stage-scrub").get_attribute("aria-valuetext")
+
+
+def status(page) -> str:
+    return page.locator(".class-status").inner_text()
+
+
+def follow_limit_s() -> float:
+    loaded = os.getloadavg()[0] > (os.cpu_count() or 1)
+    return FOLLOW_GOAL_S * (LOADED_SLACK if loaded else 1)
+
+
+def press_next_and_time_students(teacher, students: dict) -> dict[str, float]:
+    """Press Next ▶ on the teacher's stage; seconds until each student's stage and status show the teacher's step."""
+    before = scrub_text(teacher)
+    started = time.monotonic()
+    teacher.locator(".stage-controls button", has_text="Next ▶").click()
+    now = scrub_text(teacher)
+    assert now != before
+    expected = f"Following the teacher: {now}."
+    took: dict[str, float] = {}
+    while len(took) < len(students) and time.monotonic() - started < 10:
+        for name, page in students.items():
+            if name not in took and status(page) == expected and scrub_text(page) == now:
+                took[name] = time.monotonic() - started
+        time.sleep(0.02)
+    assert set(took) == set(students), (expected, {name: status(page) for name, page in students.items()})
+    return took
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick a select box's option by its text (headless, a click on the box does not always open its list)."""
+    box = page.get_by_role("combobox", name=label)
+    box.click()
+    if box.get_attribute("aria-expanded") != "true":
+        box.press("ArrowDown")
+    page.get_by_role("option", name=option).click()
+
+
+def answer(page, vote: int, text: str) -> None:
+    box = page.get_by_label(f"Your answer, vote {vote} (numbers, such as 1.0, 2.0)")
+    box.fill(text)
+    page.get_by_role("button", name="Send my answer").click()
+    page.get_by_text(f"Your answer: {text}. You can change it until the vote closes.").wait_for()
+
+
+def tally(teacher) -> str:
+    return teacher.locator(".class-tally").inner_text()
+
+
+def wait_for_tally(teacher, *words: str) -> str:
+    deadline = time.monotonic() + 10
+    while not all(w in (seen := tally(teacher)) for w in words):
+        assert time.monotonic() < deadline, (words, seen)
+        time.sleep(0.05)
+    return seen
+
+
+def download_csv(teacher) -> list[dict[str, str]]:
+    with teacher.expect_download() as downloading:
+        teacher.get_by_role("button", name="Download the answers (CSV)").click()
+    text = Path(downloading.value.path()).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def no_teacher_controls(page) -> None:
+    for name in ("Ask", "Close vote 1: discuss", "Vote again", "Reveal the answer", "End the class"):
+        assert page.get_by_role("button", name=name, exact=True).count() == 0, name
+    assert page.locator(".class-tally").count() == 0
+    assert page.locator("g.class-badge").count() == 0
+
+
+def nothing_typed_as_markup(page) -> None:
+    """The nickname is nowhere as an element (`<b>`, `<script>`), in the page or in the stage's shadow root."""
+    assert page.locator("b").filter(has_text="Ann").count() == 0
+    assert page.locator("script").evaluate_all("ss => ss.filter(s => s.textContent === 'x').length") == 0
+
+
+def test_a_class_end_to_end(browser, class_url, request):
+    database = request.node.callspec.params["class_url"]
+    errors: list[str] = []
+    teacher = new_page(browser, {"width": 1440, "height": 900})
+    teacher.on("pageerror", lambda e: errors.append(str(e)))
+    teacher_frames: list[float] = []  # what the teacher's page sends the server: a widget's change, a rerun
+    teacher.on("websocket", lambda ws: ws.on("framesent", lambda _: teacher_frames.append(time.monotonic())))
+    teacher.goto(f"{class_url}/class")
+    teacher.get_by_role("button", name="Start a class").click()
+    join = teacher.get_by_role("heading", name=re.compile("^Join at")).inner_text()
+    join_url = re.fullmatch(r"Join at (\S+)", join).group(1)
+    code = re.search(r"room=(\w+)$", join_url).group(1)
+    assert join_url == f"{class_url}/class?room={code}"  # the students' link: the room code only, no key
+    assert teacher.get_by_role("img", name="QR code of the join link").evaluate("img => img.naturalWidth") > 100
+    teacher.locator(".class-status", has_text="0 students joined").wait_for()
+
+    # three students join by the link, each in their own browser context; one nickname is markup
+    students = {}
+    for name, viewport in STUDENTS.items():
+        page = new_page(browser, viewport, phone=name == "phone")
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(join_url)
+        if name == "small":
+            page.get_by_label("Nickname (optional; only your teacher sees it)").fill(NICKNAME)
+        page.get_by_role("button", name="Join").click()
+        page.wait_for_url(re.compile(rf"room={code}&seat=[\w-]+"))
+        page.locator(".class-status", has_text="Following the teacher: ").wait_for()
+        students[name] = page
+    teacher.locator(".class-status", has_text="3 students joined").wait_for()
+    assert teacher.get_by_text(re.compile(r"\bAnn\b")).count() == 0  # the teacher sees only counts
+    for page in [teacher, *students.values()]:
+        nothing_typed_as_markup(page)
+
+    # the teacher steps three times; every student's stage follows, measured per press
+    limit = follow_limit_s()
+    for press in range(3):
+        took = press_next_and_time_students(teacher, students)
+        print(f"press {press + 1}: students followed in " + ", ".join(f"{n} {s:.2f} s" for n, s in took.items())
+              + f" (limit {limit:.0f} s)")  # fmt: skip
+        assert max(took.values()) <= limit, took
+        teacher.wait_for_timeout(1000)  # the teacher's page reports its step to Python (a rerun) before the next
+    step_now = scrub_text(teacher)
+
+    # vote 1: one right, one the forward value, one a single path
+    choose(teacher, "Ask the room", QUESTION)
+    teacher.get_by_role("button", name="Ask", exact=True).click()
+    teacher.get_by_role("button", name="Close vote 1: discuss").wait_for()
+    for page in students.values():
+        page.get_by_text(QUESTION).wait_for()
+        assert scrub_text(page) == step_now  # asking does not move the room
+    vote_1 = {"large": "5, 7", "phone": "1, 2", "small": "2, 4"}
+    for name, text in vote_1.items():
+        answer(students[name], 1, text)
+    words = wait_for_tally(teacher, "3 of 3 answered, 1 right.")
+    assert words.startswith("Vote 1. In vote 1, 3 of 3 answered, 1 right.")
+    bars = sorted(teacher.locator(".class-bar").all_inner_texts())
+    assert bars == ["1, 2: 1", "2, 4: 1", "5, 7: 1 (right)"]
+    assert "1 used the forward value instead of the gradient" in words
+    assert "1 counted one path only" in words
+    badge = teacher.locator("g.class-badge")
+    assert badge.locator("text").text_content() == "3 answered · 1 right"
+    assert badge.locator("rect.class-badge-bar").count() == 3
+    x_node = teacher.locator(".stage svg g.node").filter(has=teacher.locator("text", has_text=re.compile("^x$")))
+    assert on_top_of(badge.bounding_box(), x_node.bounding_box())
+    teacher.locator(".stage").first.scroll_into_view_if_needed()
+    screenshot(teacher, f"class_teacher_laptop_{database}")
+    students["phone"].get_by_label("Your answer, vote 1 (numbers, such as 1.0, 2.0)").scroll_into_view_if_needed()
+    screenshot(students["phone"], f"class_student_phone_{database}")
+    for name, page in students.items():  # their own answer only, no tally, no teacher controls
+        no_teacher_controls(page)
+        assert page.locator(".stage-controls button:enabled").count() == 0  # the teacher steps the room
+        assert page.get_by_text(re.compile(r"Your answer: ")).inner_text().startswith(f"Your answer: {vote_1[name]}.")
+        assert page.get_by_text(re.compile(r"of \d+ answered|\d+ right")).count() == 0
+
+    # discuss, then vote 2, the tally following each answer while nobody touches the teacher's page
+    teacher.get_by_role("button", name="Close vote 1: discuss").click()
+    for page in students.values():
+        page.get_by_text("Vote 1 is closed. Discuss with your neighbours").wait_for()
+    teacher.get_by_role("button", name="Vote again").click()
+    for page in students.values():
+        page.get_by_label("Your answer, vote 2 (numbers, such as 1.0, 2.0)").wait_for()
+    wait_for_tally(teacher, "Vote 2. In vote 1, 3 of 3 answered, 1 right.")
+    frames_before = len(teacher_frames)
+    assert frames_before > 0  # the listener hears the teacher's page (its clicks so far)
+    for name, text, words in [
+        ("phone", "5, 7", "Vote 2. In vote 2, 1 of 3 answered, 1 right."),
+        ("large", "1, 2", "Vote 2. In vote 2, 2 of 3 answered, 1 right."),  # talked out of it in the discussion
+        ("small", "2, 4", "Vote 2. In vote 2, 3 of 3 answered, 1 right."),
+        ("small", "5, 7", "Vote 2. In vote 2, 3 of 3 answered, 2 right."),  # changed before the vote closes
+    ]:
+        answer(students[name], 2, text)
+        wait_for_tally(teacher, words)
+    assert sorted(teacher.locator(".class-bar").all_inner_texts()) == ["1, 2: 1", "5, 7: 2 (right)"]
+    assert "Wrong answers show: 1 used the forward value instead of the gradient." in tally(teacher)
+    assert teacher.locator("g.class-badge text").text_content() == "3 answered · 2 right"
+    assert len(teacher_frames) == frames_before  # the teacher's page asked for no rerun: its stage drew each change
+
+    # reveal: the right answer, and each student's own result
+    teacher.get_by_role("button", name="Reveal the answer").click()
+    teacher.get_by_text(f"{QUESTION} The answer: [5.0, 7.0].").wait_for()
+    results = {
+        "phone": "Your answer 5, 7 was right.",
+        "small": "Your answer 5, 7 was right.",
+        "large": "Your answer 1, 2 was not right: you used the forward value instead of the gradient.",
+    }
+    for name, page in students.items():
+        page.get_by_text(f"{QUESTION} The answer: [5.0, 7.0].").wait_for()
+        page.get_by_text(results[name]).wait_for()
+        others = set(results.values()) - {results[name]}
+        assert all(page.get_by_text(other).count() == 0 for other in others)
+        no_teacher_controls(page)
+
+    # after the class: the report, the CSV (no nicknames unless asked), then the end
+    teacher.get_by_text("After the class: the report, the CSV, and ending the class").click()
+    report = teacher.locator("[data-testid=stTable]").inner_text()
+    assert QUESTION in report, report
+    assert re.search(r"1 of 3\s+2 of 3\s+0\.50", report), report  # Hake's gain: (2/3 - 1/3) / (1 - 1/3)
+    rows = download_csv(teacher)
+    assert list(rows[0]) == ["question", "step", "kind", "key", "vote", "student", "answer", "right", "mistake"]
+    assert sorted((r["vote"], r["answer"], r["right"], r["mistake"]) for r in rows) == [
+        ("1", "1, 2", "false", "forward_value"), ("1", "2, 4", "false", "one_path"), ("1", "5, 7", "true", ""),
+        ("2", "1, 2", "false", "forward_value"), ("2", "5, 7", "true", ""), ("2", "5, 7", "true", ""),
+    ]  # fmt: skip
+    by_student = {}
+    for r in rows:
+        by_student.setdefault(r["student"], {})[r["vote"]] = r["answer"]
+    assert sorted((v["1"], v["2"]) for v in by_student.values()) == [("1, 2", "5, 7"), ("2, 4", "5, 7"),
+                                                                      ("5, 7", "1, 2")]  # fmt: skip
+    assert all("Ann" not in value for r in rows for value in r.values())
+    teacher.get_by_text("Include nicknames in the CSV").click()
+    named = download_csv(teacher)
+    for _ in range(20):  # until the checkbox's rerun has drawn the download with the nicknames
+        if "nickname" in named[0]:
+            break
+        teacher.wait_for_timeout(250)
+        named = download_csv(teacher)
+    assert list(named[0])[-1] == "nickname"
+    assert sorted({r["nickname"] for r in named}) == ["", NICKNAME]  # as plain text, exactly as typed
+    assert [r["answer"] for r in named if r["nickname"] == NICKNAME] == ["2, 4", "5, 7"]
+
+    teacher.get_by_role("button", name="End the class").click()
+    teacher.get_by_role("button", name="Start a class").wait_for()
+    assert teacher.get_by_role("heading", name=re.compile("^Room code")).count() == 0
+    for page in students.values():
+        page.get_by_text("This class has ended").first.wait_for()
+        no_teacher_controls(page)
+    for page in [teacher, *students.values()]:
+        nothing_typed_as_markup(page)
+        page.context.close()
+    assert errors == []  # among them: no script a student typed ever ran
+
+
+def on_top_of(badge: dict[str, float], node: dict[str, float]) -> bool:
+    """The badge is drawn on the node: across its width, and just above or just below it."""
+    across = badge["x"] < node["x"] + node["width"] and node["x"] < badge["x"] + badge["width"]
+    above = abs(badge["y"] + badge["height"] - node["y"]) < 20
+    below = abs(node["y"] + node["height"] - badge["y"]) < 20
+    return across and (above or below)
+
+
+def test_a_forged_teacher_link_and_a_wrong_room_code_get_a_sentence(browser, class_url):
+    teacher = new_page(browser, {"width": 1280, "height": 900})
+    teacher.goto(f"{class_url}/class")
+    teacher.get_by_role("button", name="Start a class").click()
+    join = teacher.get_by_role("heading", name=re.compile("^Join at")).inner_text()
+    code = re.search(r"room=(\w+)$", join).group(1)
+
+    forger = new_page(browser, {"width": 1280, "height": 900})
+    forger.goto(f"{class_url}/class?room={code}&teacher=WRONG")
+    refusal = forger.locator("[data-testid=stAlertContentError]")
+    refusal.get_by_text("Only the teacher's link can do this: it carries the class's teacher key.").wait_for()
+    assert forger.get_by_role("heading", name=re.compile("^Room code")).count() == 0
+    assert forger.locator(".stage").count() == 0
+    no_teacher_controls(forger)
+    assert "teacher=" not in forger.url  # the key left the address bar
+
+    forger.goto(f"{class_url}/class")
+    wrong = "ZZZZ-ZZZZ" if code != "ZZZZZZZZ" else "YYYY-YYYY"
+    forger.get_by_label("Room code (on the projector)").fill(wrong)
+    forger.get_by_role("button", name="Join", exact=True).click()
+    forger.locator("[data-testid=stAlertContentError]").get_by_text("No class has this code").wait_for()
+    assert "seat=" not in forger.url
+    forger.context.close()
+    teacher.context.close()
