@@ -27,9 +27,44 @@ SETUPS = {  # name: (width, height, query, colour scheme)
 OUT = ROOT / "docs" / "screenshots"
 
 
+def teach(page) -> None:
+    """Class: a class running, seen by its teacher: three students (their own browser contexts) joined, the teacher
+    stepped three times and asked for x's gradient, and the answers came (one right, two showing mistakes)."""
+    import re
+
+    page.get_by_role("button", name="Start a class").click()
+    page.locator(".stage svg g.node").first.wait_for()
+    link = re.match(r"Join at (\S+)", page.get_by_text(re.compile("^Join at ")).first.inner_text()).group(1)
+    students = []
+    for answer in ("5, 7", "1, 2", "2, 4"):
+        student = page.context.browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+        student.goto(link)
+        student.get_by_role("button", name="Join").click()
+        student.locator(".stage svg g.node").first.wait_for(timeout=60_000)
+        students.append((student, answer))
+    for _ in range(3):
+        page.locator(".stage-controls button").nth(2).click()
+        page.wait_for_timeout(400)
+    page.wait_for_timeout(1500)
+    question = page.get_by_role("combobox", name=re.compile("Ask the room"))
+    question.click()
+    question.fill("x's gradient")
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Ask", exact=True).click()
+    for student, answer in students:
+        student.get_by_label(re.compile("Your answer, vote 1")).fill(answer)
+        student.get_by_role("button", name="Send my answer").click()
+    page.locator(".class-tally").get_by_text(re.compile("3 of 3 answered")).wait_for()
+    page.locator(".stage").first.scroll_into_view_if_needed()
+    for student, _ in students:
+        student.context.close()
+
+
 def act(page, path: str) -> None:
     """What a student does first on each page, so the picture shows the lesson, not an empty form."""
-    if path in ("traversal", "checkpoints", "tape", "play"):
+    if path == "class":
+        teach(page)
+    elif path in ("traversal", "checkpoints", "tape", "play"):
         if path == "tape":
             page.get_by_role("button", name="loss.backward()").first.click()
             page.wait_for_timeout(2500)

@@ -142,8 +142,8 @@ def test_a_class_end_to_end(browser, class_url, request):
     teacher.on("websocket", lambda ws: ws.on("framesent", lambda _: teacher_frames.append(time.monotonic())))
     teacher.goto(f"{class_url}/class")
     teacher.get_by_role("button", name="Start a class").click()
-    join = teacher.get_by_role("heading", name=re.compile("^Join at")).inner_text()
-    join_url = re.fullmatch(r"Join at (\S+)", join).group(1)
+    join = teacher.get_by_text(re.compile("^Join at ")).first.inner_text()
+    join_url = re.match(r"Join at (\S+)", join).group(1)
     code = re.search(r"room=(\w+)$", join_url).group(1)
     assert join_url == f"{class_url}/class?room={code}"  # the students' link: the room code only, no key
     assert teacher.get_by_role("img", name="QR code of the join link").evaluate("img => img.naturalWidth") > 100
@@ -197,6 +197,8 @@ def test_a_class_end_to_end(browser, class_url, request):
     assert badge.locator("rect.class-badge-bar").count() == 3
     x_node = teacher.locator(".stage svg g.node").filter(has=teacher.locator("text", has_text=re.compile("^x$")))
     assert on_top_of(badge.bounding_box(), x_node.bounding_box())
+    others = [box for box in (n.bounding_box() for n in teacher.locator(".stage svg g.node").all()) if box]
+    assert sum(overlaps(badge.bounding_box(), box) for box in others) == 0  # it hides nothing of the graph
     teacher.locator(".stage").first.scroll_into_view_if_needed()
     screenshot(teacher, f"class_teacher_laptop_{database}")
     students["phone"].get_by_label("Your answer, vote 1 (numbers, such as 1.0, 2.0)").scroll_into_view_if_needed()
@@ -275,7 +277,7 @@ def test_a_class_end_to_end(browser, class_url, request):
 
     teacher.get_by_role("button", name="End the class").click()
     teacher.get_by_role("button", name="Start a class").wait_for()
-    assert teacher.get_by_role("heading", name=re.compile("^Room code")).count() == 0
+    assert teacher.get_by_role("heading", name=re.compile("^Class [0-9A-Z]{4}-")).count() == 0
     for page in students.values():
         page.get_by_text("This class has ended").first.wait_for()
         no_teacher_controls(page)
@@ -285,26 +287,39 @@ def test_a_class_end_to_end(browser, class_url, request):
     assert errors == []  # among them: no script a student typed ever ran
 
 
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and (b["y"] < a["y"] + a["height"])
+    )
+
+
 def on_top_of(badge: dict[str, float], node: dict[str, float]) -> bool:
-    """The badge is drawn on the node: across its width, and just above or just below it."""
+    """The badge is drawn at the node: beside it (left or right, level with it) or just above or below it, and
+    over none of it."""
     across = badge["x"] < node["x"] + node["width"] and node["x"] < badge["x"] + badge["width"]
+    level = badge["y"] < node["y"] + node["height"] and node["y"] < badge["y"] + badge["height"]
     above = abs(badge["y"] + badge["height"] - node["y"]) < 20
     below = abs(node["y"] + node["height"] - badge["y"]) < 20
-    return across and (above or below)
+    left = abs(badge["x"] + badge["width"] - node["x"]) < 20
+    right = abs(node["x"] + node["width"] - badge["x"]) < 20
+    return (across and (above or below)) or (level and (left or right))
 
 
 def test_a_forged_teacher_link_and_a_wrong_room_code_get_a_sentence(browser, class_url):
     teacher = new_page(browser, {"width": 1280, "height": 900})
     teacher.goto(f"{class_url}/class")
     teacher.get_by_role("button", name="Start a class").click()
-    join = teacher.get_by_role("heading", name=re.compile("^Join at")).inner_text()
-    code = re.search(r"room=(\w+)$", join).group(1)
+    join = teacher.get_by_text(re.compile("^Join at ")).first.inner_text()
+    code = re.search(r"room=(\w+)", join).group(1)
 
     forger = new_page(browser, {"width": 1280, "height": 900})
     forger.goto(f"{class_url}/class?room={code}&teacher=WRONG")
     refusal = forger.locator("[data-testid=stAlertContentError]")
     refusal.get_by_text("Only the teacher's link can do this: it carries the class's teacher key.").wait_for()
-    assert forger.get_by_role("heading", name=re.compile("^Room code")).count() == 0
+    assert forger.get_by_role("heading", name=re.compile("^Class [0-9A-Z]{4}-")).count() == 0
     assert forger.locator(".stage").count() == 0
     no_teacher_controls(forger)
     assert "teacher=" not in forger.url  # the key left the address bar
