@@ -11,6 +11,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from classroom.errors import RoomNotFound
 from classroom.rooms import Classroom
 from classroom.routes import MAX_BODY, ClassRoutes
 
@@ -115,3 +116,38 @@ def test_oversized_credentials_and_room_codes_are_refused_before_any_query(clien
     room = classroom.create_room("seed", 40)
     assert follow(client, room.code, "s" * 65).status_code == 400
     assert follow(client, "A" * 21, "seat").status_code == 400
+
+
+def test_the_server_sweeps_rooms_past_their_lifetime_by_itself(classroom, clock):
+    import anyio
+
+    from classroom.live import sweep_forever
+
+    room = classroom.create_room("seed", 40)
+    clock.now += 12 * 3600 + 1
+
+    async def sweep_a_moment() -> None:
+        with anyio.move_on_after(0.5):
+            await sweep_forever(lambda: classroom, period_s=0.05)
+
+    anyio.run(sweep_a_moment)
+    with pytest.raises(RoomNotFound):
+        classroom.teacher_view(room.code, room.teacher_key)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "url"),
+    [
+        (["--database", "postgresql://u@h/db"], None, "postgresql://u@h/db"),
+        (["--database=sqlite:////tmp/c.db"], "postgresql://ignored", "sqlite:////tmp/c.db"),
+        ([], "postgresql://from-env", "postgresql://from-env"),
+        ([], None, None),
+    ],
+)
+def test_the_store_is_named_by_database_then_the_environment_then_data(monkeypatch, argv, env, url):
+    from classroom.live import DATABASE_ENV, database_url
+
+    monkeypatch.delenv(DATABASE_ENV, raising=False)
+    if env:
+        monkeypatch.setenv(DATABASE_ENV, env)
+    assert database_url(argv) == url
