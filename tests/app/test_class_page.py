@@ -8,6 +8,7 @@ import numpy as np
 from apptest import open_link, stage_data
 
 from classroom.live import classroom
+from ui.literal import code_span
 from course.programs import record_program
 
 PAGE = "pages/teach/class_mode.py"
@@ -209,3 +210,31 @@ def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_repl
         student.button(key="class_answer_send").click().run()
     vote = classroom().teacher_view(code, key).questions[-1].votes[1]
     assert (vote.answered, vote.right, vote.answers) == (1, 1, {"5, 7": 1})
+
+
+def test_a_flood_of_joins_from_one_network_is_stopped_with_a_sentence(monkeypatch):
+    from classroom.rooms import Limits
+
+    classroom().sweep(now=10**12)  # every test here joins from the same address: start from no joins
+    monkeypatch.setattr(classroom(), "limits", Limits(joins_per_window=3))  # the default is 120 a minute
+    _, code, _ = start_class()
+    for _ in range(3):
+        join(code)
+    flooder = open_link(PAGE, room=code)
+    flooder.button(key="class_link_join").click().run()
+    assert "Too many joins from your network" in flooder.error[0].value
+    assert "seat" not in flooder.query_params
+
+
+def test_markup_in_an_answer_is_kept_as_typed_and_shown_as_text():
+    teacher, code, key = start_class()
+    student = join(code)
+    teacher.selectbox(key="class_question").set_value("remaining")
+    teacher.button(key="class_ask_send").click().run()
+    student.run()
+    typed = "x <img src=x onerror=alert(1)>"
+    student.text_input(key="class_answer_text").set_value(typed)
+    student.button(key="class_answer_send").click().run()
+    assert classroom().teacher_view(code, key).questions[-1].votes[1].answers == {typed: 1}
+    shown = [c.value for c in student.caption if "Your answer" in c.value][0]
+    assert f"Your answer: {code_span(typed)}." in shown  # a code span: Markdown shows its content as typed
