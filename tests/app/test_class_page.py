@@ -8,8 +8,8 @@ import numpy as np
 from apptest import open_link, stage_data
 
 from classroom.live import classroom
-from ui.literal import code_span
 from course.programs import record_program
+from ui.literal import code_span
 
 PAGE = "pages/teach/class_mode.py"
 
