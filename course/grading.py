@@ -41,7 +41,7 @@ class Question:
     node: int | None  # the node the answer is about (the input sent to, the leaf), None for `remaining`
     event: int  # where it is asked: the step's StepStarted, or the backward's last event
     prompt: str
-    values: np.ndarray | None  # the right numbers (None for `remaining`)
+    values: np.ndarray | None  # the right numbers (None for `remaining`, and for a leaf no path reaches: its grad)
     names: frozenset[str]  # the right names (for `remaining`)
     # (mistake, the value it gives), fewest slips first (sign, forward value, paths, local derivative): the first wins
     wrong: tuple[tuple[str, np.ndarray], ...]
@@ -120,6 +120,12 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
             key=f"grad:{node}", kind="leaf_grad", node=node, event=end,
             prompt=f"What is {called[node]}'s gradient after the backward?", values=total, names=frozenset(),
             wrong=_usable(wrong, total), intermediates=frozenset()))  # fmt: skip
+    for leaf in before.nodes:  # a leaf that asked for its gradient and that no path from the loss reaches: None
+        if leaf.requirement is Requirement.Grad and int(leaf.id) not in totals:
+            found.append(Question(
+                key=f"grad:{int(leaf.id)}", kind="leaf_grad", node=int(leaf.id), event=end,
+                prompt=f"What is {called[int(leaf.id)]}'s gradient after the backward? (numbers, or None)",
+                values=None, names=frozenset(), wrong=(), intermediates=frozenset()))  # fmt: skip
     kept = frozenset(names[int(n.id)] for n in leaves if int(n.id) in names)
     held_none = frozenset(name for node_id, name in names.items()
                           if node_id in by_id and by_id[node_id].requirement is Requirement.GradInBackward)  # fmt: skip
@@ -147,7 +153,12 @@ def grade(question: Question, answer: str, limit: int = 200) -> Graded:
         return Graded(None, None, f"That answer is longer than {limit} characters: it was not read.")
     if question.kind == "remaining":
         return _grade_names(question, answer)
-    assert question.values is not None
+    if question.values is None:  # a leaf the backward never reaches
+        if answer.strip().lower() == "none":
+            return Graded(True, None, "Right.")
+        if parse_numbers(answer, limit) is None:
+            return Graded(None, None, "That is neither None nor a list of numbers, such as 1.0, 2.0.")
+        return Graded(False, None, "Not a gradient: no path from the loss reaches this leaf, so it has none (None).")
     values = parse_numbers(answer, limit)
     if values is None:
         return Graded(None, None, "That is not a list of numbers, such as 1.0, 2.0.")
@@ -164,8 +175,7 @@ def right_answer(question: Question) -> str:
     """The right answer as a student would type it."""
     if question.kind == "remaining":
         return ", ".join(sorted(question.names)) or "none"
-    assert question.values is not None
-    return _text(question.values)
+    return "None" if question.values is None else _text(question.values)
 
 
 def _grade_names(question: Question, answer: str) -> Graded:

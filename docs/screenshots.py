@@ -55,7 +55,6 @@ def teach(page) -> None:
         student.get_by_label(re.compile("Your answer, vote 1")).fill(answer)
         student.get_by_role("button", name="Send my answer").click()
     page.locator(".class-tally").get_by_text(re.compile("3 of 3 answered")).wait_for()
-    page.locator(".stage").first.scroll_into_view_if_needed()
     for student, _ in students:
         student.context.close()
 
@@ -103,6 +102,9 @@ def main() -> None:
                 page.locator("[data-testid='stMain'] h1").first.wait_for()
                 page.wait_for_timeout(3000)
                 act(page, path)
+                if path == "class":  # back to the top, where the room code and the QR code are
+                    page.locator("[data-testid='stMain'] h1").first.evaluate("h => h.scrollIntoView({block: 'start'})")
+                    page.wait_for_timeout(500)
                 name = f"{path or 'home'}-{setup}.png"
                 page.screenshot(path=str(OUT / name), full_page=True)
                 print(name)

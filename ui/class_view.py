@@ -393,7 +393,7 @@ def student_question(view: StudentView, replay: ClassReplay, code: str, seat: st
         return
     vote = 1 if phase == VOTE1 else 2
     with st.form(f"class_answer_{view.question.id}_{vote}"):
-        hint = "names, or none" if asked.kind == "remaining" else "numbers, such as 1.0, 2.0"
+        hint = "names, or none" if asked.kind == "remaining" else "numbers, such as 1.0, 2.0, or None"
         text = st.text_input(f"Your answer, vote {vote} ({hint})", max_chars=200, key="class_answer_text")
         if st.form_submit_button("Send my answer", type="primary", key="class_answer_send"):
             send_answer(asked, code, seat, view.question.id, text)

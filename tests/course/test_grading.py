@@ -130,3 +130,15 @@ def test_every_lesson_program_has_its_questions_and_each_right_answer_grades_rig
                 assert grade(q, " ".join(str(v) for v in np.ravel(q.values)), limit=10_000).right is True, q.key
             for _, value in q.wrong:  # a mistake never matches the right answer
                 assert not np.allclose(np.ravel(value), np.ravel(q.values)), q.key
+
+
+def test_a_leaf_no_path_reaches_is_asked_and_its_answer_is_none():
+    run = record_program("seed")
+    (unused,) = [node_id for node_id, name in run.names.items() if name == "unused"]
+    asked = {q.key: q for q in questions(run.before, run.recorder, run.names)}[f"grad:{unused}"]
+    assert run.tensors["unused"].grad(run.grads) is None  # as in Burn and PyTorch: no gradient, not zeros
+    assert asked.node == unused and asked.values is None
+    assert grade(asked, " none ").right is True
+    assert grade(asked, "0, 0").right is False  # zeros are a gradient; this leaf has none
+    assert grade(asked, "5, 5").right is False
+    assert grade(asked, "nothing").right is None
