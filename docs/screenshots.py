@@ -102,7 +102,7 @@ def main() -> None:
                 page.locator("[data-testid='stMain'] h1").first.wait_for()
                 page.wait_for_timeout(3000)
                 act(page, path)
-                if path == "class":  # back to the top, where the room code and the QR code are
+                if path == "class" and not query:  # back to the top, where the QR code is (a projector: the stage)
                     page.locator("[data-testid='stMain'] h1").first.evaluate("h => h.scrollIntoView({block: 'start'})")
                     page.wait_for_timeout(500)
                 name = f"{path or 'home'}-{setup}.png"

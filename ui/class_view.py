@@ -237,6 +237,7 @@ def teacher_page(code: str, key: str) -> None:
     right.html(qr_image(join_url))
     link: ClassroomLink = {
         "role": "teacher", "room": view.code, "secret": key, "api": API, "seen": "",
+        "join": f"Join at {join_url} · room code {spaced(view.code)}",
         "asked": _asked_nodes(replay), "mistakes": MISTAKES,
     }  # fmt: skip
     index = _followed_index(view.step, replay)
@@ -361,7 +362,7 @@ def student_page(code: str, seat: str) -> None:
         return
     q = view.question
     link: ClassroomLink = {
-        "role": "student", "room": view.code, "secret": seat, "api": API,
+        "role": "student", "room": view.code, "secret": seat, "api": API, "join": "",
         "seen": _seen(q.id if q else None, q.phase if q else None, len(view.answers)),
         "asked": {}, "mistakes": {},
     }  # fmt: skip

@@ -70,6 +70,7 @@ class ClassroomLink(TypedDict):
     room: str
     secret: str  # the teacher key or the student's seat: sent in a header, never in a URL
     api: str  # the push route, relative to the page: "class/api/"
+    join: str  # the teacher's stage: how to join (the link and the code), kept in view on a projector; else ""
     seen: str  # the room as the page was drawn (`question id:phase:answers`): a change reruns the page
     asked: dict[str, int]  # a question's key -> the NodeId it asks about (the teacher's tallies are drawn there)
     mistakes: dict[str, str]  # a mistake group -> the words the teacher reads

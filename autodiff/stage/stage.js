@@ -28,7 +28,7 @@
  * @typedef {{value: string, path: string}} SumTerm
  * @typedef {{node: number, terms: SumTerm[], total: string, text: string}} GradientSum
  * @typedef {{lines: Array<Array<Array<(string|null)>>>, spans: Object<string, number[]>}} StageProgram
- * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, seen: string,
+ * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, join: string, seen: string,
  *   asked: Object<string, number>, mistakes: Object<string, string>}} ClassroomLink
  * @typedef {{mode: ("static"|"replay"), dot: string, compact_dot: string, rankdirs: string[],
  *   nodes: StageNode[], edges: StageEdge[], box_of: Object<string, string>, events: StageEvent[], index: number,
@@ -1284,6 +1284,7 @@ function savePng(stage) {
 
 function classPanel(link) {
   const panel = element("div", `stage-class ${link.role}`);
+  if (link.join) panel.append(element("p", "class-join", link.join));  // in view whenever the stage is
   const status = element("p", "class-status", link.role === "teacher" ? "Connecting to your class…" : "Connecting to the class…");
   status.setAttribute("role", "status");
   panel.append(status);

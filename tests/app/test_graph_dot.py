@@ -121,3 +121,10 @@ def test_the_narration_is_sentences_not_raw_fields():
             for raw in ("in_use", "allocs", " 0 B", "(0 B)", "MemoryUsage", "array(", "Tensor(", " = "):
                 assert raw not in text, (key, text)
             assert len(text) < 300, text  # long lists are summarised
+
+
+def test_a_class_stages_link_is_named_alike_on_both_sides():
+    from autodiff.stage.payload import ClassroomLink
+
+    typedef = re.search(r"@typedef \{\{(role:.*?)\}\} ClassroomLink", STAGE_JS, re.S).group(1)
+    assert set(re.findall(r"(\w+):", typedef)) == set(ClassroomLink.__annotations__)
