@@ -147,7 +147,7 @@ def spaced(code: str) -> str:
 def qr_image(text: str) -> str:
     """A QR code as an image of its SVG, dark on white whatever the theme (phones read it best so). An `<img>`
     with a data URI, not inline SVG: `st.html`'s sanitizer keeps HTML only and drops an inline `<svg>` whole."""
-    uri = segno.make(text, error="m").svg_data_uri(scale=6, dark="#000000", light="#ffffff", border=2)
+    uri = segno.make(text, error="m").svg_data_uri(scale=5, dark="#000000", light="#ffffff", border=4)
     return f'<img src="{html.escape(uri)}" alt="QR code of the join link">'
 
 
@@ -228,7 +228,7 @@ def teacher_page(code: str, key: str) -> None:
         return
     replay = class_replay(view.replay, view.code)
     join_url = page_url(room=view.code)
-    left, right = st.columns([4, 1], vertical_alignment="center")
+    left, right = st.columns([4, 1], vertical_alignment="top")  # the QR code whole, its quiet zone too
     with left:
         st.title(f"Class {spaced(view.code)}")
         st.markdown(f"Join at {code_span(join_url)} (room code {code_span(spaced(view.code))})")
