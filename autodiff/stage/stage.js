@@ -146,7 +146,9 @@ function mountStage(component, loadGraphviz, pageKeys = true) {
     fitHeight(stage);
     place(stage, null);
     show(stage, stage.index, false, 800, false);
-    if ((data.presenter || data.embed) && stage.replay && window.innerWidth >= NARROW) bringIntoView(stage);
+    // a class's teacher on a projector starts on the room code and QR code above the stage, for the room to join
+    const joining = data.classroom && data.classroom.role === "teacher";
+    if ((data.presenter || data.embed) && stage.replay && window.innerWidth >= NARROW && !joining) bringIntoView(stage);
     if (data.classroom) joinRoom(stage);
   });
   return () => dispose(stage);
