@@ -102,8 +102,9 @@ def main() -> None:
                 page.locator("[data-testid='stMain'] h1").first.wait_for()
                 page.wait_for_timeout(3000)
                 act(page, path)
-                if path == "class" and not query:  # back to the top, where the QR code is (a projector: the stage)
-                    page.locator("[data-testid='stMain'] h1").first.evaluate("h => h.scrollIntoView({block: 'start'})")
+                if path == "class":  # the room code and QR code at the top; a projector shows the stage itself
+                    shown = page.locator(".stage").first if query else page.locator("[data-testid='stMain'] h1").first
+                    shown.evaluate("el => { el.style.scrollMarginTop = '64px'; el.scrollIntoView({block: 'start'}); }")
                     page.wait_for_timeout(500)
                 name = f"{path or 'home'}-{setup}.png"
                 page.screenshot(path=str(OUT / name), full_page=True)

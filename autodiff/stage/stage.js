@@ -1454,7 +1454,9 @@ function drawBadge(stage, g, vote, bars, most) {
   // on the asked node: how many answered and how many are right, and a bar per answer (right ones green); placed
   // beside it where it covers no other node (left, right, below, above), inside the graph when it can be
   const box = g.getBBox(), whole = g.parentNode.getBBox();
-  const width = 160, barHeight = 7, height = 22 + bars.length * (barHeight + 3), gap = 6;
+  const large = stage.data.presenter;  // a projector: the badge's words as large as the nodes' detail line
+  const width = large ? 200 : 160, barHeight = large ? 9 : 7, line = large ? 26 : 22, gap = 6;
+  const height = line + bars.length * (barHeight + 3);
   const others = [...stage.nodes.values()].filter((n) => n !== g).map((n) => n.getBBox());
   const overlap = (a, b) => Math.max(0, Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x))
     * Math.max(0, Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y));
@@ -1474,13 +1476,13 @@ function drawBadge(stage, g, vote, bars, most) {
   frame.setAttribute("class", "class-badge-frame");
   const text = document.createElementNS(SVG_NS, "text");
   text.setAttribute("x", String(x + 6));
-  text.setAttribute("y", String(y + 15));
+  text.setAttribute("y", String(y + line - 7));
   text.textContent = `${vote.answered} answered · ${vote.right} right`;
   badge.append(frame, text);
   bars.forEach((bar, k) => {
     const rect = document.createElementNS(SVG_NS, "rect");
     const w = Math.max(2, Math.round(((width - 12) * bar.count) / most));
-    Object.entries({ x: x + 6, y: y + 22 + k * (barHeight + 3), width: w, height: barHeight })
+    Object.entries({ x: x + 6, y: y + line + k * (barHeight + 3), width: w, height: barHeight })
       .forEach(([key, v]) => rect.setAttribute(key, String(v)));
     rect.setAttribute("class", `class-badge-bar${bar.right ? " right" : ""}`);
     badge.append(rect);
