@@ -147,23 +147,26 @@ def browsers_open_lesson(url: str, count: int, seen: list[float]) -> None:
 
 
 def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else values[0]
+    return statistics.quantiles(values, n=20, method="inclusive")[-1] if len(values) >= 2 else values[0]
 
 
 @contextmanager
-def served(replicas: int, tmp: Path) -> Iterator[tuple[str, list[int]]]:
+def served(
+    replicas: int, tmp: Path, args: tuple[str, ...] = LOAD_SERVER
+) -> Iterator[tuple[str, list[int], int | None]]:
     """The app with the agent API: one `streamlit run` (replicas 0), or nginx in front of `replicas` replicas.
-    Yields the URL and the server processes' pids."""
+    Yields the URL, the Streamlit processes' pids and nginx's (None without it)."""
     if replicas == 0:
-        with streamlit_server(tmp / "s.log", LOAD_SERVER, with_pid=True) as (url, pid):
-            yield url, [pid]
+        with streamlit_server(tmp / "s.log", args, with_pid=True) as (url, pid):
+            yield url, [pid], None
     else:
-        with deployment(replicas, _free_port(), _free_port(), LOAD_SERVER) as running:  # each student its own address
-            yield running.url, [replica.process.pid for replica in running.replicas]
+        with deployment(replicas, _free_port(), _free_port(), args) as running:  # each student its own address
+            assert running.nginx is not None
+            yield running.url, [replica.process.pid for replica in running.replicas], running.nginx.pid
 
 
 def measure(sessions: int, replicas: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp, served(replicas, Path(tmp)) as (url, pids):
+    with tempfile.TemporaryDirectory() as tmp, served(replicas, Path(tmp)) as (url, pids, _):
         for k in range(2 * max(replicas, 1)):  # warm up every replica: imports, the lessons' shared results
             student(url, 1000 + k, {"lesson": [], "playground": []}, threading.Lock())
         baseline = sum(rss_mib(pid) for pid in pids)
