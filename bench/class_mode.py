@@ -171,6 +171,14 @@ def class_database(kind: str, tmp: Path) -> Iterator[tuple[str, int | None]]:
                 os.environ[DATABASE_ENV] = before
 
 
+@dataclass
+class AnswerDelays:
+    shown: list[float]  # send → the teacher's count
+    stored: list[float]  # send → the store's record (the page's rerun), on the machine's clock
+    missing: int  # sent, never in the store or never counted
+    differing: int  # in the store, not what was sent
+
+
 class ClassRun:
     """One class on running servers: the room, its students, the teacher, and what they measured."""
 
@@ -191,6 +199,7 @@ class ClassRun:
         self.tallies: list[tuple[float, int, dict[int, int]]] = []  # (when, question id, answered per vote)
         self.errors: Counter[str] = Counter()
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.wall_minus_perf = time.time() - time.perf_counter()  # the store's times are the wall clock's
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -334,35 +343,31 @@ class ClassRun:
             last += [max(these)] if these else []
         return delays, last, missing
 
-    def answer_delays(self, question: int) -> tuple[list[float], int, int]:
-        """Answer → the teacher's count, every answer sent; how many never showed; how many in the store differ
-        from what was sent."""
-        query = (
-            select(students.c.id, answers.c.vote, answers.c.answer, answers.c.answered_at)
-            .join(students, answers.c.student == students.c.id)
-            .where(answers.c.question == question)
-        )
+    def answer_delays(self, question: int) -> AnswerDelays:
+        """Answer → the teacher's count, every answer sent, checked against the store."""
+        query = select(answers.c.student, answers.c.vote, answers.c.answer, answers.c.answered_at)
         with self.room.store.read() as conn:
-            rows = list(conn.execute(query))
-        joining = {sid: k for k, sid in enumerate(sorted({row.id for row in rows}))}  # one room: ids in joining order
-        by_id = {sid: self.students[k] for sid, k in joining.items()} if len(joining) == len(self.students) else {}
-        delays, missing, wrong = [], 0, 0
-        stored = {(row.id, row.vote) for row in rows}
+            rows = list(conn.execute(query.where(answers.c.question == question)))
+            joined = conn.execute(select(students.c.id).where(students.c.room == self.code).order_by(students.c.id))
+            by_id = dict(zip(joined.scalars(), self.students, strict=True))  # joined in this order
+        found = AnswerDelays([], [], 0, 0)
         for vote in (1, 2):
             ranked = sorted((row for row in rows if row.vote == vote), key=lambda row: row.answered_at)
             for rank, row in enumerate(ranked, start=1):
-                s = by_id.get(row.id)
-                if s is None or vote not in s.sent or s.sent[vote][1] != row.answer:
-                    wrong += 1
+                s = by_id[row.student]
+                if vote not in s.sent or s.sent[vote][1] != row.answer:
+                    found.differing += 1
                     continue
                 shown = next((when for when, q, seen in self.tallies if q == question and seen.get(vote, 0) >= rank),
                              None)  # fmt: skip
                 if shown is None:
-                    missing += 1
+                    found.missing += 1
                 else:
-                    delays.append(shown - s.sent[vote][0])
+                    found.shown.append(shown - s.sent[vote][0])
+                    found.stored.append(row.answered_at - (s.sent[vote][0] + self.wall_minus_perf))
         sent = sum(len(s.sent) for s in self.students)
-        return delays, missing + max(0, sent - len(stored)), wrong
+        found.missing += max(0, sent - len(rows))
+        return found
 
     async def close(self) -> None:
         for task in list(self.tasks):
@@ -381,9 +386,7 @@ class Measured:
     presses: list[float]
     all_moved: list[float]  # press → the last student's stage
     press_missing: int
-    answers: list[float]
-    answer_missing: int
-    answers_differing: int
+    answers: AnswerDelays
     answers_sent: int
     window_s: float
     server_cpu: float
@@ -396,7 +399,7 @@ class Measured:
 
 async def run_class(url: str, database: str, count: int, presses: int, answer_window_s: float,
                     server_pids: list[int], others: dict[str, int]
-                    ) -> tuple[ClassRun, dict[str, float], tuple[list[float], int, int]]:  # fmt: skip
+                    ) -> tuple[ClassRun, dict[str, float], AnswerDelays]:  # fmt: skip
     room = Classroom(open_store(database))
     run = ClassRun(url, room, count, answer_window_s)
     async with httpx.AsyncClient(timeout=LONG_POLL_TIMEOUT) as teacher:
@@ -453,13 +456,11 @@ def measure(config: Config, count: int, presses: int, answer_window_s: float) ->
             with served(config.replicas, tmp, SERVER) as (url, pids, nginx):
                 if nginx is not None:
                     others["nginx"] = nginx
-                run, spent, (shown, answer_missing, differing) = asyncio.run(
-                    run_class(url, database, count, presses, answer_window_s, pids, others)
-                )
+                run, spent, shown = asyncio.run(run_class(url, database, count, presses, answer_window_s, pids, others))
         delays, all_moved, missing = run.press_delays()
         trivial = asyncio.run(replay_on_trivial_page(run, spent["start"], spent["window"], tmp))
     return Measured(
-        config, count, delays, all_moved, missing, shown, answer_missing, differing,
+        config, count, delays, all_moved, missing, shown,
         sum(len(s.sent) for s in run.students), spent["window"], spent["server"],
         {name: spent[name] for name in others}, spent["load"], trivial, load_average, run.errors,
     )  # fmt: skip
@@ -487,16 +488,20 @@ def report(results: list[Measured]) -> None:
     for m in results:
         w, n = m.window_s, m.students
         others = ", ".join(f"{name} {cpu / w:.3f}" for name, cpu in m.other_cpu.items()) or "—"
-        print(f"| {m.config.name} | {n} | {spread(m.presses)} s | {spread(m.answers)} s | {m.server_cpu / w:.3f}, "
-              f"{m.server_cpu / w / n * 1000:.1f} | {m.trivial_cpu / w / n * 1000:.1f} | {others} | "
-              f"{m.load_cpu / w:.3f} |")  # fmt: skip
+        cells = [
+            m.config.name, str(n), f"{spread(m.presses)} s", f"{spread(m.answers.shown)} s",
+            f"{m.server_cpu / w:.3f}, {m.server_cpu / w / n * 1000:.1f}", f"{m.trivial_cpu / w / n * 1000:.1f}", others,
+            f"{m.load_cpu / w:.3f}",
+        ]  # fmt: skip
+        print(f"| {' | '.join(cells)} |")
     for m in results:
         goals = ", ".join(f"{name} p95 {'met' if values and p95(values) <= GOAL_S else 'NOT met'}"
-                          for name, values in (("(a)", m.presses), ("(b)", m.answers)))  # fmt: skip
+                          for name, values in (("(a)", m.presses), ("(b)", m.answers.shown)))  # fmt: skip
         print(f"- {m.config.name}: load average before {m.load_average}; {m.window_s:.0f} s window; "
               f"{len(m.presses)} press arrivals ({m.press_missing} missing), press → the last stage "
-              f"{spread(m.all_moved)} s; {len(m.answers)} of {m.answers_sent} answers sent seen on the histogram "
-              f"({m.answer_missing} missing, {m.answers_differing} in the store differing from what was sent); "
+              f"{spread(m.all_moved)} s; {len(m.answers.shown)} of {m.answers_sent} answers sent seen on the "
+              f"histogram ({m.answers.missing} missing, {m.answers.differing} in the store differing from what was "
+              f"sent), send → stored (the page's rerun) {spread(m.answers.stored)} s; "
               f"{goals}" + (f"; errors: {dict(m.errors)}" if m.errors else ""))  # fmt: skip
 
 
