@@ -107,16 +107,12 @@ def room_seen(body: dict[str, Any]) -> str:
     return f"{q['id']}:{q['phase']}:{body['answered']}" if q else "none"
 
 
-def wrong_text(values: Any) -> str:
-    return ", ".join(f"{v:g}" for v in values)
-
-
 def pick_answer(q: Question, number: int, vote: int) -> str:
     """Most right, the rest the graph's own mistakes (vote 1: 60% right, vote 2: 90%)."""
     rng = random.Random(number * 10 + vote)
     if q.values is None or rng.random() < (0.6 if vote == 1 else 0.9):
         return right_answer(q)
-    return wrong_text(rng.choice(q.wrong)[1])
+    return ", ".join(f"{v:g}" for v in rng.choice(q.wrong)[1])
 
 
 def tree_cpu(root: int) -> float:
@@ -423,26 +419,25 @@ async def run_class(url: str, database: str, count: int, presses: int, answer_wi
 
 async def replay_on_trivial_page(run: ClassRun, start: float, window_s: float, tmp: Path) -> float:
     """The floor: the same sessions making the same agent calls at the same moments on a trivial page (one
-    process); returns its server CPU seconds over the window."""
-    with streamlit_server(tmp / "trivial.log", SERVER, with_pid=True, script=write_trivial_page(str(tmp))) as (
-        url,
-        pid,
-    ):
-        sessions = [new_student(url, s.number) for s in run.students]
+    process), each session's one after another as its page's were; returns its server CPU seconds over the window."""
+    trivial = write_trivial_page(str(tmp))
+    with streamlit_server(tmp / "trivial.log", SERVER, with_pid=True, script=trivial) as (url, pid):
         loop = asyncio.get_running_loop()
+        sessions = [new_student(url, s.number) for s in run.students]
         with ThreadPoolExecutor(max_workers=len(sessions) + 4) as pool:
-            await asyncio.gather(*(loop.run_in_executor(pool, session.interact) for session in sessions))
+            await asyncio.gather(*(loop.run_in_executor(pool, session.interact) for session in sessions))  # pages
             await asyncio.sleep(1.0)
-            calls = [
-                (t - start, k) for k, s in enumerate(run.students) for t in s.calls if start <= t <= start + window_s
-            ]
             before, begun = cpu_seconds(pid), time.perf_counter()
 
-            async def at(offset: float, session: AgentSession) -> None:
-                await asyncio.sleep(max(0.0, begun + offset - time.perf_counter()))
-                await loop.run_in_executor(pool, session.interact)
+            async def replay(session: AgentSession, calls: list[float]) -> None:
+                for when in calls:
+                    await asyncio.sleep(max(0.0, begun + (when - start) - time.perf_counter()))
+                    await loop.run_in_executor(pool, session.interact)
 
-            await asyncio.gather(*(at(offset, sessions[k]) for offset, k in calls))
+            await asyncio.gather(*(
+                replay(session, [t for t in s.calls if start <= t <= start + window_s])
+                for session, s in zip(sessions, run.students, strict=True)
+            ))  # fmt: skip
             await asyncio.sleep(max(0.0, begun + window_s - time.perf_counter()))
             return cpu_seconds(pid) - before
 
