@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import os
 import platform
 import random
@@ -200,24 +201,28 @@ class ClassRun:
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        task.add_done_callback(self.ended)
+
+    def ended(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.errors[f"a student's task failed: {task.exception()!r}"[:160]] += 1
 
     async def call(self, student: Student, **body: Any) -> float:
-        """One agent request of a student's page (in a thread); returns when it was sent."""
+        """One agent request of a student's page (in a thread); returns when it was sent, failed or not."""
+        sent: list[float] = []
 
-        def send() -> float:
+        def send() -> None:
             data = student.agent.encode(**body)
-            start = time.perf_counter()
+            sent.append(time.perf_counter())
             student.agent.send(data)
-            return start
 
         try:
-            start = await asyncio.get_running_loop().run_in_executor(self.pool, send)
-        except OSError as error:
-            self.errors[f"agent call: {error}"] += 1
-            return float("nan")
-        student.calls.append(start)
-        return start
+            await asyncio.get_running_loop().run_in_executor(self.pool, send)
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            self.errors[f"agent call: {error!r}"[:160]] += 1
+        student.calls += sent
+        return sent[0] if sent else float("nan")
 
     async def open_pages(self) -> None:
         """Every student's page, as the join's rerun draws it (before the measured window); then its follow loop."""
