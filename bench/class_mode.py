@@ -74,6 +74,7 @@ DISCUSS_S = 2.0  # between the votes
 GOAL_S = 1.0
 LONG_POLL_TIMEOUT = httpx.Timeout(30.0)  # the route answers within 20 s
 VOTES = {"vote1": 1, "vote2": 2}
+LOOP, PAGE = "loop", "page"  # a stage's long-poll loop; a page's rerun and answer
 
 
 @dataclass(frozen=True)
@@ -197,9 +198,11 @@ class ClassRun:
         self.errors: Counter[str] = Counter()
         self.tasks: set[asyncio.Task[Any]] = set()
         self.wall_minus_perf = time.time() - time.perf_counter()  # the store's times are the wall clock's
+        self.opened: dict[int, float] = {}  # vote -> when the teacher opened it
+        self.forms: dict[int, list[float]] = {1: [], 2: []}  # vote -> when each page had drawn its form
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
+    def spawn(self, work: Coroutine[Any, Any, None], name: str = LOOP) -> None:
+        task = asyncio.create_task(work, name=name)
         self.tasks.add(task)
         task.add_done_callback(self.ended)
 
@@ -265,14 +268,16 @@ class ClassRun:
             s.arrivals.append((when, body["step"]))
             if room_seen(body) != s.seen:
                 s.seen = room_seen(body)
-                self.spawn(self.page_reacts(s, body))
+                self.spawn(self.page_reacts(s, body), PAGE)
 
     async def page_reacts(self, s: Student, body: dict[str, Any]) -> None:
         """The room's question moved on: the page reruns once; while a vote is open the student answers it."""
-        async with s.busy:
-            await self.call(s)
         q = body["question"]
         vote = VOTES.get(q["phase"]) if q else None
+        async with s.busy:
+            await self.call(s)
+        if vote is not None:
+            self.forms[vote].append(time.perf_counter())
         if vote is None or vote in s.sent:
             return
         await asyncio.sleep(random.Random(s.number * 10 + vote).uniform(0.5, self.answer_window_s))
@@ -318,12 +323,14 @@ class ClassRun:
                 self.errors[f"step: HTTP {response.status_code}"] += 1
         everyone = lambda: all(s.arrivals and s.arrivals[-1][1] >= presses for s in self.students)  # noqa: E731
         await self.until(everyone, 10, "the last step on every stage")
+        self.opened[1] = time.perf_counter()
         asked = await asyncio.to_thread(self.room.open_question, self.code, self.key, presses, self.question.kind,
                                         self.question.key)  # fmt: skip
         n = len(self.students)
         await self.until(lambda: self.counted(asked.id, 1) >= n, self.answer_window_s + 30, "vote 1's answers")
         await asyncio.to_thread(self.room.close_vote, self.code, self.key, asked.id)
         await asyncio.sleep(DISCUSS_S)
+        self.opened[2] = time.perf_counter()
         await asyncio.to_thread(self.room.open_second_vote, self.code, self.key, asked.id)
         await self.until(lambda: self.counted(asked.id, 2) >= n, self.answer_window_s + 30, "vote 2's answers")
         return asked.id
@@ -371,6 +378,11 @@ class ClassRun:
         return found
 
     async def close(self) -> None:
+        """Let the pages finish what they send (an answer counted may still be rerunning its page), then stop the
+        loops."""
+        pages = [task for task in self.tasks if task.get_name() == PAGE]
+        if pages:
+            await asyncio.wait(pages, timeout=30)
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
@@ -388,6 +400,7 @@ class Measured:
     all_moved: list[float]  # press → the last student's stage
     press_missing: int
     answers: AnswerDelays
+    forms: list[float]  # a vote opened → a student's page drew its form
     answers_sent: int
     window_s: float
     server_cpu: float
@@ -461,6 +474,7 @@ def measure(config: Config, count: int, presses: int, answer_window_s: float) ->
         trivial = asyncio.run(replay_on_trivial_page(run, spent["start"], spent["window"], tmp))
     return Measured(
         config, count, delays, all_moved, missing, shown,
+        [t - run.opened[vote] for vote, drawn in run.forms.items() for t in drawn],
         sum(len(s.sent) for s in run.students), spent["window"], spent["server"],
         {name: spent[name] for name in others}, spent["load"], trivial, load_average, run.errors,
     )  # fmt: skip
@@ -497,12 +511,16 @@ def report(results: list[Measured]) -> None:
     for m in results:
         goals = ", ".join(f"{name} p95 {'met' if values and p95(values) <= GOAL_S else 'NOT met'}"
                           for name, values in (("(a)", m.presses), ("(b)", m.answers.shown)))  # fmt: skip
-        print(f"- {m.config.name}: load average before {m.load_average}; {m.window_s:.0f} s window; "
-              f"{len(m.presses)} press arrivals ({m.press_missing} missing), press → the last stage "
-              f"{spread(m.all_moved)} s; {len(m.answers.shown)} of {m.answers_sent} answers sent seen on the "
-              f"histogram ({m.answers.missing} missing, {m.answers.differing} in the store differing from what was "
-              f"sent), send → stored (the page's rerun) {spread(m.answers.stored)} s; "
-              f"{goals}" + (f"; errors: {dict(m.errors)}" if m.errors else ""))  # fmt: skip
+        notes = [
+            f"load average before {m.load_average}", f"{m.window_s:.0f} s window",
+            f"{len(m.presses)} press arrivals ({m.press_missing} missing)",
+            f"press → the last stage {spread(m.all_moved)} s",
+            f"vote opened → a student's form drawn (the follow, then the page's rerun) {spread(m.forms)} s",
+            f"{len(m.answers.shown)} of {m.answers_sent} answers sent seen on the histogram ({m.answers.missing} "
+            f"missing, {m.answers.differing} in the store differing from what was sent)",
+            f"send → stored (the page's rerun) {spread(m.answers.stored)} s", goals,
+        ] + ([f"errors: {dict(m.errors)}"] if m.errors else [])  # fmt: skip
+        print(f"- {m.config.name}: " + "; ".join(notes))
 
 
 def main() -> None:
