@@ -15,15 +15,17 @@ The teacher makes the room and opens the question through the Classroom API (its
 presses → with POST /class/api/step (stage.js sendStep), and its stage's GET /class/api/watch loop sees the answers.
 
 The run: --presses presses 1.5 s apart, then x's gradient asked (vote 1), the vote closed, vote 2 opened. Figures:
-(a) press → every student's stage: from just before a step's POST to each student's long poll that returned it;
+(a) press → every student's stage: from just before a step's POST to each student's long poll that returned it
+    (every student and press; under it, press → the last of the room's stages, every press);
 (b) answer → the teacher's histogram: from just before a student's Send to the first watch answer whose count
-    (votes[n].answered) includes it (answers ranked by the time the store recorded them);
+    (votes[n].answered) includes it (answers ranked by the time the store recorded them); under it, send → stored,
+    the page's rerun's share; and vote opened → a student's form drawn (its follow, then its page's rerun);
 (c) server CPU (utime + stime of the Streamlit processes, /proc/<pid>/stat) from the first press to the end of vote 2,
     per second of wall time and per student; nginx and PostgreSQL apart. Beside it, the floor: a trivial Streamlit
     page (a title and a line) on one process, the same number of sessions making the same agent calls at the same
     moments, measured right after in the same run.
 The load generator (this process: asyncio and httpx, one thread per agent call in flight) shares the machine; its CPU
-is printed too.
+is printed too, and the machine's load average before each configuration (other work on it shows there).
 
 Configurations: 30 students on one `streamlit run app.py` with an SQLite file; 60 students on two replicas behind
 nginx (deploy/replicas.py) with a PostgreSQL cluster the script starts (tests/postgres.py). Each takes about two
