@@ -69,7 +69,7 @@ from tests.browser.harness import AgentSession, cpu_seconds, streamlit_server  #
 from tests.postgres import postgres_bin_dir, postgres_cluster  # noqa: E402
 
 SERVER = agent_api(600)  # a student's session lives through the whole run
-PORTS = range(8800, 8900)  # the PostgreSQL cluster's
+PORTS = range(8800, 8900)  # the PostgreSQL cluster's, nginx's and the replicas
 PROGRAM = "seed"
 PRESS_GAP_S = 1.5
 DISCUSS_S = 2.0  # between the votes
@@ -468,7 +468,7 @@ def measure(config: Config, count: int, presses: int, answer_window_s: float) ->
         tmp = Path(folder)
         with class_database(config.database, tmp) as (database, postmaster):
             others = {} if postmaster is None else {"PostgreSQL": postmaster}
-            with served(config.replicas, tmp, SERVER) as (url, pids, nginx):
+            with served(config.replicas, tmp, SERVER, PORTS) as (url, pids, nginx):
                 if nginx is not None:
                     others["nginx"] = nginx
                 run, spent, shown = asyncio.run(run_class(url, database, count, presses, answer_window_s, pids, others))
