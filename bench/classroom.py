@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import platform
 import resource
+import socket
 import statistics
 import sys
 import tempfile
@@ -147,23 +148,49 @@ def browsers_open_lesson(url: str, count: int, seen: list[float]) -> None:
 
 
 def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else values[0]
+    return statistics.quantiles(values, n=20, method="inclusive")[-1] if len(values) >= 2 else values[0]
+
+
+def free_run(ports: range, count: int) -> int:
+    """The first of `count` consecutive loopback ports in `ports` that are free now (nginx and its replicas)."""
+
+    def free(port: int) -> bool:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+            return True
+
+    first = next((p for p in range(ports.start, ports.stop - count + 1) if all(map(free, range(p, p + count)))), None)
+    if first is None:
+        raise RuntimeError(f"no {count} free consecutive loopback ports in {ports.start}-{ports.stop - 1}")
+    return first
 
 
 @contextmanager
-def served(replicas: int, tmp: Path) -> Iterator[tuple[str, list[int]]]:
-    """The app with the agent API: one `streamlit run` (replicas 0), or nginx in front of `replicas` replicas.
-    Yields the URL and the server processes' pids."""
+def served(
+    replicas: int, tmp: Path, args: tuple[str, ...] = LOAD_SERVER, ports: range | None = None
+) -> Iterator[tuple[str, list[int], int | None]]:
+    """The app with the agent API: one `streamlit run` (replicas 0), or nginx in front of `replicas` replicas (on
+    free ports the system picks, or consecutive ones of `ports`). Yields the URL, the Streamlit processes' pids and
+    nginx's (None without it)."""
     if replicas == 0:
-        with streamlit_server(tmp / "s.log", LOAD_SERVER, with_pid=True) as (url, pid):
-            yield url, [pid]
+        with streamlit_server(tmp / "s.log", args, with_pid=True) as (url, pid):
+            yield url, [pid], None
+        return
+    if ports is None:
+        port, first_replica = _free_port(), _free_port()
     else:
-        with deployment(replicas, _free_port(), _free_port(), LOAD_SERVER) as running:  # each student its own address
-            yield running.url, [replica.process.pid for replica in running.replicas]
+        port = free_run(ports, replicas + 1)  # nginx's, then its replicas'
+        first_replica = port + 1
+    with deployment(replicas, port, first_replica, args) as running:  # each student its own address
+        assert running.nginx is not None
+        yield running.url, [replica.process.pid for replica in running.replicas], running.nginx.pid
 
 
 def measure(sessions: int, replicas: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp, served(replicas, Path(tmp)) as (url, pids):
+    with tempfile.TemporaryDirectory() as tmp, served(replicas, Path(tmp)) as (url, pids, _):
         for k in range(2 * max(replicas, 1)):  # warm up every replica: imports, the lessons' shared results
             student(url, 1000 + k, {"lesson": [], "playground": []}, threading.Lock())
         baseline = sum(rss_mib(pid) for pid in pids)

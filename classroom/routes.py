@@ -141,7 +141,10 @@ class ClassRoutes:
                 return JSONResponse({"error": "This server is following as many visitors as it can; "
                                      "your page tries again in a moment."}, status_code=503)  # fmt: skip
             since = _since(request.query_params.get("since"), len(pick((0, 0))))
-            now = await self.watcher.wait(code, lambda current: pick(current) != since, self.wait_s)
+            waited = await self._wait_while_connected(request, code, lambda current: pick(current) != since)
+            if not waited:
+                return Response(status_code=204)  # the visitor left: nobody reads this
+            now = waited[0]
             if now is None:
                 raise RoomNotFound("This class has ended.")
             if pick(now) == since:
@@ -151,6 +154,24 @@ class ClassRoutes:
             return JSONResponse(body, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
             return _refused(error)
+
+    async def _wait_while_connected(
+        self, request: Request, code: str, moved: Callable[[Revisions], bool]
+    ) -> list[Revisions | None]:
+        """The watcher's wait (its answer in a list), or an empty list as soon as the visitor's connection closes:
+        a page that left frees its place at once, and a stopping server does not wait out its long polls."""
+        waited: list[Revisions | None] = []
+        async with anyio.create_task_group() as tasks:
+
+            async def wait() -> None:
+                waited.append(await self.watcher.wait(code, moved, self.wait_s))
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(wait)
+            while (await request.receive())["type"] != "http.disconnect":
+                pass  # the request's (empty) body
+            tasks.cancel_scope.cancel()
+        return waited
 
     async def follow(self, request: Request) -> Response:
         """A student's stage: the room's step and question, when they change."""

@@ -1,5 +1,6 @@
-"""A throwaway PostgreSQL cluster for the tests that need a real one (the class store's and the class page's):
-the session fixture `postgres_server`, and `new_database` for an empty database in it."""
+"""A throwaway PostgreSQL cluster on loopback (initdb and pg_ctl from Debian's `postgresql`), for the class tests and
+bench/class_mode.py: `postgres_cluster`, the session fixture `postgres_server` (the tests' one cluster), and
+`new_database` for an empty database in it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,28 +23,30 @@ PORTS = range(55400, 55500)  # this project's loopback range for the class tests
 PG_USER = "postgres"  # Debian's package makes it; PostgreSQL refuses to run as root
 
 
-def _free_port() -> int:
-    for port in PORTS:
+def _free_port(ports: range = PORTS) -> int:
+    for port in ports:
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    raise RuntimeError(f"no free loopback port in {PORTS.start}-{PORTS.stop - 1}")
+    raise RuntimeError(f"no free loopback port in {ports.start}-{ports.stop - 1}")
 
 
 def _as_owner(command: list[str]) -> list[str]:
     return ["runuser", "-u", PG_USER, "--", *command] if os.geteuid() == 0 else command
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """A throwaway cluster on loopback; yields the URL of its `postgres` database."""
+def postgres_bin_dir() -> Path | None:
+    """The newest installed PostgreSQL's binaries, or None when none is installed."""
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        pytest.skip("PostgreSQL's binaries are not installed (apt-get install postgresql; .ci/run does)")
-    bin_dir = Path(found[-1]).parent
+    return Path(found[-1]).parent if found else None
+
+
+@contextmanager
+def postgres_cluster(bin_dir: Path, ports: range = PORTS) -> Iterator[str]:
+    """A throwaway cluster on loopback, on a free port of `ports`; yields the URL of its `postgres` database."""
     if os.geteuid() == 0:
         try:
             pwd.getpwnam(PG_USER)
@@ -51,7 +55,7 @@ def postgres_server() -> Iterator[str]:
     folder = Path(tempfile.mkdtemp(prefix="classroom-pg-"))
     if os.geteuid() == 0:
         shutil.chown(folder, PG_USER)
-    data, port = folder / "data", _free_port()
+    data, port = folder / "data", _free_port(ports)
     run = lambda *args: subprocess.run(_as_owner([str(bin_dir / args[0]), *args[1:]]), check=True, capture_output=True)
     run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
     options = f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c max_connections=200"
@@ -61,6 +65,16 @@ def postgres_server() -> Iterator[str]:
     finally:
         run("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(folder)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The tests' cluster, one per session; yields the URL of its `postgres` database."""
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL's binaries are not installed (apt-get install postgresql; .ci/run does)")
+    with postgres_cluster(bin_dir) as url:
+        yield url
 
 
 _databases = itertools.count()

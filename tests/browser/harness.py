@@ -137,8 +137,10 @@ class AgentSession:
     def __init__(self, url: str, source: str = "127.0.0.1") -> None:
         self.url = url
         self.session_id: str | None = None
+        self.source = source
+        self.cookies = http.cookiejar.CookieJar()  # a page's own requests beside the session send them too
         self.opener = urllib.request.build_opener(
-            _FromAddress(source), urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+            _FromAddress(source), urllib.request.HTTPCookieProcessor(self.cookies)
         )
 
     def interact(self, **body: Any) -> dict[str, Any]:

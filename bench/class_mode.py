@@ -1,0 +1,543 @@
+"""Class mode under load (issue 27; a benchmark, not a test): how soon the room follows the teacher, how soon the
+teacher sees the answers, and what that costs the server.
+
+A simulated student does what a student's browser does on the class page:
+- joins through the Classroom API (`Classroom.join`, against the servers' own database) rather than the page's join
+  form, then opens page "class" with ?room=…&seat=… through Streamlit's agent API (`--server.enableAgentApi true`, on
+  these bench servers only), as the join's rerun does;
+- follows: a loop of GET /class/api/follow?room=…&since=… with its seat in X-Class-Seat (stage.js joinRoom), sending
+  the page's cookies (behind nginx they keep it on its page's replica);
+- when the room's question or phase moves on (stage.js roomSeen), reruns its page once (the stage's setStateValue;
+  here an agent rerun with no change), and while a vote is open answers after a think time spread over
+  --answer-window: the form's text (class_answer_text) and its submit (class_answer_send) through the agent API, so
+  the answer takes the app's own rerun path, grading and store. The script checks that every answer is in the store.
+The teacher makes the room and opens the question through the Classroom API (its page's reruns are not measured),
+presses → with POST /class/api/step (stage.js sendStep), and its stage's GET /class/api/watch loop sees the answers.
+
+The run: --presses presses 1.5 s apart, then x's gradient asked (vote 1), the vote closed, vote 2 opened. Figures:
+(a) press → every student's stage: from just before a step's POST to each student's long poll that returned it
+    (every student and press; under it, press → the last of the room's stages, every press);
+(b) answer → the teacher's histogram: from just before a student's Send to the first watch answer whose count
+    (votes[n].answered) includes it (answers ranked by the time the store recorded them); under it, send → stored,
+    the page's rerun's share; and vote opened → a student's form drawn (its follow, then its page's rerun);
+(c) server CPU (utime + stime of the Streamlit processes, /proc/<pid>/stat) from the first press to the end of vote 2,
+    per second of wall time and per student; nginx and PostgreSQL apart. Beside it, the floor: a trivial Streamlit
+    page (a title and a line) on one process, the same number of sessions making the same agent calls at the same
+    moments, measured right after in the same run.
+The load generator (this process: asyncio and httpx, one thread per agent call in flight) shares the machine; its CPU
+is printed too, and the machine's load average before each configuration (other work on it shows there).
+
+Configurations: 30 students on one `streamlit run app.py` with an SQLite file; 60 students on two replicas behind
+nginx (deploy/replicas.py) with a PostgreSQL cluster the script starts (tests/postgres.py). Each takes about two
+minutes. Run: python bench/class_mode.py [--configs sqlite postgresql] [--students N] [--presses 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import select, text  # noqa: E402
+
+from bench.classroom import agent_api, new_student, p95, served, write_trivial_page  # noqa: E402
+from classroom.live import DATABASE_ENV  # noqa: E402
+from classroom.rooms import Classroom  # noqa: E402
+from classroom.store import answers, open_store, students  # noqa: E402
+from course.grading import Question, questions, right_answer  # noqa: E402
+from course.programs import record_program  # noqa: E402
+from tests.browser.harness import AgentSession, cpu_seconds, streamlit_server  # noqa: E402
+from tests.postgres import postgres_bin_dir, postgres_cluster  # noqa: E402
+
+SERVER = agent_api(600)  # a student's session lives through the whole run
+PORTS = range(8800, 8900)  # the PostgreSQL cluster's, nginx's and the replicas
+PROGRAM = "seed"
+PRESS_GAP_S = 1.5
+DISCUSS_S = 2.0  # between the votes
+GOAL_S = 1.0
+LONG_POLL_TIMEOUT = httpx.Timeout(30.0)  # the route answers within 20 s
+VOTES = {"vote1": 1, "vote2": 2}
+LOOP, PAGE = "loop", "page"  # a stage's long-poll loop; a page's rerun and answer
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    students: int
+    replicas: int  # 0: one `streamlit run app.py`, no nginx
+    database: str  # "sqlite" or "postgresql"
+
+
+CONFIGS = {
+    "sqlite": Config("one process, SQLite", 30, 0, "sqlite"),
+    "postgresql": Config("2 replicas + nginx, PostgreSQL", 60, 2, "postgresql"),
+}
+
+
+@dataclass
+class Student:
+    number: int
+    seat: str
+    agent: AgentSession
+    http: httpx.AsyncClient | None = None
+    arrivals: list[tuple[float, int]] = field(default_factory=list)  # (when, step) of each follow answer
+    seen: str = "none"  # the room as its page last drew it (stage.js roomSeen)
+    sent: dict[int, tuple[float, str]] = field(default_factory=dict)  # vote -> (when sent, the answer)
+    calls: list[float] = field(default_factory=list)  # when each agent call went (the floor replays them)
+    busy: asyncio.Lock = field(default_factory=asyncio.Lock)  # one page, one rerun at a time
+
+
+def room_seen(body: dict[str, Any]) -> str:
+    q = body["question"]
+    return f"{q['id']}:{q['phase']}:{body['answered']}" if q else "none"
+
+
+def pick_answer(q: Question, number: int, vote: int) -> str:
+    """Most right, the rest the graph's own mistakes (vote 1: 60% right, vote 2: 90%)."""
+    rng = random.Random(number * 10 + vote)
+    if q.values is None or rng.random() < (0.6 if vote == 1 else 0.9):
+        return right_answer(q)
+    return ", ".join(f"{v:g}" for v in rng.choice(q.wrong)[1])
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds of a process and all its descendants, ended ones included (their cutime, cstime)."""
+
+    def stat(pid: int | str) -> list[str]:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                children.setdefault(int(stat(entry.name)[1]), []).append(int(entry.name))
+            except OSError:
+                continue  # it ended meanwhile
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            total += sum(int(v) for v in stat(pid)[11:15])  # utime, stime, cutime, cstime
+        except OSError:
+            continue
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def class_database(kind: str, tmp: Path) -> Iterator[tuple[str, int | None]]:
+    """The store's URL, set in $CLASSROOM_DATABASE so that servers started inside use it; yields it and PostgreSQL's
+    postmaster pid (None for SQLite)."""
+    with ExitStack() as stack:
+        postmaster = None
+        if kind == "sqlite":
+            url = f"sqlite:///{tmp / 'class.sqlite3'}"
+        else:
+            bin_dir = postgres_bin_dir()
+            if bin_dir is None:
+                raise SystemExit("PostgreSQL is not installed: apt-get install postgresql")
+            url = stack.enter_context(postgres_cluster(bin_dir, PORTS))
+            store = open_store(url)
+            with store.read() as conn:  # a backend's parent is the postmaster
+                backend = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            postmaster = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            store.close()
+        before = os.environ.get(DATABASE_ENV)
+        os.environ[DATABASE_ENV] = url
+        try:
+            yield url, postmaster
+        finally:
+            os.environ.pop(DATABASE_ENV)
+            if before is not None:
+                os.environ[DATABASE_ENV] = before
+
+
+@dataclass
+class AnswerDelays:
+    shown: list[float]  # send → the teacher's count
+    stored: list[float]  # send → the store's record (the page's rerun), on the machine's clock
+    missing: int  # sent, never in the store or never counted
+    differing: int  # in the store, not what was sent
+
+
+class ClassRun:
+    """One class on running servers: the room, its students, the teacher, and what they measured."""
+
+    def __init__(self, url: str, room: Classroom, count: int, answer_window_s: float) -> None:
+        self.url, self.room, self.answer_window_s = url, room, answer_window_s
+        run = record_program(PROGRAM)
+        self.question = next(q for q in questions(run.before, run.recorder, run.names) if q.kind == "leaf_grad")
+        self.events = len(run.recorder.events)
+        made = room.create_room(PROGRAM, self.events - 1)  # as the page does
+        self.code, self.key = made.code, made.teacher_key
+        self.students: list[Student] = []
+        for number in range(count):
+            agent = new_student(url, number)
+            joined = room.join(self.code, agent.source, None)
+            self.students.append(Student(number, joined.token, agent))
+        self.pool = ThreadPoolExecutor(max_workers=count + 4)
+        self.presses: list[float] = []
+        self.tallies: list[tuple[float, int, dict[int, int]]] = []  # (when, question id, answered per vote)
+        self.errors: Counter[str] = Counter()
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.wall_minus_perf = time.time() - time.perf_counter()  # the store's times are the wall clock's
+        self.opened: dict[int, float] = {}  # vote -> when the teacher opened it
+        self.forms: dict[int, list[float]] = {1: [], 2: []}  # vote -> when each page had drawn its form
+
+    def spawn(self, work: Coroutine[Any, Any, None], name: str = LOOP) -> None:
+        task = asyncio.create_task(work, name=name)
+        self.tasks.add(task)
+        task.add_done_callback(self.ended)
+
+    def ended(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.errors[f"a student's task failed: {task.exception()!r}"[:160]] += 1
+
+    async def call(self, student: Student, **body: Any) -> float:
+        """One agent request of a student's page (in a thread); returns when it was sent, failed or not."""
+        sent: list[float] = []
+
+        def send() -> None:
+            data = student.agent.encode(**body)
+            sent.append(time.perf_counter())
+            student.agent.send(data)
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(self.pool, send)
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            self.errors[f"agent call: {error!r}"[:160]] += 1
+        student.calls += sent
+        return sent[0] if sent else float("nan")
+
+    async def open_pages(self) -> None:
+        """Every student's page, as the join's rerun draws it (before the measured window); then its follow loop."""
+        query = lambda s: {"room": [self.code], "seat": [s.seat]}  # noqa: E731
+        for k in range(0, len(self.students), 4):  # a few at a time: the warm-up is not measured
+            batch = self.students[k : k + 4]
+            await asyncio.gather(*(self.call(s, page="class", query_params=query(s)) for s in batch))
+        for s in self.students:
+            transport = httpx.AsyncHTTPTransport(local_address=s.agent.source)
+            s.http = httpx.AsyncClient(transport=transport, cookies=s.agent.cookies, timeout=LONG_POLL_TIMEOUT)
+            self.spawn(self.follow(s))
+
+    async def long_poll(self, client: httpx.AsyncClient, route: str, header: dict[str, str], since: str) -> Any:
+        """One request of a stage's loop: (when it answered, its body), or None for a 204 or a refusal."""
+        params = {"room": self.code} | ({"since": since} if since else {})
+        try:
+            response = await client.get(f"{self.url}/class/api/{route}", params=params, headers=header)
+        except httpx.HTTPError as error:
+            self.errors[f"{route}: {type(error).__name__}"] += 1
+            await asyncio.sleep(1.0)
+            return None
+        when = time.perf_counter()
+        if response.status_code == 204:
+            return None
+        if response.status_code != 200:
+            self.errors[f"{route}: HTTP {response.status_code}"] += 1
+            await asyncio.sleep(2.0)  # as the stage does
+            return None
+        return when, response.json()
+
+    async def follow(self, s: Student) -> None:
+        assert s.http is not None
+        since = ""
+        while True:
+            answered = await self.long_poll(s.http, "follow", {"X-Class-Seat": s.seat}, since)
+            if answered is None:
+                continue
+            when, body = answered
+            since = body["since"]
+            s.arrivals.append((when, body["step"]))
+            if room_seen(body) != s.seen:
+                s.seen = room_seen(body)
+                self.spawn(self.page_reacts(s, body), PAGE)
+
+    async def page_reacts(self, s: Student, body: dict[str, Any]) -> None:
+        """The room's question moved on: the page reruns once; while a vote is open the student answers it."""
+        q = body["question"]
+        vote = VOTES.get(q["phase"]) if q else None
+        async with s.busy:
+            await self.call(s)
+        if vote is not None:
+            self.forms[vote].append(time.perf_counter())
+        if vote is None or vote in s.sent:
+            return
+        await asyncio.sleep(random.Random(s.number * 10 + vote).uniform(0.5, self.answer_window_s))
+        async with s.busy:
+            if not s.seen.startswith(f"{q['id']}:{q['phase']}:") or vote in s.sent:
+                return  # the vote closed meanwhile
+            answer = pick_answer(self.question, s.number, vote)
+            sent = await self.call(s, widget_state={"class_answer_text": answer}, trigger={"key": "class_answer_send"})
+            s.sent[vote] = (sent, answer)
+            s.seen = f"{q['id']}:{q['phase']}:{len(s.sent)}"  # what the page drew after the answer
+
+    async def watch(self, teacher: httpx.AsyncClient) -> None:
+        since = ""
+        while True:
+            answered = await self.long_poll(teacher, "watch", {"X-Class-Teacher": self.key}, since)
+            if answered is None:
+                continue
+            when, body = answered
+            since = body["since"]
+            if (q := body["question"]) is not None:
+                self.tallies.append((when, q["id"], {int(v): t["answered"] for v, t in q["votes"].items()}))
+
+    def counted(self, question: int, vote: int) -> int:
+        return max((t[2].get(vote, 0) for t in self.tallies if t[1] == question), default=0)
+
+    async def until(self, done: Callable[[], bool], seconds: float, what: str) -> None:
+        deadline = time.perf_counter() + seconds
+        while not done():
+            if time.perf_counter() > deadline:
+                self.errors[f"timed out waiting for {what}"] += 1
+                return
+            await asyncio.sleep(0.1)
+
+    async def teach(self, teacher: httpx.AsyncClient, presses: int) -> int:
+        """The presses, then a question's two votes; returns the question's id."""
+        start = time.perf_counter()
+        for n in range(1, presses + 1):
+            await asyncio.sleep(max(0.0, start + (n - 1) * PRESS_GAP_S - time.perf_counter()))
+            self.presses.append(time.perf_counter())
+            response = await teacher.post(f"{self.url}/class/api/step", params={"room": self.code},
+                                          headers={"X-Class-Teacher": self.key}, json={"step": n})  # fmt: skip
+            if response.status_code != 200:
+                self.errors[f"step: HTTP {response.status_code}"] += 1
+        everyone = lambda: all(s.arrivals and s.arrivals[-1][1] >= presses for s in self.students)  # noqa: E731
+        await self.until(everyone, 10, "the last step on every stage")
+        self.opened[1] = time.perf_counter()
+        asked = await asyncio.to_thread(self.room.open_question, self.code, self.key, presses, self.question.kind,
+                                        self.question.key)  # fmt: skip
+        n = len(self.students)
+        await self.until(lambda: self.counted(asked.id, 1) >= n, self.answer_window_s + 30, "vote 1's answers")
+        await asyncio.to_thread(self.room.close_vote, self.code, self.key, asked.id)
+        await asyncio.sleep(DISCUSS_S)
+        self.opened[2] = time.perf_counter()
+        await asyncio.to_thread(self.room.open_second_vote, self.code, self.key, asked.id)
+        await self.until(lambda: self.counted(asked.id, 2) >= n, self.answer_window_s + 30, "vote 2's answers")
+        return asked.id
+
+    def press_delays(self) -> tuple[list[float], list[float], int]:
+        """Press → each stage, every student and press; press → the last stage, every press; and how many stages
+        never showed a press."""
+        delays, last, missing = [], [], 0
+        for n, pressed in enumerate(self.presses, start=1):
+            these = []
+            for s in self.students:
+                arrived = next((when for when, step in s.arrivals if step >= n and when >= pressed), None)
+                if arrived is None:
+                    missing += 1
+                else:
+                    these.append(arrived - pressed)
+            delays += these
+            last += [max(these)] if these else []
+        return delays, last, missing
+
+    def answer_delays(self, question: int) -> AnswerDelays:
+        """Answer → the teacher's count, every answer sent, checked against the store."""
+        query = select(answers.c.student, answers.c.vote, answers.c.answer, answers.c.answered_at)
+        with self.room.store.read() as conn:
+            rows = list(conn.execute(query.where(answers.c.question == question)))
+            joined = conn.execute(select(students.c.id).where(students.c.room == self.code).order_by(students.c.id))
+            by_id = dict(zip(joined.scalars(), self.students, strict=True))  # joined in this order
+        found = AnswerDelays([], [], 0, 0)
+        for vote in (1, 2):
+            ranked = sorted((row for row in rows if row.vote == vote), key=lambda row: row.answered_at)
+            for rank, row in enumerate(ranked, start=1):
+                s = by_id[row.student]
+                if vote not in s.sent or s.sent[vote][1] != row.answer:
+                    found.differing += 1
+                    continue
+                shown = next((when for when, q, seen in self.tallies if q == question and seen.get(vote, 0) >= rank),
+                             None)  # fmt: skip
+                if shown is None:
+                    found.missing += 1
+                else:
+                    found.shown.append(shown - s.sent[vote][0])
+                    found.stored.append(row.answered_at - (s.sent[vote][0] + self.wall_minus_perf))
+        sent = sum(len(s.sent) for s in self.students)
+        found.missing += max(0, sent - len(rows))
+        return found
+
+    async def close(self) -> None:
+        """Let the pages finish what they send (an answer counted may still be rerunning its page), then stop the
+        loops."""
+        pages = [task for task in self.tasks if task.get_name() == PAGE]
+        if pages:
+            await asyncio.wait(pages, timeout=30)
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for s in self.students:
+            if s.http is not None:
+                await s.http.aclose()
+        self.pool.shutdown()
+
+
+@dataclass
+class Measured:
+    config: Config
+    students: int
+    presses: list[float]
+    all_moved: list[float]  # press → the last student's stage
+    press_missing: int
+    answers: AnswerDelays
+    forms: list[float]  # a vote opened → a student's page drew its form
+    answers_sent: int
+    window_s: float
+    server_cpu: float
+    other_cpu: dict[str, float]  # nginx, PostgreSQL
+    load_cpu: float
+    trivial_cpu: float
+    load_average: str  # the machine's, before the run: other work on it shows here
+    errors: Counter[str]
+
+
+async def run_class(url: str, database: str, count: int, presses: int, answer_window_s: float,
+                    server_pids: list[int], others: dict[str, int]
+                    ) -> tuple[ClassRun, dict[str, float], AnswerDelays]:  # fmt: skip
+    room = Classroom(open_store(database))
+    run = ClassRun(url, room, count, answer_window_s)
+    async with httpx.AsyncClient(timeout=LONG_POLL_TIMEOUT) as teacher:
+        await run.open_pages()
+        run.spawn(run.watch(teacher))
+        await run.until(lambda: all(s.arrivals for s in run.students), 30, "every stage's first answer")
+        await asyncio.sleep(1.0)
+        before = {"server": sum(cpu_seconds(pid) for pid in server_pids), "load": time.process_time(),
+                  **{name: tree_cpu(pid) for name, pid in others.items()}}  # fmt: skip
+        start = time.perf_counter()
+        asked = await run.teach(teacher, presses)
+        window = time.perf_counter() - start
+        spent = {"server": sum(cpu_seconds(pid) for pid in server_pids) - before["server"],
+                 "load": time.process_time() - before["load"], "window": window, "start": start,
+                 **{name: tree_cpu(pid) - before[name] for name, pid in others.items()}}  # fmt: skip
+        await run.close()
+    shown = run.answer_delays(asked)
+    room.store.close()
+    return run, spent, shown
+
+
+async def replay_on_trivial_page(run: ClassRun, start: float, window_s: float, tmp: Path) -> float:
+    """The floor: the same sessions making the same agent calls at the same moments on a trivial page (one
+    process), each session's one after another as its page's were; returns its server CPU seconds over the window."""
+    trivial = write_trivial_page(str(tmp))
+    with streamlit_server(tmp / "trivial.log", SERVER, with_pid=True, script=trivial) as (url, pid):
+        loop = asyncio.get_running_loop()
+        sessions = [new_student(url, s.number) for s in run.students]
+        with ThreadPoolExecutor(max_workers=len(sessions) + 4) as pool:
+            await asyncio.gather(*(loop.run_in_executor(pool, session.interact) for session in sessions))  # pages
+            await asyncio.sleep(1.0)
+            before, begun = cpu_seconds(pid), time.perf_counter()
+
+            async def replay(session: AgentSession, calls: list[float]) -> None:
+                for when in calls:
+                    await asyncio.sleep(max(0.0, begun + (when - start) - time.perf_counter()))
+                    await loop.run_in_executor(pool, session.interact)
+
+            await asyncio.gather(*(
+                replay(session, [t for t in s.calls if start <= t <= start + window_s])
+                for session, s in zip(sessions, run.students, strict=True)
+            ))  # fmt: skip
+            await asyncio.sleep(max(0.0, begun + window_s - time.perf_counter()))
+            return cpu_seconds(pid) - before
+
+
+def measure(config: Config, count: int, presses: int, answer_window_s: float) -> Measured:
+    load_average = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        with class_database(config.database, tmp) as (database, postmaster):
+            others = {} if postmaster is None else {"PostgreSQL": postmaster}
+            with served(config.replicas, tmp, SERVER, PORTS) as (url, pids, nginx):
+                if nginx is not None:
+                    others["nginx"] = nginx
+                run, spent, shown = asyncio.run(run_class(url, database, count, presses, answer_window_s, pids, others))
+        delays, all_moved, missing = run.press_delays()
+        trivial = asyncio.run(replay_on_trivial_page(run, spent["start"], spent["window"], tmp))
+    return Measured(
+        config, count, delays, all_moved, missing, shown,
+        [t - run.opened[vote] for vote, drawn in run.forms.items() for t in drawn],
+        sum(len(s.sent) for s in run.students), spent["window"], spent["server"],
+        {name: spent[name] for name in others}, spent["load"], trivial, load_average, run.errors,
+    )  # fmt: skip
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.machine())  # fmt: skip
+    return f"{os.cpu_count()} CPUs ({model})"
+
+
+def spread(values: list[float]) -> str:
+    if not values:
+        return "none"
+    return f"{statistics.median(values):.2f} / {p95(values):.2f} / {max(values):.2f}"
+
+
+def report(results: list[Measured]) -> None:
+    print(f"# Class mode under load, {time.strftime('%Y-%m-%d %H:%M %Z')}; {machine()}; Python "
+          f"{platform.python_version()}; goals: p95 <= {GOAL_S:g} s for (a) and (b)")  # fmt: skip
+    print("| configuration | students | (a) press → every stage, p50 / p95 / max | (b) answer → histogram, "
+          "p50 / p95 / max | (c) server CPU: s a second, ms a second a student | trivial page, same calls: ms a "
+          "second a student | nginx, PostgreSQL: s a second | load generator: s a second |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for m in results:
+        w, n = m.window_s, m.students
+        others = ", ".join(f"{name} {cpu / w:.3f}" for name, cpu in m.other_cpu.items()) or "—"
+        cells = [
+            m.config.name, str(n), f"{spread(m.presses)} s", f"{spread(m.answers.shown)} s",
+            f"{m.server_cpu / w:.3f}, {m.server_cpu / w / n * 1000:.1f}", f"{m.trivial_cpu / w / n * 1000:.1f}", others,
+            f"{m.load_cpu / w:.3f}",
+        ]  # fmt: skip
+        print(f"| {' | '.join(cells)} |")
+    for m in results:
+        goals = ", ".join(f"{name} p95 {'met' if values and p95(values) <= GOAL_S else 'NOT met'}"
+                          for name, values in (("(a)", m.presses), ("(b)", m.answers.shown)))  # fmt: skip
+        notes = [
+            f"load average before {m.load_average}", f"{m.window_s:.0f} s window",
+            f"{len(m.presses)} press arrivals ({m.press_missing} missing)",
+            f"press → the last stage {spread(m.all_moved)} s",
+            f"vote opened → a student's form drawn (the follow, then the page's rerun) {spread(m.forms)} s",
+            f"{len(m.answers.shown)} of {m.answers_sent} answers sent seen on the histogram ({m.answers.missing} "
+            f"missing, {m.answers.differing} in the store differing from what was sent)",
+            f"send → stored (the page's rerun) {spread(m.answers.stored)} s", goals,
+        ] + ([f"errors: {dict(m.errors)}"] if m.errors else [])  # fmt: skip
+        print(f"- {m.config.name}: " + "; ".join(notes))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Class mode under load: following, answering, server CPU.")
+    parser.add_argument("--configs", nargs="*", choices=list(CONFIGS), default=list(CONFIGS))
+    parser.add_argument("--students", type=int, help="students in each configuration (default: 30 and 60)")
+    parser.add_argument("--presses", type=int, default=10, help=f"presses of →, {PRESS_GAP_S} s apart")
+    parser.add_argument("--answer-window", type=float, default=10.0, help="the students' answers spread over it (s)")
+    args = parser.parse_args()
+    results = [
+        measure(CONFIGS[name], args.students or CONFIGS[name].students, args.presses, args.answer_window)
+        for name in args.configs
+    ]
+    report(results)
+
+
+if __name__ == "__main__":
+    main()
