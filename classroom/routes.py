@@ -59,7 +59,7 @@ class TeacherJson(TypedDict):
 class StudentJson(TypedDict):
     since: str
     step: int
-    question: dict[str, Any] | None  # id, step, phase: the page draws the question itself
+    question: dict[str, Any] | None  # id, key, step, phase: the stage says its prompt, the page draws its form
     answered: int  # this student's answers to it
 
 
@@ -179,7 +179,7 @@ class ClassRoutes:
         async def view(code: str, seat: str) -> StudentJson:
             seen = await anyio.to_thread.run_sync(self.rooms().student_view, code, seat)
             q = seen.question
-            question = None if q is None else {"id": q.id, "step": q.step, "phase": q.phase}
+            question = None if q is None else {"id": q.id, "key": q.key, "step": q.step, "phase": q.phase}
             return {"since": "", "step": seen.step, "question": question, "answered": len(seen.answers)}
 
         return await self._long_poll(request, "X-Class-Seat", lambda r: r[:1], view)

@@ -217,7 +217,8 @@ def open_store(url: str | None = None) -> Store:
             DATA_DIR.mkdir(exist_ok=True)
         engine = _sqlite_engine(url)
     else:
-        engine = create_engine(url, pool_pre_ping=True)
+        # a server's route threads and pages share the pool: enough connections that none is opened per request
+        engine = create_engine(url, pool_pre_ping=True, pool_size=20, max_overflow=20)
     store = Store(engine)
     _migrate(store)
     return store

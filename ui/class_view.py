@@ -238,7 +238,7 @@ def teacher_page(code: str, key: str) -> None:
     link: ClassroomLink = {
         "role": "teacher", "room": view.code, "secret": key, "api": API, "seen": "",
         "join": f"Join at {join_url} · room code {spaced(view.code)}",
-        "asked": _asked_nodes(replay), "mistakes": MISTAKES,
+        "asked": _asked_nodes(replay), "mistakes": MISTAKES, "prompts": {},
     }  # fmt: skip
     index = _followed_index(view.step, replay)
     _stage(replay, link, index, "class_teacher_stage")
@@ -364,7 +364,7 @@ def student_page(code: str, seat: str) -> None:
     link: ClassroomLink = {
         "role": "student", "room": view.code, "secret": seat, "api": API, "join": "",
         "seen": _seen(q.id if q else None, q.phase if q else None, len(view.answers)),
-        "asked": {}, "mistakes": {},
+        "asked": {}, "mistakes": {}, "prompts": {key: q.prompt for key, q in replay.questions.items()},
     }  # fmt: skip
     st.title(f"Class {spaced(view.code)}")
     st.caption("The stage follows your teacher's steps; questions appear here.")

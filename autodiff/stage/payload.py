@@ -74,6 +74,7 @@ class ClassroomLink(TypedDict):
     seen: str  # the room as the page was drawn (`question id:phase:answers`): a change reruns the page
     asked: dict[str, int]  # a question's key -> the NodeId it asks about (the teacher's tallies are drawn there)
     mistakes: dict[str, str]  # a mistake group -> the words the teacher reads
+    prompts: dict[str, str]  # a question's key -> its words: a student's stage says a question as soon as it opens
 
 
 class StagePayload(TypedDict):

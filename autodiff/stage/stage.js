@@ -29,7 +29,7 @@
  * @typedef {{node: number, terms: SumTerm[], total: string, text: string}} GradientSum
  * @typedef {{lines: Array<Array<Array<(string|null)>>>, spans: Object<string, number[]>}} StageProgram
  * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, join: string, seen: string,
- *   asked: Object<string, number>, mistakes: Object<string, string>}} ClassroomLink
+ *   asked: Object<string, number>, mistakes: Object<string, string>, prompts: Object<string, string>}} ClassroomLink
  * @typedef {{mode: ("static"|"replay"), dot: string, compact_dot: string, rankdirs: string[],
  *   nodes: StageNode[], edges: StageEdge[], box_of: Object<string, string>, events: StageEvent[], index: number,
  *   presenter: boolean, embed: boolean, legend: Object<string, string>, words: Object<string, string>,
@@ -1365,7 +1365,10 @@ function studentSees(stage, body) {
   const last = stage.data.events.length - 1;
   const index = Math.max(0, Math.min(body.step, last));
   if (index !== stage.index) show(stage, index, index === stage.index + 1 || stage.stops.includes(index), 800, false);
-  const asked = body.question ? STUDENT_PHASE_WORDS[body.question.phase] : "";
+  const q = body.question, prompt = q && stage.data.classroom.prompts[q.key];
+  // the question's words at once (its answer form comes with the page's rerun, a moment later)
+  const asked = !q ? "" : q.phase === "vote1" && prompt ? `Your teacher asks: ${prompt} Answer above the stage. `
+    : STUDENT_PHASE_WORDS[q.phase];
   classStatus(stage, `${asked}Following the teacher: ${stage.root.querySelector(".stage-scrub").getAttribute("aria-valuetext")}.`);
   const seen = roomSeen(body);
   if (seen !== stage.data.classroom.seen) {  // a question opened or moved on: the page below draws it

@@ -44,7 +44,7 @@ def test_the_teacher_and_student_views_have_no_critical_or_serious_violation(bro
         teacher.get_by_role("button", name="Ask", exact=True).click()
         # a screen reader hears the question open: the stage's status is a live region
         status = student.locator(".class-status[role=status]")
-        status.get_by_text(re.compile("^Your teacher asked a question: answer it above the stage")).wait_for()
+        status.get_by_text(re.compile(r"^Your teacher asks: What .*\? Answer above the stage\.")).wait_for()
         student.get_by_label(re.compile("Your answer, vote 1")).fill("1, 1")
         student.get_by_role("button", name="Send my answer").click()
         teacher.locator(".class-tally[aria-live=polite]").get_by_text(re.compile("1 of 1 answered")).wait_for()

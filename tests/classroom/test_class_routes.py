@@ -75,7 +75,7 @@ def test_a_student_sees_no_answer_of_anyone_and_no_tally(client, classroom):
     classroom.answer(room.code, seats[0], asked.id, "secret answer", right=False)
     told = follow(client, room.code, seats[1]).json()
     assert "secret answer" not in str(told) and "votes" not in str(told)
-    assert told["question"] == {"id": asked.id, "step": 0, "phase": "vote1"} and told["answered"] == 0
+    assert told["question"] == {"id": asked.id, "key": "grad:0", "step": 0, "phase": "vote1"} and told["answered"] == 0
 
 
 @pytest.mark.parametrize("header", [{}, {"X-Class-Teacher": "forged"}, {"X-Class-Seat": "forged"}])
