@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import glob
 import itertools
 import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,51 +13,17 @@ from sqlalchemy import create_engine, text
 
 from classroom.rooms import Classroom, Limits
 from classroom.store import Store, open_store
-
-PORTS = range(55400, 55500)  # this project's loopback range for the class tests
-PG_USER = "postgres"  # Debian's package makes it; PostgreSQL refuses to run as root
-
-
-def _free_port() -> int:
-    for port in PORTS:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free loopback port in {PORTS.start}-{PORTS.stop - 1}")
-
-
-def _as_owner(command: list[str]) -> list[str]:
-    return ["runuser", "-u", PG_USER, "--", *command] if os.geteuid() == 0 else command
+from tests.postgres import postgres_bin_dir, postgres_cluster
 
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """A throwaway cluster on loopback; yields the URL of its `postgres` database."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
         pytest.skip("PostgreSQL's binaries are not installed (apt-get install postgresql; .ci/run does)")
-    bin_dir = Path(found[-1]).parent
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam(PG_USER)
-        except KeyError:
-            subprocess.run(["useradd", "--system", "--no-create-home", PG_USER], check=True)
-    folder = Path(tempfile.mkdtemp(prefix="classroom-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(folder, PG_USER)
-    data, port = folder / "data", _free_port()
-    run = lambda *args: subprocess.run(_as_owner([str(bin_dir / args[0]), *args[1:]]), check=True, capture_output=True)
-    run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-    options = f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c max_connections=200"
-    run("pg_ctl", "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start")
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        run("pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
-        shutil.rmtree(folder)
+    with postgres_cluster(bin_dir) as url:
+        yield url
 
 
 _databases = itertools.count()
