@@ -12,6 +12,7 @@ route's HTTP API (`Follower`) and answer through the class store, as a page woul
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import os
@@ -24,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode
 
 import pytest
@@ -385,3 +387,31 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         for replica in replicas.replicas:
             if replica.process is not None and replica.process.poll() is not None:
                 replica.start(replicas.extra_args)
+
+
+def class_calls(port: int, source: str, count: int) -> list[tuple[int, str]]:
+    """`count` class API requests from `source` on one kept-alive connection, as fast as they are answered: each
+    answer's status and Cache-Control. (No room named: the replica refuses it at once, 400.)"""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+    answers = []
+    try:
+        for _ in range(count):
+            connection.request("GET", "/class/api/follow")
+            response = connection.getresponse()
+            response.read()
+            answers.append((response.status, response.getheader("Cache-Control", "")))
+    finally:
+        connection.close()
+    return answers
+
+
+def test_the_class_api_has_its_own_rate_zone_roomier_than_the_pages_and_no_answer_is_cached(replicas):
+    port = int(replicas.url.rsplit(":", 1)[1])
+    first = class_calls(port, "127.0.0.5", 400)  # past the pages' burst (200): a class behind one address
+    assert [status for status, _ in first] == [400] * 400
+    assert {cache for _, cache in first} == {"no-store"}
+    with ThreadPoolExecutor(max_workers=6) as pool:  # a loop from that address, faster than 240 a second
+        flood = [a for answers in pool.map(lambda _: class_calls(port, "127.0.0.5", 400), range(6)) for a in answers]
+    refused = [cache for status, cache in flood if status == 429]
+    assert refused and set(refused) == {"no-store"}  # nginx's own refusal is not cached either
+    assert class_calls(port, "127.0.0.6", 1) == [(400, "no-store")]  # another address is untouched
