@@ -204,8 +204,8 @@ def step_everyone(teacher, pages: list, followers: list[Follower]) -> list[float
 
 
 def choose(page, label: str, option: str) -> None:
-    """Picks `option` in a select box. Its list opens on the second click here (the first only focuses it, in
-    headless Chromium on this page), so it clicks until the list shows."""
+    """Picks `option` in a select box. One click did not always open its list here (after the teacher's presses on
+    the stage it only focused it), so it clicks until the list shows."""
     for _ in range(5):
         page.get_by_label(label).click()
         try:
