@@ -6,6 +6,10 @@ The machine's cores are shared out: each replica runs (cores / replicas) Playgro
 deployment as a whole runs one per core. The script checks every replica's `/_stcore/health` before it
 opens the door, then every few seconds, and starts a replica again if its process ended or its health
 stopped answering (a hung replica). Stop everything with Ctrl-C.
+
+Class mode: every replica must use one class store, or students hashed onto different replicas are in different
+rooms. `--database postgresql+psycopg://...` gives each replica that URL (`streamlit run app.py ... -- --database
+URL`); without it they share the SQLite file in data/, which only replicas on this machine can.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ PER_CLIENT = 64  # connections one client address may hold (a tab: one WebSocket
 CONNECTIONS = 8192  # per nginx worker process: far above what the per-client limit lets one client take
 HEALTH_SECONDS = 5.0  # a health check slower than this failed...
 HUNG_AFTER = 3  # ... and a replica whose checks failed this many times in a row is restarted
+FAIL_TIMEOUT_S = 10  # nginx sends nobody to a replica for this long after a request to it failed
 REPLICA_VARIABLE = "AUTODIFF_REPLICA"  # a replica's name (the app compares it with the st_replica cookie)
 
 
@@ -43,6 +48,7 @@ class Replica:
     log: Path
     name: str = "replica-0"
     workers: int = 1  # Playground worker processes: this replica's share of the cores
+    database: str | None = None  # the class store's URL (None: the SQLite file in data/)
     process: subprocess.Popen | None = None
     failed_checks: int = 0
 
@@ -52,10 +58,11 @@ class Replica:
 
     def start(self, extra_args: tuple[str, ...] = ()) -> None:
         env = {**os.environ, REPLICA_VARIABLE: self.name, "PLAYGROUND_WORKERS": str(self.workers)}
+        script_args = ("--", "--database", self.database) if self.database else ()  # the app's, after Streamlit's
         with open(self.log, "a") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
-                 "--server.address", "127.0.0.1", "--server.headless", "true", *extra_args],
+                 "--server.address", "127.0.0.1", "--server.headless", "true", *extra_args, *script_args],
                 cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
             )  # fmt: skip
         self.failed_checks = 0
@@ -103,11 +110,14 @@ class Deployment:
 def nginx_config(
     port: int, replicas: list[Replica], prefix: Path, listen: str = LOOPBACK, per_client: int = PER_CLIENT
 ) -> str:
-    servers = "\n".join(f"        server 127.0.0.1:{r.port} max_fails=1 fail_timeout=10s;" for r in replicas)
+    servers = "\n".join(
+        f"        server 127.0.0.1:{r.port} max_fails=1 fail_timeout={FAIL_TIMEOUT_S}s;" for r in replicas
+    )
+    class_servers = "\n".join(f"        server 127.0.0.1:{r.port} max_fails=0;" for r in replicas)
     names = "\n".join(f'        "~(^|, )127\\.0\\.0\\.1:{r.port}$" "{r.name}";' for r in replicas)
     return TEMPLATE.read_text().format(
-        prefix=prefix, servers=servers, replica_names=names, listen=f"{listen}:{port}", per_client=per_client,
-        connections=CONNECTIONS, open_files=2 * CONNECTIONS + 64, static_root=ROOT / "static",
+        prefix=prefix, servers=servers, class_servers=class_servers, replica_names=names, listen=f"{listen}:{port}",
+        per_client=per_client, connections=CONNECTIONS, open_files=2 * CONNECTIONS + 64, static_root=ROOT / "static",
     )  # fmt: skip
 
 
@@ -132,16 +142,19 @@ def deployment(
     extra_args: tuple[str, ...] = (),
     listen: str = LOOPBACK,
     per_client: int = PER_CLIENT,
+    database: str | None = None,
 ) -> Iterator[Deployment]:
-    """N replicas on loopback and nginx in front of them on `listen`; everything stops on exit."""
+    """N replicas on loopback and nginx in front of them on `listen`, all on the class store `database` (None: the
+    SQLite file in data/); everything stops on exit."""
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not Path(nginx).exists():
         raise DeployError("nginx is not installed: apt-get install nginx")
     prefix = Path(tempfile.mkdtemp(prefix="autodiff-deploy-"))
+    workers = workers_per_replica(replicas)
     running = Deployment(
         f"http://127.0.0.1:{port}",
         [
-            Replica(first_replica_port + k, prefix / f"replica-{k}.log", f"replica-{k}", workers_per_replica(replicas))
+            Replica(first_replica_port + k, prefix / f"replica-{k}.log", f"replica-{k}", workers, database)
             for k in range(replicas)
         ],
         prefix,
@@ -190,9 +203,15 @@ def main() -> None:
         help="connections one client address may hold (raise it for a class behind one NAT)",
     )
     parser.add_argument("--first-replica-port", type=int, default=8601)
+    parser.add_argument(
+        "--database",
+        help="the class store every replica shares, such as postgresql+psycopg://user@host/db "
+        "(default: the SQLite file in data/, for replicas on this machine only)",
+    )
     args = parser.parse_args()
+    options = (args.replicas, args.port, args.first_replica_port, (), args.listen, args.per_client, args.database)
     try:
-        with deployment(args.replicas, args.port, args.first_replica_port, (), args.listen, args.per_client) as running:
+        with deployment(*options) as running:
             print(f"{len(running.replicas)} replicas behind nginx at {running.url} (logs in {running.prefix})")
             while True:
                 time.sleep(5)
