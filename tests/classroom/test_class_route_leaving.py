@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from class_async import run_apart
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -39,7 +40,7 @@ def _follow(
             tasks.cancel_scope.cancel()
         return response, time.perf_counter() - start
 
-    return anyio.run(main)
+    return run_apart(main)
 
 
 @pytest.fixture

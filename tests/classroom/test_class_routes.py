@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from class_async import run_apart
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
@@ -130,7 +131,7 @@ def test_the_server_sweeps_rooms_past_their_lifetime_by_itself(classroom, clock)
         with anyio.move_on_after(0.5):
             await sweep_forever(lambda: classroom, period_s=0.05)
 
-    anyio.run(sweep_a_moment)
+    run_apart(sweep_a_moment)
     with pytest.raises(RoomNotFound):
         classroom.teacher_view(room.code, room.teacher_key)
 
