@@ -56,12 +56,13 @@ def answers_csv(classroom: Classroom, code: str, teacher_key: str, nicknames: bo
     """One row per answer; students are numbers, their nicknames a column only when asked for."""
     out = io.StringIO()
     writer = csv.writer(out)
-    header = ["question", "step", "kind", "key", "vote", "student", "answer", "right", "mistake"]
+    # `event`: where the question was asked, counted from 1 as the stage counts events
+    header = ["question", "event", "kind", "key", "vote", "student", "answer", "right", "mistake"]
     writer.writerow([*header, "nickname"] if nicknames else header)
     for record in classroom.answer_records(code, teacher_key):
         question = record.question
         right = "" if record.right is None else str(record.right).lower()
-        row = [question.id, question.step, question.kind, question.key, record.vote, record.student]
+        row = [question.id, question.step + 1, question.kind, question.key, record.vote, record.student]
         row += [_inert(record.answer), right, record.mistake or ""]
         writer.writerow([*row, _inert(record.nickname or "")] if nicknames else row)
     return out.getvalue()

@@ -75,9 +75,12 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode(errors="surrogatepass")).hexdigest()
 
 
+_DASHES = str.maketrans("", "", "-‐‑‒–—")  # the hyphen, and the dashes a title or a chat may turn it into
+
+
 def normalize_code(code: str) -> str:
-    """A room code as typed ("abcd-efgh", " ABCD EFGH ") in its stored form."""
-    return "".join(code.split()).replace("-", "").upper()
+    """A room code as typed or pasted ("abcd-efgh", " ABCD EFGH ", with a non-breaking hyphen) in its stored form."""
+    return "".join(code.split()).translate(_DASHES).upper()
 
 
 def _bounded(text: str | None, limit: int, what: str) -> str | None:
@@ -240,7 +243,9 @@ class Classroom:
                 conn.execute(students.insert().values(**values))
                 _raise_revision(conn, room.code, room_revisions.c.tally)
         if room is None:  # raised after the commit, so that the guess stays counted
-            raise RoomNotFound("No class has this code; check it on the projector.")
+            raise RoomNotFound(
+                "No class has this code: it has ended, or the code is mistyped. Check it on the projector."
+            )
         return Joined(room.code, token)
 
     def answer(

@@ -159,6 +159,9 @@ def grade(question: Question, answer: str, limit: int = 200) -> Graded:
         if parse_numbers(answer, limit) is None:
             return Graded(None, None, "That is neither None nor a list of numbers, such as 1.0, 2.0.")
         return Graded(False, None, "Not a gradient: no path from the loss reaches this leaf, so it has none (None).")
+    if answer.strip().lower() == "none":  # read, and wrong: a gradient does arrive here
+        arrives = "This step does send a gradient there." if question.kind == "sends" else "This leaf does get one."
+        return Graded(False, None, f"Not None: {arrives}")
     values = parse_numbers(answer, limit)
     if values is None:
         return Graded(None, None, "That is not a list of numbers, such as 1.0, 2.0.")

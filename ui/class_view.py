@@ -22,7 +22,8 @@ import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.stage import ClassroomLink, StagePayload, in_classroom, replay_payload
-from classroom.errors import ClassroomError, InvalidInput
+from autodiff.trace import BackwardFinished, StepStarted, SweepFreed
+from classroom.errors import ClassroomError, InvalidInput, RoomNotFound
 from classroom.live import classroom
 from classroom.report import answers_csv, question_reports
 from classroom.rooms import normalize_code
@@ -42,6 +43,7 @@ CLASS_PAGE = "pages/teach/class_mode.py"
 PLAY_LIMITS = PlayLimits()
 API = "class/api/"  # the push route, relative to the page (a prefix in front of the app keeps working)
 TEACHER = "class_teacher"  # (room code, teacher key) in the teacher's session
+ENDED = "class_ended"  # the code of the class this session just ended, or that ended under this student
 SEAT_CHARS = 64
 
 
@@ -62,6 +64,17 @@ class ClassReplay:
     @property
     def events(self) -> int:
         return len(self.recorder.events)
+
+    def position(self, index: int) -> str:
+        """Where event `index` is, in the stage's words: "step 3 of 7 (event 11 of 25)"."""
+        events = self.recorder.events
+        finish = (SweepFreed, BackwardFinished)
+        starts = [
+            k == 0 or isinstance(e, StepStarted) or (isinstance(e, finish) and not isinstance(events[k - 1], finish))
+            for k, e in enumerate(events)
+        ]
+        step = sum(starts[: index + 1])
+        return f"step {step} of {sum(starts)} (event {index + 1} of {len(events)})"
 
     def payload(self, presenter: bool) -> StagePayload:
         if presenter not in self.payloads:  # the same for every visitor: built once per server and view
@@ -140,8 +153,10 @@ def page_url(**params: str) -> str:
     return f"{url.scheme}://{url.netloc}{url.path}?{urlencode(params)}"
 
 
-def spaced(code: str) -> str:
-    return f"{code[:4]}-{code[4:]}"
+def spaced(code: str, keep_whole: bool = False) -> str:
+    """ABCD-EFGH, as a person reads it; `keep_whole` joins the halves with a non-breaking hyphen (a title on a phone
+    never splits the code; typed back, the hyphen is dropped like any other)."""
+    return f"{code[:4]}{'‑' if keep_whole else '-'}{code[4:]}"
 
 
 def qr_image(text: str) -> str:
@@ -230,7 +245,7 @@ def teacher_page(code: str, key: str) -> None:
     join_url = page_url(room=view.code)
     left, right = st.columns([4, 1], vertical_alignment="top")  # the QR code whole, its quiet zone too
     with left:
-        st.title(f"Class {spaced(view.code)}")
+        st.title(f"Class {spaced(view.code, keep_whole=True)}")
         st.markdown(f"Join at {code_span(join_url)} (room code {code_span(spaced(view.code))})")
         st.caption(f"{view.students} joined so far (the stage below counts them live). "
                    f"The replay: {replay.title}.")  # fmt: skip
@@ -241,9 +256,10 @@ def teacher_page(code: str, key: str) -> None:
         "asked": _asked_nodes(replay), "mistakes": MISTAKES, "prompts": {},
     }  # fmt: skip
     index = _followed_index(view.step, replay)
+    question_controls(view, replay, key, index)  # above the stage: in view while the teacher acts
     _stage(replay, link, index, "class_teacher_stage")
-    question_controls(view, replay, key, index)
     after_class(view, key, replay)
+    teacher_link(view.code, key)
 
 
 def _followed_index(room_step: int, replay: ClassReplay) -> int:
@@ -262,12 +278,12 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
         q = replay.questions[current.question.key]
         st.markdown(f"**Asked:** {q.prompt}")
         phase = current.question.phase
-        cols = st.columns(3)
-        if phase == VOTE1 and cols[0].button("Close vote 1: discuss", key="class_close"):
+        cols = iter(st.columns([1, 1, 2]))
+        if phase == VOTE1 and next(cols).button("Close vote 1: discuss", key="class_close"):
             _teacher_act(lambda: room.close_vote(view.code, key, current.question.id))
-        if phase == DISCUSS and cols[1].button("Vote again", key="class_vote2"):
+        if phase == DISCUSS and next(cols).button("Vote again", key="class_vote2"):
             _teacher_act(lambda: room.open_second_vote(view.code, key, current.question.id))
-        if cols[2].button("Reveal the answer", key="class_reveal", type="primary"):
+        if next(cols).button("Reveal the answer", key="class_reveal", type="primary"):
             _teacher_act(lambda: room.reveal(view.code, key, current.question.id))
         st.caption(_phase_sentence(phase))
         return
@@ -308,7 +324,7 @@ def revealed(q: Question, replay: ClassReplay) -> None:
     if q.kind == "sends" and card is not None:
         rows = [i for i in card["inputs"] if i["node"] == q.node]
         for row in rows:
-            st.markdown(f"The chain rule: {code_span(row['rule'])}, here {code_span(row['product'])}.")
+            st.markdown(f"The chain rule: {code_span(row['rule'])}; in numbers, {code_span(row['product'])}.")
 
 
 def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
@@ -321,7 +337,7 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
             gain = report.gain
             rows.append({
                 "Question": replay.questions[report.question.key].prompt,
-                "Asked at": f"event {report.question.step + 1} of {replay.events}",  # the stage's own numbering
+                "Asked at": replay.position(report.question.step),
                 "Right in vote 1": f"{report.right_1} of {report.answered_1}",
                 "Right in vote 2": f"{report.right_2} of {report.answered_2}",
                 "Normalized gain": "—" if gain is None else f"{gain:.2f}",
@@ -331,16 +347,23 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
         st.download_button("Download the answers (CSV)", answers_csv(room, view.code, key, nicknames=names),
                            file_name=f"class-{view.code}.csv", mime="text/csv")  # fmt: skip
         st.markdown("Ending the class deletes every answer at once: download the CSV first.")
-        if st.button("End the class", key="class_end"):
+        sure = st.checkbox("Yes: delete this class's answers and end it", key="class_end_sure")
+        if st.button("End the class", key="class_end", disabled=not sure):
             try:
                 room.end_room(view.code, key)
             except ClassroomError as refused:
                 st.error(str(refused))
+                return
             st.session_state.pop(TEACHER, None)
+            st.session_state[ENDED] = view.code
             st.rerun()
-    with st.expander("Your teacher link (private: it reopens this class on another device)"):
-        st.markdown("Anyone with this link can run your class: keep it off the projector.")
-        st.code(page_url(room=view.code, teacher=key), language=None)
+
+
+def teacher_link(code: str, key: str) -> None:
+    """The private teacher link, in the sidebar: off the projector's main area, and only when asked for."""
+    with st.sidebar.expander("Your teacher link (private)"):
+        st.markdown("It reopens this class on another device. Anyone with it can run your class: keep it private.")
+        st.code(page_url(room=code, teacher=key), language=None, wrap_lines=True)
 
 
 # --- a student ---
@@ -350,6 +373,9 @@ def student_page(code: str, seat: str) -> None:
     room = classroom()
     try:
         view = room.student_view(code, seat)
+    except RoomNotFound:  # the class ended under this student: said again after a reload, too
+        st.query_params.from_dict({"ended": normalize_code(code)[:16]})
+        st.rerun()
     except ClassroomError as refused:
         st.title("Class")
         st.error(f"{refused} Ask your teacher for the room code and join again.")
@@ -366,7 +392,7 @@ def student_page(code: str, seat: str) -> None:
         "seen": _seen(q.id if q else None, q.phase if q else None, len(view.answers)),
         "asked": {}, "mistakes": {}, "prompts": {key: q.prompt for key, q in replay.questions.items()},
     }  # fmt: skip
-    st.title(f"Class {spaced(view.code)}")
+    st.subheader(f"Class {spaced(view.code, keep_whole=True)}")
     st.caption("The stage follows your teacher's steps; questions appear here.")
     if q is not None:
         student_question(view, replay, code, seat)
@@ -437,4 +463,7 @@ def class_page(intro: str) -> None:
         join_link_form(params["room"][:20])
     else:
         lesson_intro("Class", intro)
+        ended = st.session_state.pop(ENDED, None) or params.get("ended", "")[:20]
+        if ended:
+            st.info(f"This class has ended ({spaced(normalize_code(ended))[:9]}); its answers are deleted.")
         start_or_join()

@@ -157,11 +157,12 @@ def test_ending_the_class_deletes_it_and_its_students_are_told():
     student = join(code)
     teacher.selectbox(key="class_question").set_value(x_gradient_key()[0])
     teacher.button(key="class_ask_send").click().run()
+    teacher.checkbox(key="class_end_sure").check().run()
     teacher.button(key="class_end").click().run()
     assert "class_teacher" not in teacher.session_state
     assert teacher.button(key="class_start_send")  # back to the start
     student.run()
-    assert "has ended or never existed" in student.error[0].value
+    assert "This class has ended" in student.info[0].value and not student.error
 
 
 def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay():
@@ -238,3 +239,21 @@ def test_markup_in_an_answer_is_kept_as_typed_and_shown_as_text():
     assert classroom().teacher_view(code, key).questions[-1].votes[1].answers == {typed: 1}
     shown = [c.value for c in student.caption if "Your answer" in c.value][0]
     assert f"Your answer: {code_span(typed)}." in shown  # a code span: Markdown shows its content as typed
+
+
+def test_the_report_says_where_each_question_was_asked_as_the_stage_does():
+    teacher, code, key = start_class()
+    classroom().set_step(code, key, 10)
+    teacher.run()
+    teacher.selectbox(key="class_question").set_value(x_gradient_key()[0])
+    teacher.button(key="class_ask_send").click().run()
+    teacher.button(key="class_reveal").click().run()
+    replay = class_replay_of(code)
+    assert list(teacher.table[0].value["Asked at"]) == [replay.position(10)]
+    assert replay.position(10).startswith("step ") and "(event 11 of " in replay.position(10)
+
+
+def class_replay_of(code: str):
+    from ui.class_view import class_replay
+
+    return class_replay("seed", code)

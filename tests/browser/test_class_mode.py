@@ -253,7 +253,7 @@ def test_a_class_end_to_end(browser, class_url, request):
     assert QUESTION in report, report
     assert re.search(r"1 of 3\s+2 of 3\s+0\.50", report), report  # Hake's gain: (2/3 - 1/3) / (1 - 1/3)
     rows = download_csv(teacher)
-    assert list(rows[0]) == ["question", "step", "kind", "key", "vote", "student", "answer", "right", "mistake"]
+    assert list(rows[0]) == ["question", "event", "kind", "key", "vote", "student", "answer", "right", "mistake"]
     assert sorted((r["vote"], r["answer"], r["right"], r["mistake"]) for r in rows) == [
         ("1", "1, 2", "false", "forward_value"), ("1", "2, 4", "false", "one_path"), ("1", "5, 7", "true", ""),
         ("2", "1, 2", "false", "forward_value"), ("2", "5, 7", "true", ""), ("2", "5, 7", "true", ""),
@@ -275,9 +275,12 @@ def test_a_class_end_to_end(browser, class_url, request):
     assert sorted({r["nickname"] for r in named}) == ["", NICKNAME]  # as plain text, exactly as typed
     assert [r["answer"] for r in named if r["nickname"] == NICKNAME] == ["2, 4", "5, 7"]
 
+    assert teacher.get_by_role("button", name="End the class").is_disabled()  # one click never deletes a class
+    teacher.get_by_text("Yes: delete this class's answers and end it").click()
     teacher.get_by_role("button", name="End the class").click()
     teacher.get_by_role("button", name="Start a class").wait_for()
-    assert teacher.get_by_role("heading", name=re.compile("^Class [0-9A-Z]{4}-")).count() == 0
+    teacher.get_by_text("This class has ended").wait_for()  # and the teacher is told
+    assert teacher.get_by_role("heading", name=re.compile("^Class [0-9A-Z]{4}")).count() == 0
     for page in students.values():
         page.get_by_text("This class has ended").first.wait_for()
         no_teacher_controls(page)
@@ -319,7 +322,7 @@ def test_a_forged_teacher_link_and_a_wrong_room_code_get_a_sentence(browser, cla
     forger.goto(f"{class_url}/class?room={code}&teacher=WRONG")
     refusal = forger.locator("[data-testid=stAlertContentError]")
     refusal.get_by_text("Only the teacher's link can do this: it carries the class's teacher key.").wait_for()
-    assert forger.get_by_role("heading", name=re.compile("^Class [0-9A-Z]{4}-")).count() == 0
+    assert forger.get_by_role("heading", name=re.compile("^Class [0-9A-Z]{4}")).count() == 0
     assert forger.locator(".stage").count() == 0
     no_teacher_controls(forger)
     assert "teacher=" not in forger.url  # the key left the address bar

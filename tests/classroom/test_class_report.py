@@ -61,7 +61,7 @@ def test_the_csv_has_no_names_unless_asked(classroom: Classroom) -> None:
     assert {row["student"] for row in rows} == {"1", "2", "3", "4"}
     assert rows[0] == {
         "question": rows[0]["question"],
-        "step": "3",
+        "event": "4",
         "kind": "grad",
         "key": "x",
         "vote": "1",
@@ -70,7 +70,7 @@ def test_the_csv_has_no_names_unless_asked(classroom: Classroom) -> None:
         "right": "true",
         "mistake": "",
     }
-    assert [row["answer"] for row in rows if row["vote"] == "1" and row["step"] == "3"] == ["2", "1", "-2", "4"]
+    assert [row["answer"] for row in rows if row["vote"] == "1" and row["event"] == "4"] == ["2", "1", "-2", "4"]
     assert "'=SUM(A1)" in plain  # a spreadsheet shows it, never runs it
     named = list(csv.DictReader(io.StringIO(answers_csv(classroom, code, key, nicknames=True))))
     assert [row["nickname"] for row in named[:4]] == list(VOTES_Q1)

@@ -142,3 +142,10 @@ def test_a_leaf_no_path_reaches_is_asked_and_its_answer_is_none():
     assert grade(asked, "0, 0").right is False  # zeros are a gradient; this leaf has none
     assert grade(asked, "5, 5").right is False
     assert grade(asked, "nothing").right is None
+
+
+def test_none_is_read_everywhere_and_wrong_where_a_gradient_arrives():
+    asked = _record(_fan_out)
+    for question in (asked["grad:0"], next(q for q in asked.values() if q.kind == "sends")):
+        graded = grade(question, "None")
+        assert graded.right is False and graded.words.startswith("Not None")
