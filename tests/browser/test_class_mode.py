@@ -95,7 +95,7 @@ def choose(page, label: str, option: str) -> None:
 
 
 def answer(page, vote: int, text: str) -> None:
-    box = page.get_by_label(f"Your answer, vote {vote} (numbers, such as 1.0, 2.0)")
+    box = page.get_by_label(f"Your answer, vote {vote} (numbers, such as 1.0, 2.0, or None)")
     box.fill(text)
     page.get_by_role("button", name="Send my answer").click()
     page.get_by_text(f"Your answer: {text}. You can change it until the vote closes.").wait_for()
@@ -181,7 +181,7 @@ def test_a_class_end_to_end(browser, class_url, request):
     teacher.get_by_role("button", name="Ask", exact=True).click()
     teacher.get_by_role("button", name="Close vote 1: discuss").wait_for()
     for page in students.values():
-        page.get_by_text(QUESTION).wait_for()
+        page.get_by_text(QUESTION, exact=True).wait_for()
         assert scrub_text(page) == step_now  # asking does not move the room
     vote_1 = {"large": "5, 7", "phone": "1, 2", "small": "2, 4"}
     for name, text in vote_1.items():
@@ -201,7 +201,9 @@ def test_a_class_end_to_end(browser, class_url, request):
     assert sum(overlaps(badge.bounding_box(), box) for box in others) == 0  # it hides nothing of the graph
     teacher.locator(".stage").first.scroll_into_view_if_needed()
     screenshot(teacher, f"class_teacher_laptop_{database}")
-    students["phone"].get_by_label("Your answer, vote 1 (numbers, such as 1.0, 2.0)").scroll_into_view_if_needed()
+    students["phone"].get_by_label(
+        "Your answer, vote 1 (numbers, such as 1.0, 2.0, or None)"
+    ).scroll_into_view_if_needed()
     screenshot(students["phone"], f"class_student_phone_{database}")
     for name, page in students.items():  # their own answer only, no tally, no teacher controls
         no_teacher_controls(page)
@@ -215,7 +217,7 @@ def test_a_class_end_to_end(browser, class_url, request):
         page.get_by_text("Vote 1 is closed. Discuss with your neighbours").wait_for()
     teacher.get_by_role("button", name="Vote again").click()
     for page in students.values():
-        page.get_by_label("Your answer, vote 2 (numbers, such as 1.0, 2.0)").wait_for()
+        page.get_by_label("Your answer, vote 2 (numbers, such as 1.0, 2.0, or None)").wait_for()
     wait_for_tally(teacher, "Vote 2. In vote 1, 3 of 3 answered, 1 right.")
     frames_before = len(teacher_frames)
     assert frames_before > 0  # the listener hears the teacher's page (its clicks so far)

@@ -327,8 +327,8 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         choose(teacher, "Ask the room", QUESTION)
         teacher.get_by_role("button", name="Ask").click()
         teacher.get_by_role("button", name="Close vote 1: discuss").wait_for()
-        ann.get_by_text(QUESTION).wait_for()  # each student's stage reran its page for the question
-        ben.get_by_text(QUESTION).wait_for()
+        ann.get_by_text(QUESTION, exact=True).wait_for()  # each student's stage reran its page for the question
+        ben.get_by_text(QUESTION, exact=True).wait_for()
         answer_by_page(ann, "5, 7")
         answer_by_page(ben, "2, 4")
         answer_by_store(store, code, seats["Cleo"], "5.0, 7.0")
