@@ -232,7 +232,7 @@ def answer_by_page(page, text: str) -> None:
 
 
 def answer_by_store(store: Classroom, code: str, seat: str, text: str) -> None:
-    asked = class_replay(PROGRAM).questions["grad:0"]
+    asked = class_replay(PROGRAM, code).questions["grad:0"]
     question = store.student_view(code, seat).question
     graded = grade(asked, text)
     store.answer(code, seat, question.id, text, graded.right, graded.mistake)
@@ -293,8 +293,8 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         contexts.append(context)
         teacher.goto(f"{url}/class")
         teacher.get_by_role("button", name="Start a class").click()
-        joined_at = teacher.get_by_text(re.compile(r"^Join at ")).inner_text()
-        join_url = joined_at.removeprefix("Join at ").strip()
+        joined_at = teacher.get_by_text(re.compile(r"^Join at ")).first.inner_text()
+        join_url = re.match(r"Join at (\S+)", joined_at).group(1)
         code = re.search(r"room=([A-Z0-9]+)", join_url).group(1)
         teacher.locator(STATUS).filter(has_text="joined").wait_for()
         assert replica_of(context) == "replica-0"
@@ -362,7 +362,7 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         assert len(store.answer_records(code, key)) == 4
         moved_off(teacher, "replica-0")
         open_page(teacher, teacher_link)  # the teacher reopens the room with the private link, on replica-1
-        teacher.get_by_text(re.compile(r"^Room code ")).wait_for()
+        teacher.get_by_role("heading", name=re.compile(r"^Class [0-9A-Z]{4}")).wait_for()
         assert "teacher=" not in teacher.url  # the key left the address bar
         teacher.locator(TALLY).filter(has_text="In vote 1, 4 of 4 answered, 4 right.").wait_for()
         moved_off(ann, "replica-0")
