@@ -102,8 +102,8 @@ def main() -> None:
                 page.locator("[data-testid='stMain'] h1").first.wait_for()
                 page.wait_for_timeout(3000)
                 act(page, path)
-                if path == "class":  # the room code and QR code at the top; a projector shows the stage itself
-                    shown = page.locator(".stage").first if query else page.locator("[data-testid='stMain'] h1").first
+                if path == "class":  # the stage as the room sees it on the projector (its panel says how to join)
+                    shown = page.locator(".stage").first
                     shown.evaluate("el => { el.style.scrollMarginTop = '64px'; el.scrollIntoView({block: 'start'}); }")
                     page.wait_for_timeout(500)
                 name = f"{path or 'home'}-{setup}.png"
