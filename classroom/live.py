@@ -22,8 +22,8 @@ from classroom.store import open_store
 
 DATABASE_ENV = "CLASSROOM_DATABASE"  # the store's URL for a server started without --database
 POLL_PERIOD_S = 0.15
-_log = logging.getLogger(__name__)
 SWEEP_PERIOD_S = 600.0
+_log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _classroom: Classroom | None = None
@@ -84,7 +84,8 @@ class RoomWatcher:
             self.waiting[code] -= 1
             if not self.waiting[code]:
                 del self.waiting[code]
-                self.known.pop(code, None)  # nobody here follows it: stop polling it
+                self.known.pop(code, None)  # nobody here follows it: stop polling it, and forget it
+                self.changed.pop(code, None)
 
     async def poll_once(self) -> None:
         codes = list(self.waiting)

@@ -14,6 +14,7 @@ import html
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
@@ -308,9 +309,10 @@ def _phase_sentence(phase: str) -> str:
     }[phase]
 
 
-def _teacher_act(action: object) -> None:
+def _teacher_act(action: Callable[[], object]) -> None:
+    """A teacher's action on the room; refused in a sentence, else the page redraws the room as it now is."""
     try:
-        action()  # type: ignore[operator]
+        action()
     except ClassroomError as refused:
         st.error(str(refused))
         return

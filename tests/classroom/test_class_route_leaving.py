@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from classroom.rooms import Classroom
 from classroom.routes import WAIT_S, ClassRoutes
+from classroom.views import NewRoom
 
 
 def _follow_request(code: str, seat: str, since: str, receive: Any) -> Request:
@@ -48,39 +49,52 @@ def class_routes(classroom: Classroom) -> ClassRoutes:
     return ClassRoutes(lambda: classroom)
 
 
-def test_a_long_poll_ends_as_soon_as_its_visitor_leaves(classroom: Classroom, class_routes: ClassRoutes) -> None:
+def _seated(classroom: Classroom) -> tuple[NewRoom, str]:
+    """A new room and one student's seat in it."""
     room = classroom.create_room("seed", 24)
-    seat = classroom.join(room.code, "127.0.0.1").token
-    messages = [{"type": "http.request", "body": b"", "more_body": False}]
+    return room, classroom.join(room.code, "127.0.0.1").token
+
+
+def _body_then(after: Callable[[], Awaitable[dict[str, Any]]]) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """An ASGI `receive`: the request's empty body, then what `after` gives (what becomes of the connection)."""
+    sent = False
 
     async def receive() -> dict[str, Any]:
-        if messages:
-            return messages.pop()
-        await anyio.sleep(0.3)  # then the browser's tab closes
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        return await after()
+
+    return receive
+
+
+def test_a_long_poll_ends_as_soon_as_its_visitor_leaves(classroom: Classroom, class_routes: ClassRoutes) -> None:
+    room, seat = _seated(classroom)
+
+    async def tab_closes() -> dict[str, Any]:
+        await anyio.sleep(0.3)
         return {"type": "http.disconnect"}
 
-    response, took = _follow(class_routes, _follow_request(room.code, seat, "0", receive))
+    response, took = _follow(class_routes, _follow_request(room.code, seat, "0", _body_then(tab_closes)))
     assert response.status_code == 204
     assert took < min(3.0, WAIT_S / 2)
     assert class_routes.watcher.visitors == 0
 
 
 def test_a_connected_visitor_waits_for_the_teachers_step(classroom: Classroom, class_routes: ClassRoutes) -> None:
-    room = classroom.create_room("seed", 24)
-    seat = classroom.join(room.code, "127.0.0.1").token
-    messages = [{"type": "http.request", "body": b"", "more_body": False}]
+    room, seat = _seated(classroom)
 
-    async def receive() -> dict[str, Any]:
-        if messages:
-            return messages.pop()
-        await anyio.sleep_forever()  # the connection stays open
+    async def stays_open() -> dict[str, Any]:
+        await anyio.sleep_forever()
         raise AssertionError
 
     async def teacher_presses() -> None:
         await anyio.sleep(0.5)
         classroom.set_step(room.code, room.teacher_key, 3)
 
-    response, took = _follow(class_routes, _follow_request(room.code, seat, "0", receive), teacher_presses)
+    request = _follow_request(room.code, seat, "0", _body_then(stays_open))
+    response, took = _follow(class_routes, request, teacher_presses)
     assert response.status_code == 200
     assert b'"step":3' in response.body
     assert 0.5 <= took < WAIT_S / 2
