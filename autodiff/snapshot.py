@@ -14,6 +14,7 @@ import numpy as np
 from .errors import UnsupportedOperationError
 from .graph import NodeId, Requirement
 from .memory import MemoryUsage
+from .structure import GroupPath
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
@@ -63,6 +64,7 @@ class NodeSnapshot:
     held_bytes: int  # of those, bytes that only the graph keeps alive (each buffer counted once)
     handle_alive: bool
     value: np.ndarray | ValueSummary | None = None  # its forward value, on a device that keeps values
+    group: GroupPath = ()  # what made it (loops, calls, scopes), outermost first, on a device that keeps values
 
 
 @dataclass(frozen=True)
