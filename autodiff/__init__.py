@@ -27,6 +27,7 @@ from .graph import NodeId, Requirement
 from .memory import MemoryBudget, MemoryUsage, memory_budget
 from .server import AutodiffServer
 from .snapshot import GraphSnapshot, NodeSnapshot, NodeStatus
+from .structure import GroupFrame, GroupPath, scope
 from .tensor import Tensor
 from .trace import BackwardRecorder
 
@@ -45,6 +46,8 @@ __all__ = [
     "Gradients",
     "IndexOutOfBoundsError",
     "GraphSnapshot",
+    "GroupFrame",
+    "GroupPath",
     "MemoryBudget",
     "MemoryBudgetError",
     "MemoryUsage",
@@ -60,4 +63,5 @@ __all__ = [
     "UnsupportedOperationError",
     "UntrackedBackwardError",
     "memory_budget",
+    "scope",
 ]

@@ -74,7 +74,10 @@ class Device:
         `checkpointing="balanced"` is Burn's `BalancedCheckpointing`: elementwise ops keep a recipe
         instead of their outputs, which backward recomputes from the nearest kept ancestors.
         `keep_values=True` keeps each node's forward value (whole when small, else its shape and
-        min/mean/max) so that `snapshot()` can show it: for pictures, at the price of a copy per op."""
+        min/mean/max) so that `snapshot()` can show it, and records what made each node (its `group`: the loops
+        and iterations, the user's functions on the call stack and the `autodiff.scope` blocks it was made in,
+        see `autodiff.structure`): for pictures, at the price of a copy and a walk of the call stack per op.
+        Without it neither is done."""
         if self.is_autodiff:
             raise UnsupportedOperationError("This device already has autodiff; call autodiff() on its inner device.")
         if memory_policy not in POLICIES:

@@ -25,6 +25,7 @@ import numpy as np
 from .grads import Gradients
 from .graph import Node, NodeId, Requirement, Step, tape_of
 from .snapshot import NodeStatus, ValueSummary, keep_value
+from .structure import GroupPath, current_path
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
@@ -41,7 +42,8 @@ class NodeRecord:
     """One node as the server remembers it, for snapshots, the sweep and recomputation."""
 
     __slots__ = (
-        "node", "op", "shape", "inputs", "forward", "handle", "value", "outcome", "outcome_in", "users", "removed"
+        "node", "op", "shape", "inputs", "forward", "handle", "value", "group", "outcome", "outcome_in", "users",
+        "removed",
     )  # fmt: skip
 
     def __init__(
@@ -53,6 +55,7 @@ class NodeRecord:
         handle: weakref.ref[Tensor],
         forward: Callable[..., Buffer] | None,
         value: np.ndarray | ValueSummary | None,
+        group: GroupPath = (),
     ) -> None:
         self.node = node
         self.op = op
@@ -61,6 +64,7 @@ class NodeRecord:
         self.forward = forward  # the op's forward on buffers, so a graph can be recomputed elsewhere
         self.handle = handle
         self.value = value  # the forward value as pictures show it (`keep_values`), else None
+        self.group = group  # what made it (loops, calls, scopes; `autodiff.structure`), with `value`, else ()
         self.outcome: NodeStatus | None = None  # CONSUMED or FREED once its step has left the server
         self.outcome_in = -1  # the backward that decided it (records are forgotten one backward later)
         self.users = 0  # records that list this node among their inputs
@@ -206,8 +210,11 @@ class GraphMemoryManagement:
         records = self.records
         # told of the drop: a leaf always, an op's output when the policy frees graphs on drops
         handle = weakref.ref(tensor, self._on_drop(node.id) if self._watch_op_outputs or not inputs else None)
-        value = keep_value(tensor.data.to_numpy()) if self.keep_values else None
-        records[node.id] = NodeRecord(node, op, tensor.data.array.shape, inputs, handle, forward, value)
+        if self.keep_values:  # the pictures' data: the value, and what made the node (a walk of the call stack)
+            value, group = keep_value(tensor.data.to_numpy()), current_path()
+        else:
+            value, group = None, ()
+        records[node.id] = NodeRecord(node, op, tensor.data.array.shape, inputs, handle, forward, value, group)
         for input_id in inputs:
             record = records.get(input_id)
             if record is not None:

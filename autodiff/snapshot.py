@@ -122,6 +122,7 @@ def snapshot(server: AutodiffServer) -> GraphSnapshot:
                 held_bytes=held.get(node_id, 0),
                 handle_alive=alive,
                 value=record.value,
+                group=record.group,
             )
         )
     return GraphSnapshot(tuple(nodes), tuple(sorted(server.steps)), server.pool.usage(), server.backward_count)

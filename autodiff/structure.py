@@ -2,12 +2,38 @@
 explicit scopes), recorded for the pictures so that a big graph folds into the parts a student wrote.
 
 A node's `group` is a path of `GroupFrame`s, outermost first. Recording costs nothing unless a device keeps
-values for pictures (`Device.autodiff(keep_values=True)`).
+values for pictures (`Device.autodiff(keep_values=True)`); then `current_path()` runs once per node:
+
+- the Python call stack is walked once, outward from the op. Only the user's code counts: frames in the engine,
+  in the stdlib, site-packages / dist-packages or under `sys.prefix` (IPython, pytest, Streamlit), and in modules
+  that set `__autodiff_hidden__ = True` are skipped; a script, a notebook cell, a test file, a course's module are
+  the user's.
+- each user frame gives a "function" frame (not a module's body: its qualified name's last part, `lambda` for a
+  lambda), then the `for` / `while` loops of its own code enclosing the running line (read from its source with
+  `ast`, once per file, through `linecache` so that notebook cells work; no source, no loops), each a "loop" frame
+  (its header as written) and an "iteration" frame: `i = 3` when the loop variable is one name holding a number,
+  bool or short string, else `iteration 3`, counted from 1 each time the loop variable holds another object than
+  at the last node (a `while`: each time the running position goes back).
+- `scope(...)` blocks go after the function (and its loops) whose `with` entered them; frames pushed with `frame`
+  go innermost. Inside `own_frames()` the stack is not walked: an interpreter pushes its program's frames itself.
+
+Keys are unique per instance: a function's key holds its caller's key, its Python frame and its call site, a
+loop's the enclosing key and the count of the loop statement's entries, an iteration's its loop's and its count.
 """
 
 from __future__ import annotations
 
+import ast
+import itertools
+import linecache
+import os
+import sys
+import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
+from types import CodeType, FrameType
 from typing import Literal
 
 GroupKind = Literal["function", "loop", "iteration", "scope"]
@@ -24,3 +50,294 @@ class GroupFrame:
 
 
 GroupPath = tuple[GroupFrame, ...]
+
+
+# -- explicit frames: `scope` and `frame` --------------------------------------------------------------------------
+# The frames entered with `scope(...)` or `frame(...)` and not yet left, outermost first. Each entry is the frame
+# with where it was entered: the id of the Python frame whose `with` entered it and that frame's line (0, 0 for
+# `frame`), so that a scope lands between the loops of its function that enclose the `with` and those inside it.
+_Entry = tuple[GroupFrame, int, int]
+_entered: ContextVar[tuple[_Entry, ...]] = ContextVar("autodiff_structure_entered", default=())
+_own_frames: ContextVar[bool] = ContextVar("autodiff_structure_own_frames", default=False)
+_scope_numbers = itertools.count(1)
+
+
+class scope:  # noqa: N801 (used like a function: `with autodiff.scope("layer 1"):`)
+    """`with autodiff.scope("layer 1"): ...`: the nodes made inside belong to a group named "layer 1" (on a device
+    that keeps values; elsewhere entering and leaving cost a few hundred nanoseconds and nothing is recorded).
+    Scopes nest. Each entry is its own group: two `with scope("layer 1")` blocks are two boxes.
+
+    Where a scope sits in a node's path: the Python call stack's frames come outermost first, each function followed
+    by its own loops enclosing the line it runs; a scope goes right after the function whose `with` entered it and
+    that function's loops enclosing the `with`, so the loops inside the block and the functions called from it come
+    after it (`with scope("a"): for i in ...:` reads a / loop / iteration; `with scope("a"): h = layer(x)` reads
+    a / layer). A scope entered where the path shows nothing (a library's frame, a hidden module) is appended
+    innermost, as are the frames pushed with `frame`.
+    """
+
+    __slots__ = ("name", "_token")
+
+    def __init__(self, name: str) -> None:
+        self.name = str(name)
+        self._token: Token[tuple[_Entry, ...]] | None = None
+
+    def __enter__(self) -> scope:
+        caller = sys._getframe(1)
+        group = GroupFrame("scope", self.name, f"scope {next(_scope_numbers)}")
+        self._token = _entered.set((*_entered.get(), (group, id(caller), caller.f_lineno)))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _entered.reset(self._token)
+            self._token = None
+
+
+@contextmanager
+def frame(group: GroupFrame) -> Iterator[GroupFrame]:
+    """Push `group` for the nodes made inside, innermost (after the call stack's frames and the scopes entered
+    before it): for interpreters that run a program of their own (the Playground pushes its loops, iterations and
+    calls). The caller makes `group.key` unique per instance."""
+    token = _entered.set((*_entered.get(), (group, 0, 0)))
+    try:
+        yield group
+    finally:
+        _entered.reset(token)
+
+
+@contextmanager
+def own_frames() -> Iterator[None]:
+    """Inside, a node's path is the frames pushed with `frame` and `scope` alone: the Python call stack is not
+    walked (for an interpreter, whose own Python frames are not the program it runs)."""
+    token = _own_frames.set(True)
+    try:
+        yield
+    finally:
+        _own_frames.reset(token)
+
+
+# -- the Python call stack -------------------------------------------------------------------------------------------
+_ENGINE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the autodiff package: never a group
+
+
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths.get(name, "") for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots |= {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    roots = {os.path.abspath(r) for r in roots if r}
+    return tuple(sorted(r.rstrip(os.sep) + os.sep for r in roots if r != os.sep and os.path.dirname(r) != r))
+
+
+_LIBRARY = _library_roots()
+_ENGINE_FILE, _LIBRARY_FILE, _USER_FILE = 0, 1, 2
+_file_kinds: dict[str, int] = {}
+
+
+def _file_kind(filename: str) -> int:
+    """Whether a code object's file is the engine's, a library's (the stdlib, site-packages, frozen modules) or the
+    user's (anything else: a script, a test, a notebook cell, `<string>`)."""
+    kind = _file_kinds.get(filename)
+    if kind is None:
+        if filename.startswith("<"):
+            kind = _LIBRARY_FILE if filename.startswith("<frozen ") else _USER_FILE
+        else:
+            path = os.path.abspath(filename)
+            parts = path.split(os.sep)
+            if path.startswith(_ENGINE):
+                kind = _ENGINE_FILE
+            elif path.startswith(_LIBRARY) or "site-packages" in parts or "dist-packages" in parts:
+                kind = _LIBRARY_FILE
+            else:
+                kind = _USER_FILE
+        _file_kinds[filename] = kind
+    return kind
+
+
+@dataclass(frozen=True, slots=True)
+class _Loop:
+    """A `for` or `while` statement of a function's own body: where it is and what its box says."""
+
+    first: int  # its header's first line
+    body_first: int  # its body's first line (a `for` header's own line runs once, before the loop)
+    last: int  # its body's last line (not its `else:`)
+    header: str  # `for i in range(30)`, as written (whitespace collapsed)
+    target: str | tuple[str, ...] | None  # `for i`: "i"; `for a, b`: ("a", "b"); a `while` or other target: None
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_loops_by_file: dict[str, dict[tuple[int, str], tuple[_Loop, ...]]] = {}
+_loops_by_code: dict[CodeType, tuple[_Loop, ...]] = {}
+
+
+def _loops_of(code: CodeType, module_globals: dict[str, object]) -> tuple[_Loop, ...]:
+    loops = _loops_by_code.get(code)
+    if loops is None:
+        by_scope = _loops_by_file.get(code.co_filename)
+        if by_scope is None:
+            by_scope = _loops_by_file[code.co_filename] = _parse_loops(code.co_filename, module_globals)
+        if code.co_name == "<module>":
+            loops = by_scope.get((0, "<module>"), ())
+        else:
+            loops = by_scope.get((code.co_firstlineno, code.co_name), ())
+        _loops_by_code[code] = loops
+    return loops
+
+
+def _parse_loops(filename: str, module_globals: dict[str, object]) -> dict[tuple[int, str], tuple[_Loop, ...]]:
+    """A file's loops by the function whose own body holds them: (its first line, its code's name) -> its loops,
+    outermost first; the module's own under (0, "<module>"). Empty when the source is unavailable."""
+    try:
+        text = "".join(linecache.getlines(filename, module_globals))
+        tree = ast.parse(text) if text else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    if tree is None:
+        return {}
+    lines = text.splitlines(keepends=True)
+    found: dict[tuple[int, str], list[_Loop]] = {}
+    stack: list[tuple[ast.AST, tuple[int, str]]] = [(tree, (0, "<module>"))]
+    while stack:
+        node, owner = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            child_owner = owner
+            if isinstance(child, _FUNCTIONS):
+                decorators = getattr(child, "decorator_list", [])
+                first = min([child.lineno, *(d.lineno for d in decorators)])
+                child_owner = (first, "<lambda>" if isinstance(child, ast.Lambda) else child.name)
+            elif isinstance(child, ast.For | ast.AsyncFor | ast.While):
+                found.setdefault(owner, []).append(_loop(child, lines))
+            stack.append((child, child_owner))
+    return {owner: tuple(sorted(loops, key=lambda loop: loop.first)) for owner, loops in found.items()}
+
+
+def _loop(node: ast.For | ast.AsyncFor | ast.While, lines: list[str]) -> _Loop:
+    header_end = node.test if isinstance(node, ast.While) else node.iter
+    header = _segment(lines, node.lineno, node.col_offset, header_end.end_lineno, header_end.end_col_offset)
+    target: str | tuple[str, ...] | None = None
+    if isinstance(node, ast.For | ast.AsyncFor):
+        if isinstance(node.target, ast.Name):
+            target = node.target.id
+        elif isinstance(node.target, ast.Tuple | ast.List) and all(isinstance(e, ast.Name) for e in node.target.elts):
+            target = tuple(e.id for e in node.target.elts if isinstance(e, ast.Name))
+    body_first = node.body[0].lineno
+    if isinstance(node, ast.While):
+        body_first = node.lineno  # its condition runs once per iteration
+    last = node.body[-1].end_lineno or node.body[-1].lineno
+    return _Loop(node.lineno, body_first, last, header, target)
+
+
+def _segment(lines: list[str], line: int, column: int, end_line: int | None, end_column: int | None) -> str:
+    """The source between two positions (columns in UTF-8 bytes, as `ast` gives them), whitespace collapsed."""
+    if end_line is None or end_column is None:
+        return lines[line - 1].strip().removesuffix(":")
+    chunk = [text.encode("utf-8") for text in lines[line - 1 : end_line]]
+    chunk[-1] = chunk[-1][:end_column]
+    chunk[0] = chunk[0][column:]
+    text = " ".join(b"".join(chunk).decode("utf-8", errors="replace").split())
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+class _LoopState:
+    """The loop instance a loop statement is in (entries counted) and its iteration (counted from 1)."""
+
+    __slots__ = ("instance", "entries", "count", "last")
+
+    def __init__(self) -> None:
+        self.instance = ""
+        self.entries = 0
+        self.count = 0
+        self.last: object = None
+
+
+_loop_states: dict[tuple[CodeType, int], _LoopState] = {}
+_NO_VALUE = object()
+_SHOWN = (int, float, bool)
+
+
+def _iteration(loop: _Loop, frame: FrameType, state: _LoopState, position: tuple[int, int]) -> str:
+    """The iteration's name (`i = 3`, or `iteration 3`), counting a new iteration when the loop variable holds
+    another object than at the last node; for a `while` (or a target that is not names), when the frame's
+    `position` went back."""
+    target = loop.target
+    value: object = _NO_VALUE
+    identity: object
+    if isinstance(target, str):
+        value = frame.f_locals.get(target, _NO_VALUE)
+        identity = id(value)
+        changed = identity != state.last
+    elif isinstance(target, tuple):
+        local = frame.f_locals
+        identity = tuple(id(local.get(name, _NO_VALUE)) for name in target)
+        changed = identity != state.last
+    else:
+        identity = position
+        changed = state.last is None or position < state.last  # type: ignore[operator]
+    if changed or not state.count:
+        state.count += 1
+    state.last = identity
+    if type(value) in _SHOWN or (type(value) is str and len(value) <= 20):
+        return f"{target} = {value!r}"
+    return f"iteration {state.count}"
+
+
+def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...]) -> list[GroupFrame]:
+    """The user's frames from the outermost in, each a "function" frame (not a module's body) and the loops of its
+    own code enclosing the line it runs, with the scopes it entered placed among them; `entered` entries whose
+    Python frame is not on the path are left in it for the caller to append."""
+    frames: list[FrameType] = []
+    while start is not None:
+        code = start.f_code
+        if _file_kind(code.co_filename) == _USER_FILE and not start.f_globals.get("__autodiff_hidden__", False):
+            frames.append(start)
+        start = start.f_back
+    path: list[GroupFrame] = []
+    context = ""
+    for python_frame in reversed(frames):
+        code = python_frame.f_code
+        caller = python_frame.f_back
+        context = f"{context}/{code.co_name}:{id(python_frame):x}:{caller.f_lasti if caller is not None else -1}"
+        if code.co_name != "<module>":
+            name = getattr(code, "co_qualname", code.co_name).rpartition(".")[2]
+            path.append(GroupFrame("function", "lambda" if name == "<lambda>" else name, context))
+        scopes = [entry for entry in entered if entry[1] == id(python_frame)] if entered else []
+        loops = _loops_of(code, python_frame.f_globals)
+        if loops:
+            line = python_frame.f_lineno
+            enclosing = [loop for loop in loops if loop.body_first <= line <= loop.last]
+            for depth, loop in enumerate(enclosing):
+                for entry in scopes:
+                    if not _encloses(loop, entry[2]):
+                        path.append(entry[0])
+                scopes = [entry for entry in scopes if _encloses(loop, entry[2])]
+                state = _loop_states.get((code, loop.first))
+                if state is None:
+                    state = _loop_states[(code, loop.first)] = _LoopState()
+                if state.instance != context:
+                    state.instance, state.entries, state.count, state.last = context, state.entries + 1, 0, None
+                inner = enclosing[depth + 1] if depth + 1 < len(enclosing) else None
+                position = (inner.first, -1) if inner is not None else (line, python_frame.f_lasti)
+                name = _iteration(loop, python_frame, state, position)
+                context = f"{context}/{loop.first}#{state.entries}"
+                path.append(GroupFrame("loop", loop.header, context))
+                context = f"{context}/{state.count}"
+                path.append(GroupFrame("iteration", name, context))
+        path.extend(entry[0] for entry in scopes)
+    return path
+
+
+def _encloses(loop: _Loop, line: int) -> bool:
+    return loop.body_first <= line <= loop.last
+
+
+def current_path() -> GroupPath:
+    """What the code running now is part of: the user's functions and loops on the Python call stack (skipping the
+    engine's frames, libraries' and modules that set `__autodiff_hidden__ = True`), then the scopes and frames
+    entered, outermost first. Called once per recorded node; the Python stack is walked once."""
+    entered = _entered.get()
+    if _own_frames.get():
+        return tuple(entry[0] for entry in entered)
+    path = _stack_path(sys._getframe(1), entered)
+    if entered:
+        placed = {id(f) for f in path}
+        path.extend(entry[0] for entry in entered if id(entry[0]) not in placed)
+    return tuple(path)
