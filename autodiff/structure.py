@@ -166,20 +166,23 @@ class _Loop:
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _loops_by_file: dict[str, dict[tuple[int, str], tuple[_Loop, ...]]] = {}
-_loops_by_code: dict[CodeType, tuple[_Loop, ...]] = {}
+# by the code object's id (hashing a code object hashes its bytecode and constants, nested functions included: a
+# module's takes microseconds), beside the code itself, which keeps that id from being reused
+_loops_by_code: dict[int, tuple[CodeType, tuple[_Loop, ...]]] = {}
 
 
 def _loops_of(code: CodeType, module_globals: dict[str, object]) -> tuple[_Loop, ...]:
-    loops = _loops_by_code.get(code)
-    if loops is None:
-        by_scope = _loops_by_file.get(code.co_filename)
-        if by_scope is None:
-            by_scope = _loops_by_file[code.co_filename] = _parse_loops(code.co_filename, module_globals)
-        if code.co_name == "<module>":
-            loops = by_scope.get((0, "<module>"), ())
-        else:
-            loops = by_scope.get((code.co_firstlineno, code.co_name), ())
-        _loops_by_code[code] = loops
+    known = _loops_by_code.get(id(code))
+    if known is not None and known[0] is code:
+        return known[1]
+    by_scope = _loops_by_file.get(code.co_filename)
+    if by_scope is None:
+        by_scope = _loops_by_file[code.co_filename] = _parse_loops(code.co_filename, module_globals)
+    if code.co_name == "<module>":
+        loops = by_scope.get((0, "<module>"), ())
+    else:
+        loops = by_scope.get((code.co_firstlineno, code.co_name), ())
+    _loops_by_code[id(code)] = (code, loops)
     return loops
 
 
@@ -249,15 +252,14 @@ class _LoopState:
         self.last: object = None
 
 
-_loop_states: dict[tuple[CodeType, int], _LoopState] = {}
+_loop_states: dict[int, _LoopState] = {}  # by the id of its `_Loop`, which the caches above keep
 _NO_VALUE = object()
 _SHOWN = (int, float, bool)
 
 
-def _iteration(loop: _Loop, frame: FrameType, state: _LoopState, position: tuple[int, int]) -> str:
-    """The iteration's name (`i = 3`, or `iteration 3`), counting a new iteration when the loop variable holds
-    another object than at the last node; for a `while` (or a target that is not names), when the frame's
-    `position` went back."""
+def _advance(loop: _Loop, frame: FrameType, state: _LoopState, position: tuple[int, int]) -> object:
+    """Count a new iteration when the loop variable holds another object than at the last node (a `while`, or a
+    target that is not names: when the frame's `position` went back); returns the loop variable's value."""
     target = loop.target
     value: object = _NO_VALUE
     identity: object
@@ -275,52 +277,89 @@ def _iteration(loop: _Loop, frame: FrameType, state: _LoopState, position: tuple
     if changed or not state.count:
         state.count += 1
     state.last = identity
+    return value
+
+
+def _iteration_name(loop: _Loop, value: object, count: int) -> str:
+    """`i = 3` when the loop variable is one name holding a number, a bool or a short string, else `iteration 3`."""
     if type(value) in _SHOWN or (type(value) is str and len(value) <= 20):
-        return f"{target} = {value!r}"
-    return f"iteration {state.count}"
+        return f"{loop.target} = {value!r}"
+    return f"iteration {count}"
+
+
+# The frames made so far, by what identifies them (their parent frame's id and their own identity), so that
+# consecutive nodes share their frames instead of building each again: cleared whole when it grows past its limit
+# (keys are derived the same way again; clearing whole never leaves an entry naming a dead parent's id).
+_made: dict[tuple[int, ...], GroupFrame] = {}
+_MADE_LIMIT = 20_000
+_MODULE = "<module>"
 
 
 def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...]) -> list[GroupFrame]:
     """The user's frames from the outermost in, each a "function" frame (not a module's body) and the loops of its
     own code enclosing the line it runs, with the scopes it entered placed among them; `entered` entries whose
-    Python frame is not on the path are left in it for the caller to append."""
+    Python frame is not on the path are left for the caller to append."""
     frames: list[FrameType] = []
+    kinds = _file_kinds
     while start is not None:
-        code = start.f_code
-        if _file_kind(code.co_filename) == _USER_FILE and not start.f_globals.get("__autodiff_hidden__", False):
+        filename = start.f_code.co_filename
+        kind = kinds.get(filename)
+        if kind is None:
+            kind = _file_kind(filename)
+        if kind == _USER_FILE and not start.f_globals.get("__autodiff_hidden__"):
             frames.append(start)
         start = start.f_back
+    made = _made
+    if len(made) > _MADE_LIMIT:
+        made.clear()
     path: list[GroupFrame] = []
-    context = ""
+    parent: GroupFrame | None = None  # the innermost frame so far (a module's body too): its key prefixes the next
     for python_frame in reversed(frames):
         code = python_frame.f_code
         caller = python_frame.f_back
-        context = f"{context}/{code.co_name}:{id(python_frame):x}:{caller.f_lasti if caller is not None else -1}"
-        if code.co_name != "<module>":
-            name = getattr(code, "co_qualname", code.co_name).rpartition(".")[2]
-            path.append(GroupFrame("function", "lambda" if name == "<lambda>" else name, context))
+        call_site = caller.f_lasti if caller is not None else -1
+        token: tuple[int, ...] = (id(parent), id(python_frame), id(code), call_site)
+        function = made.get(token)
+        if function is None:
+            prefix = parent.key if parent is not None else ""
+            key = f"{prefix}/{code.co_name}:{id(python_frame):x}:{call_site}"
+            if code.co_name == _MODULE:
+                function = GroupFrame("scope", _MODULE, key)  # a module's body: a key for what it holds, not shown
+            else:
+                name = getattr(code, "co_qualname", code.co_name).rpartition(".")[2]
+                function = GroupFrame("function", "lambda" if name == "<lambda>" else name, key)
+            made[token] = function
+        if function.kind == "function":
+            path.append(function)
+        parent = function
         scopes = [entry for entry in entered if entry[1] == id(python_frame)] if entered else []
         loops = _loops_of(code, python_frame.f_globals)
         if loops:
             line = python_frame.f_lineno
             enclosing = [loop for loop in loops if loop.body_first <= line <= loop.last]
             for depth, loop in enumerate(enclosing):
-                for entry in scopes:
-                    if not _encloses(loop, entry[2]):
-                        path.append(entry[0])
-                scopes = [entry for entry in scopes if _encloses(loop, entry[2])]
-                state = _loop_states.get((code, loop.first))
+                if scopes:
+                    path.extend(entry[0] for entry in scopes if not _encloses(loop, entry[2]))
+                    scopes = [entry for entry in scopes if _encloses(loop, entry[2])]
+                state = _loop_states.get(id(loop))
                 if state is None:
-                    state = _loop_states[(code, loop.first)] = _LoopState()
-                if state.instance != context:
-                    state.instance, state.entries, state.count, state.last = context, state.entries + 1, 0, None
+                    state = _loop_states[id(loop)] = _LoopState()
+                if state.instance != parent.key:
+                    state.instance, state.entries, state.count, state.last = parent.key, state.entries + 1, 0, None
                 inner = enclosing[depth + 1] if depth + 1 < len(enclosing) else None
                 position = (inner.first, -1) if inner is not None else (line, python_frame.f_lasti)
-                name = _iteration(loop, python_frame, state, position)
-                context = f"{context}/{loop.first}#{state.entries}"
-                path.append(GroupFrame("loop", loop.header, context))
-                context = f"{context}/{state.count}"
-                path.append(GroupFrame("iteration", name, context))
+                value = _advance(loop, python_frame, state, position)
+                token = (id(parent), id(loop), state.entries)
+                group = made.get(token)
+                if group is None:
+                    group = made[token] = GroupFrame("loop", loop.header, f"{parent.key}/{loop.first}#{state.entries}")
+                path.append(group)
+                token = (id(group), state.count)
+                parent = made.get(token)
+                if parent is None:
+                    name = _iteration_name(loop, value, state.count)
+                    parent = made[token] = GroupFrame("iteration", name, f"{group.key}/{state.count}")
+                path.append(parent)
         path.extend(entry[0] for entry in scopes)
     return path
 

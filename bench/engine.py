@@ -11,6 +11,8 @@
     (tracemalloc); target: flat.
 (f) the seed graph with its memory history recorded and not (the default), side by side, and what not recording
     costs: the `is not None` checks one forward+backward makes, times one check's time; target: below 1%.
+(g) the seed graph with keep_values=False (the course's case: no values kept, no structure recorded) side by side
+    with keep_values=True (each node's value copied and what made it recorded: a walk of the call stack), per op.
 
 Run: python bench/engine.py
 """
@@ -222,6 +224,20 @@ def recording_section() -> None:
           f"{cost * 1e9:.0f} ns, {cost / off_time:.2%} of its time (target < 1%)")  # fmt: skip
 
 
+def seed_graph_kept(keep_values: bool) -> Callable[[], object]:
+    ad = Device.numpy().autodiff(keep_values=keep_values)
+    x = Tensor.from_floats([1.0, 2.0], ad).require_grad()
+    return lambda: x.grad(((x * x) + x * 3.0).sum().backward())
+
+
+def structure_section() -> None:
+    ops = 4  # x*x, x*3, +, sum: the nodes one forward makes
+    off, on = best_of_each([seed_graph_kept(False), seed_graph_kept(True)], repeat=7, number=2000)
+    print(f"(g) seed graph fwd+bwd, keep_values=False {off * 1e6:.1f} us ({off / ops * 1e6:.1f} us per op), "
+          f"keep_values=True (values and structure recorded) {on * 1e6:.1f} us ({on / ops * 1e6:.1f} us per op), "
+          f"recording costs {(on - off) / ops * 1e6:.1f} us per op")  # fmt: skip
+
+
 def heap_growth(policy: str, iterations: int = 10_000) -> tuple[int, int]:
     """Bytes the Python heap grew over the first and over all `iterations` of the seed graph's
     forward+backward (a dropped constant each time too), after a warm-up."""
@@ -293,6 +309,7 @@ def main() -> None:
         print(f"(e) Python heap growth, {policy} policy: {early / 1024:+.1f} KiB after 1,000 iterations, "
               f"{total / 1024:+.1f} KiB after 10,000 (target: flat)")  # fmt: skip
     recording_section()
+    structure_section()
 
 
 if __name__ == "__main__":
