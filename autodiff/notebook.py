@@ -29,7 +29,7 @@ except ImportError as missing:  # the engine alone is numpy only; the widget is 
     ) from missing
 
 from . import BackwardRecorder, Gradients, GraphSnapshot, Tensor, UntrackedBackwardError
-from .stage import GRAPHVIZ, STAGE_CSS, StagePayload, replay_payload, static_payload, with_view
+from .stage import GRAPHVIZ, STAGE_CSS, StagePayload, replay_payload, static_payload, wire, with_view
 from .stage.naming import node_names
 from .stage.payload import hosted_module
 
@@ -81,7 +81,7 @@ class Stage(anywidget.AnyWidget):
     answer = traitlets.Dict(None, allow_none=True).tag(sync=True)
 
     def __init__(self, payload: StagePayload) -> None:
-        super().__init__(payload=dict(payload), event=payload["index"])
+        super().__init__(payload=wire(payload), event=payload["index"])
 
 
 class Replay(Stage):

@@ -15,7 +15,6 @@ from autodiff.trace import TapeBuilt
 
 from .downloads import built_once
 from .exercise import score_answer, score_caption
-from .graph_view import bucket_picker
 from .stage import stage
 from .state import EMBEDDED, embed_mode, presenter_mode
 from .tables import tape_table
@@ -34,7 +33,6 @@ def tape_view(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int
 def _shared_payload(
     identity: Hashable,
     presenter: bool,
-    expanded: frozenset[int],
     source: str | None,
     _lines: dict[int, tuple[int, int]] | None,
     _before: GraphSnapshot,
@@ -43,7 +41,7 @@ def _shared_payload(
 ) -> StagePayload:
     """The payload of a replay that every student sees alike, built once per server: `identity` names the
     recording (Streamlit does not hash the arguments that start with `_`)."""
-    return replay_payload(_before, _recorder, _names, presenter, expanded, source, _lines)
+    return replay_payload(_before, _recorder, _names, presenter, source, _lines)
 
 
 def replay_view(
@@ -66,16 +64,15 @@ def replay_view(
     index_key = f"{key}_index"
     total = len(recorder.events)
     index = max(0, min(st.session_state.get(index_key, 0), total - 1))
-    expanded = bucket_picker(before, key)
     # built once per recording and view (a Playground trace has thousands of events), not on every rerun
     presenter = presenter_mode()
     cached = st.session_state.get(f"{key}_payload")
-    if cached is None or cached[0] is not recorder or cached[1] != (expanded, presenter, source):
+    if cached is None or cached[0] is not recorder or cached[1] != (presenter, source):
         if shared is None:
-            built = replay_payload(before, recorder, names, presenter, expanded, source, lines)
+            built = replay_payload(before, recorder, names, presenter, source, lines)
         else:
-            built = _shared_payload(shared, presenter, expanded, source, lines, before, recorder, names)
-        cached = st.session_state[f"{key}_payload"] = (recorder, (expanded, presenter, source), built)
+            built = _shared_payload(shared, presenter, source, lines, before, recorder, names)
+        cached = st.session_state[f"{key}_payload"] = (recorder, (presenter, source), built)
     payload = {**with_view(cached[2], exercise, embed_mode()), "index": index}
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser
     # moves the index, so the index a link or a test sets holds until the student steps

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 import streamlit as st
 
-from autodiff.stage import STAGE_CSS, STAGE_JS, StagePayload
+from autodiff.stage import STAGE_CSS, STAGE_JS, StagePayload, wire
 
 STAGE = st.components.v2.component("replay_stage", html="", css=STAGE_CSS, js=STAGE_JS)
 
@@ -19,7 +19,7 @@ class Reported(NamedTuple):
 def stage(payload: StagePayload, key: str) -> Reported:
     """Mount the stage; returns what it reported last."""
     # "room": a class's stage saw its room change (a question opened, moved on, or the class ended): one rerun
-    result = STAGE(data=payload, key=key, default={"event": payload["index"], "answer": None, "room": None},
+    result = STAGE(data=wire(payload), key=key, default={"event": payload["index"], "answer": None, "room": None},
                    on_event_change=lambda: None, on_answer_change=lambda: None,
                    on_room_change=lambda: None)  # fmt: skip
     return Reported(getattr(result, "event", None), getattr(result, "answer", None))

@@ -21,6 +21,7 @@ from .payload import (
     in_classroom,
     replay_payload,
     static_payload,
+    wire,
     with_view,
 )
 
@@ -39,5 +40,6 @@ __all__ = [
     "in_classroom",
     "replay_payload",
     "static_payload",
+    "wire",
     "with_view",
 ]

@@ -1,6 +1,7 @@
 """A snapshot as a picture: what each node says (its name or expression, its value, its gradient), its state, and
-the DOT text Graphviz lays it out from. Colours live in the stage's stylesheet (`palette.py`), not in the DOT, so
-the picture follows the viewer's theme; element ids (`n3`, `order2`, `e0_2_1`) are made here and nowhere else."""
+the DOT text of the whole graph (a download: the stage builds its own DOT of what it draws, folded groups and all).
+Colours live in the stage's stylesheet (`palette.py`), not in the DOT, so the picture follows the viewer's theme;
+node and edge element ids (`n3`, `e0_2_1`) are made here and nowhere else (groups' in `groups.py`)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ from autodiff.stage.naming import labels
 
 from .format import compact, format_bytes
 
-COLLAPSE_LIMIT = 150
-MAX_BOXES = 60  # a collapsed graph never has more boxes: a deep chain gets several orders per box
 SIZES = {False: (17, 15, 12), True: (24, 21, 17)}  # (title, value and gradient, detail) in points, by presenter
 
 
@@ -56,8 +55,6 @@ class PictureEdge:
 class Picture:
     nodes: tuple[PictureNode, ...]
     edges: tuple[PictureEdge, ...]
-    boxes: tuple[tuple[str, str], ...]  # collapsed order buckets: (element id, label)
-    box_of: dict[int, str]  # node id -> the element that shows it (its own, or its bucket's box)
 
 
 def held_gradients(entries: Mapping[int, Any] | None) -> dict[int, str] | None:
@@ -101,85 +98,34 @@ def _grad_line(node: NodeSnapshot, state: str, overlay: Overlay) -> str:
     return STATE_WORDS[state]
 
 
-def order_buckets(snapshot: GraphSnapshot) -> dict[int, list[NodeSnapshot]]:
-    """A collapsed graph's boxes: the first order each covers -> its nodes. One order a box, or, for a deep
-    graph, consecutive orders together so that there are at most `MAX_BOXES` boxes."""
-    depth = max((n.order for n in snapshot.nodes), default=0)
-    span = max(1, -(-(depth + 1) // MAX_BOXES))
-    buckets: dict[int, list[NodeSnapshot]] = {}
-    for node in snapshot.nodes:
-        buckets.setdefault(node.order // span * span, []).append(node)
-    return dict(sorted(buckets.items()))
-
-
-def bucket_label(start: int, members: list[NodeSnapshot]) -> str:
-    """`order 3` or `orders 3–5`, for a box and for the picker that expands it."""
-    last = max(m.order for m in members)
-    return f"order {start}" if last == start else f"orders {start}–{last}"
-
-
-def picture(
-    snapshot: GraphSnapshot,
-    names: dict[int, str],
-    overlay: Overlay | None = None,
-    expanded_orders: frozenset[int] = frozenset(),
-    collapse_limit: int = COLLAPSE_LIMIT,
-) -> Picture:
-    """What each node and edge of `snapshot` shows. Above `collapse_limit` nodes, each order bucket not in
-    `expanded_orders` is one box, so the browser's layout never freezes."""
+def picture(snapshot: GraphSnapshot, names: dict[int, str], overlay: Overlay | None = None) -> Picture:
+    """What each node and edge of `snapshot` shows."""
     overlay = overlay or Overlay()
     titles = labels(snapshot.nodes, names)
-    collapse = len(snapshot.nodes) > collapse_limit
-    buckets = order_buckets(snapshot) if collapse else {}
-    box_of: dict[int, str] = {}
-    members: dict[str, list[NodeSnapshot]] = {}
-    for start, bucket in buckets.items():
-        if start not in expanded_orders:
-            for node in bucket:
-                box_of[int(node.id)] = f"order{start}"
-                members.setdefault(f"order{start}", []).append(node)
     nodes = []
     for node in snapshot.nodes:
-        if int(node.id) in box_of:
-            continue
-        box_of[int(node.id)] = element = f"n{int(node.id)}"
         state = node_state(node, overlay)
         detail = f"NodeId({int(node.id)}) · {node.op}"
         if node.held_bytes:
             detail += f" · holds {format_bytes(node.held_bytes)}"
-        nodes.append(PictureNode(int(node.id), element, titles[int(node.id)], f"value {compact(node.value)}",
+        nodes.append(PictureNode(int(node.id), f"n{int(node.id)}", titles[int(node.id)], f"value {compact(node.value)}",
                                  _grad_line(node, state, overlay), detail, state))  # fmt: skip
-    boxes = []
-    for element, bucket in members.items():
-        ops = Counter(m.op.split("(")[0] for m in bucket)
-        op_text = ", ".join(f"{op}×{count}" for op, count in ops.most_common(4))
-        held = sum(m.held_bytes for m in bucket)
-        start = int(element.removeprefix("order"))
-        held_text = f", holding {format_bytes(held)}" if held else ""
-        boxes.append((element, f"{bucket_label(start, bucket)}: {len(bucket)} nodes{held_text}\n{op_text}"))
+    known = {int(node.id) for node in snapshot.nodes}
     edges = []
-    seen: set[tuple[str, str]] = set()
     counts: Counter[tuple[int, int]] = Counter()
     for node in snapshot.nodes:
         tracked = list(node.parents)
         for input_id in node.inputs:
-            tail, head = box_of.get(int(input_id)), box_of[int(node.id)]
-            if tail is None:
+            if int(input_id) not in known:
                 continue
             is_tracked = input_id in tracked
             if is_tracked:
                 tracked.remove(input_id)
             pair = (int(input_id), int(node.id))
-            if head.startswith("order") or tail.startswith("order"):
-                if (tail, head) in seen or tail == head:
-                    continue
-                seen.add((tail, head))
-                element = f"b_{tail}_{head}"
-            else:
-                element = f"e{pair[0]}_{pair[1]}_{counts[pair]}"  # the k-th edge of a pair (x * x has two)
-                counts[pair] += 1
-            edges.append(PictureEdge(element, tail, head, is_tracked, *pair))
-    return Picture(tuple(nodes), tuple(edges), tuple(boxes), box_of)
+            element = f"e{pair[0]}_{pair[1]}_{counts[pair]}"  # the k-th edge of a pair (x * x has two)
+            counts[pair] += 1
+            edges.append(PictureEdge(element, f"n{pair[0]}", f"n{pair[1]}", is_tracked, *pair))
+    return Picture(tuple(nodes), tuple(edges))
 
 
 def dot_text(
@@ -214,9 +160,6 @@ def dot_text(
         )
         label = f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{cells}</TABLE>'
         lines.append(f'  {node.element} [id="{node.element}", label=<{label}>];')
-    for element, text in pic.boxes:
-        label = html.escape(text).replace("\n", "<BR/>")
-        lines.append(f'  {element} [id="{element}", shape=box3d, style="filled", label=<{label}>];')
     for edge in pic.edges:
         attrs = [f'id="{edge.element}"']
         if not edge.tracked:

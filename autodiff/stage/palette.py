@@ -45,7 +45,7 @@ STATES: tuple[State, ...] = (
           Look("#ffe3c2", "#9c4a06"), Look("#4d2c07", "#ffa94d")),
     State("swept", "freed without running (a backward's sweep, or dropped)", "1 4", 2,
           Look("#ffffff", "#6c757d"), Look("#14171a", "#909296")),
-    State("bucket", "a box of many nodes of one order (expand it with the picker above the graph)", "", 2,
+    State("group", "a part of the program, folded into one box (double border): click it to open it", "", 2,
           Look("#fff3bf", "#7a5c00"), Look("#3d3200", "#ffd43b")),
     State("refused", "where a second backward was refused: the tape is consumed", "8 3", 5,
           Look("#ffe3e3", "#c92a2a"), Look("#4d1414", "#ff8787")),

@@ -9,6 +9,8 @@ the same player and data, with Graphviz inline, into one file that plays offline
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -20,7 +22,8 @@ from autodiff.trace import GradientRegistered, StepStarted
 from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
 from .code import Segment, code_lines, token_rules
 from .events import StageEvent, stage_event
-from .graph_dot import STATE_WORDS, Overlay, Picture, dot_text, picture
+from .graph_dot import SIZES, STATE_WORDS, Overlay, Picture, picture
+from .groups import StageGroup, group_runs, group_tree
 from .narration import short_names
 from .palette import BY_KEY, EDGE_LEGEND, stage_css
 from .source_lines import node_lines
@@ -35,6 +38,9 @@ STAGE_JS = (HERE / "stage.js").read_text()
 STAGE_CSS = "\n".join([stage_css(), token_rules(".stage-code"), (HERE / "stage.css").read_text()])
 STREAMLIT_ENTRY = "export default function (component) {"
 RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and keeps the one that reads larger
+# what travels compressed (gzip, then base64) from Python to the browser: a 5,000-node replay is 7 MB of JSON, and
+# mostly the same words again; the browser unpacks it before anything else reads it (`wire`, `unpack` in stage.js)
+PACKED_KEYS = ("nodes", "edges", "events", "cards", "sums", "groups", "program")
 RTOL, ATOL = 1e-3, 1e-4  # an answer to a prediction is right within these (the stage checks, and the app's tables)
 
 
@@ -48,6 +54,8 @@ class StageNode(TypedDict):
     state: str  # a key of the legend
     grad: str  # its gradient line before any event
     grad_kind: Literal["leaf", "op", "none"]  # what its gradient does: kept, consumed, or there is none
+    wide: str  # the longest gradient line it will show: its box is laid out that wide, so nothing moves
+    group: str  # the element of the innermost group it belongs to ("" at the top)
 
 
 class StageEdge(TypedDict):
@@ -55,6 +63,7 @@ class StageEdge(TypedDict):
     source: int  # the input's NodeId
     target: int  # the NodeId of the node that uses it
     tracked: bool
+    label: str  # the longest value that will be sent along it ("" if none): laid out with room for it
 
 
 class StageProgram(TypedDict):
@@ -79,12 +88,13 @@ class ClassroomLink(TypedDict):
 
 class StagePayload(TypedDict):
     mode: Literal["static", "replay"]
-    dot: str  # laid out once in the browser, for each of `rankdirs`
-    compact_dot: str  # the same without each node's `NodeId · op` line: drawn when the text would be too small
+    # the browser writes the DOT of what it draws (groups folded or not), lays it out each of `rankdirs` way, with
+    # and without each node's `NodeId · op` line, and keeps the one that reads larger
     rankdirs: list[str]
+    fonts: list[int]  # point sizes: a node's title, its value and gradient, its detail line
     nodes: list[StageNode]
     edges: list[StageEdge]
-    box_of: dict[str, str]  # NodeId (as text) -> the element that shows it (a collapsed bucket's box, or its own)
+    groups: list[StageGroup]  # the program's parts, outer before inner (groups.py)
     events: list[StageEvent]
     index: int
     presenter: bool
@@ -109,10 +119,9 @@ def static_payload(
     names: dict[int, str],
     overlay: Overlay | None = None,
     presenter: bool = False,
-    expanded_orders: frozenset[int] = frozenset(),
 ) -> StagePayload:
     """A snapshot drawn as it is: each node's state, value and what happened to its gradient."""
-    pic = picture(snapshot, names, overlay, expanded_orders)
+    pic = picture(snapshot, names, overlay)
     return _payload("static", pic, snapshot, names, [], presenter, {}, {}, None, None)
 
 
@@ -121,7 +130,6 @@ def replay_payload(
     recorder: BackwardRecorder,
     names: dict[int, str],
     presenter: bool = False,
-    expanded_orders: frozenset[int] = frozenset(),
     source: str | None = None,
     lines: dict[int, tuple[int, int]] | None = None,
 ) -> StagePayload:
@@ -129,12 +137,11 @@ def replay_payload(
     `source`, the stage shows it beside the graph and lights the line of the running step: `lines` says which
     statement made each node (watched while it ran, `course.programs.traced_build`), else it is read from the
     text (`source_lines`)."""
-    pic = picture(before, names, None, expanded_orders)
+    pic = picture(before, names)
     called = short_names(before.nodes, names)
     edges_left: dict[tuple[int, int], list[str]] = {}
     for edge in pic.edges:
-        if edge.element.startswith("e"):
-            edges_left.setdefault((edge.source, edge.target), []).append(edge.element)
+        edges_left.setdefault((edge.source, edge.target), []).append(edge.element)
     events: list[StageEvent] = []
     grad_widths: dict[str, str] = {}
     edge_labels: dict[str, str] = {}
@@ -153,13 +160,14 @@ def replay_payload(
         if record["kind"] == "GradientRegistered":
             if along:
                 edge_labels[along] = max(edge_labels.get(along, ""), record["value"], key=len)
-            element = pic.box_of.get(record["node"], "")
+            element = f"n{record['node']}"
             longest = f"grad {record['total']} · consumed"
             grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
         events.append(record)
     payload = _payload("replay", pic, before, names, events, presenter, grad_widths, edge_labels, source, lines)
     payload["cards"] = {str(k): card for k, card in step_cards(before, recorder, names).items()}
     payload["sums"] = {str(k): total for k, total in gradient_sums(before, recorder, names).items()}
+    group_runs(payload["groups"], {node["id"]: node["group"] for node in payload["nodes"]}, recorder, called)
     return payload
 
 
@@ -192,6 +200,12 @@ def _payload(
 ) -> StagePayload:
     called = short_names(snapshot.nodes, names)
     by_id = {int(n.id): n for n in snapshot.nodes}
+    spans: dict[int, tuple[int, int]] = {}
+    program = None
+    if source is not None:
+        spans = lines if lines is not None else node_lines(source, snapshot.nodes, names)
+        program = StageProgram(lines=code_lines(source), spans={str(k): v for k, v in spans.items()})
+    groups, group_of = group_tree(snapshot.nodes, spans, source)
     nodes: list[StageNode] = []
     for node in pic.nodes:
         requirement = by_id[node.id].requirement
@@ -201,27 +215,26 @@ def _payload(
         possible = [node.grad, grad_widths.get(node.element, "")]
         if mode == "replay" and kind != "none":
             possible += [STATE_WORDS["unreached"], STATE_WORDS["none_yet"], STATE_WORDS["swept"]]
-        widest = max(possible, key=len)
-        grad_widths[node.element] = widest
         nodes.append(StageNode(element=node.element, id=node.id, name=called[node.id], title=node.title,
                                value=node.value, detail=node.detail, state=node.state, grad=node.grad,
-                               grad_kind=kind))  # fmt: skip
-    dot = dot_text(pic, presenter, grad_widths, edge_labels)
-    compact_dot = dot_text(pic, presenter, grad_widths, edge_labels, detail=False)
-    program = None
-    if source is not None:
-        spans = lines if lines is not None else node_lines(source, snapshot.nodes, names)
-        program = StageProgram(lines=code_lines(source), spans={str(k): v for k, v in spans.items()})
-    edges = [StageEdge(element=e.element, source=e.source, target=e.target, tracked=e.tracked) for e in pic.edges]
-    signature = hashlib.sha256((dot + json.dumps(events) + mode + str(source)).encode()).hexdigest()[:16]
+                               grad_kind=kind, wide=max(possible, key=len),
+                               group=group_of.get(node.id, "")))  # fmt: skip
+    edges = [
+        StageEdge(
+            element=e.element, source=e.source, target=e.target, tracked=e.tracked, label=edge_labels.get(e.element, "")
+        )  # fmt: skip
+        for e in pic.edges
+    ]
+    signature = hashlib.sha256(
+        (json.dumps([nodes, edges, groups]) + json.dumps(events) + mode + str(source) + str(presenter)).encode()
+    ).hexdigest()[:16]
     return StagePayload(
         mode=mode,
-        dot=dot,
-        compact_dot=compact_dot,
         rankdirs=RANKDIRS,
+        fonts=list(SIZES[presenter]),
         nodes=nodes,
         edges=edges,
-        box_of={str(k): v for k, v in pic.box_of.items()},
+        groups=groups,
         events=events,
         index=0,
         presenter=presenter,
@@ -243,7 +256,7 @@ def export_html(payload: StagePayload, title: str) -> str:
     """One self-contained HTML file: the player, its styles, the data and Graphviz inline. It makes no
     network request, so it plays offline in any browser (slides, course pages)."""
     module = GRAPHVIZ.read_text().replace("</script", "<\\/script")
-    data = json.dumps({**payload, "index": 0}).replace("<", "\\u003c")  # no `</script` nor `<!--` in the data
+    data = json.dumps(wire({**payload, "index": 0})).replace("<", "\\u003c")  # no `</script` nor `<!--` in it
     player = hosted_module("")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -263,6 +276,14 @@ mountStage(component, () => loadGraphvizFrom(url));
 </script></main>
 </body></html>
 """
+
+
+def wire(payload: StagePayload) -> dict[str, object]:
+    """`payload` as it travels to the browser: `PACKED_KEYS` gzip-compressed in one base64 text, `packed` (the
+    rest stays readable: the host's reruns compare and update it). stage.js's `unpack` restores the payload."""
+    heavy = {key: payload[key] for key in PACKED_KEYS}  # type: ignore[literal-required]
+    text = base64.b64encode(gzip.compress(json.dumps(heavy, separators=(",", ":")).encode(), 6, mtime=0)).decode()
+    return {**{k: v for k, v in payload.items() if k not in PACKED_KEYS}, "packed": text}
 
 
 def hosted_module(entry: str) -> str:

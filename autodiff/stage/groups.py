@@ -1,0 +1,352 @@
+"""A big graph folded into the program's own parts: loops and their iterations, the functions that ran, explicit
+scopes and statements, kept as a tree (torchvista's idea). The browser draws a group folded, as one box, or unfolded
+in place, and lays out only what is drawn, so a 5,000-node graph opens as a dozen boxes.
+
+The tree comes from each node's `group` path (what made it, recorded by `autodiff.structure`), then:
+- the frames every node shares are left out (the function that built the whole graph is not a part of it);
+- a group of one node is that node;
+- a level with many nodes of its own groups each statement's nodes (the program's lines);
+- consecutive groups of the same shape (the same ops in the same order) fold into one box with a count;
+- a level with more than `MAX_CHILDREN` boxes splits into ranges, so no unfolded group lists more.
+
+For a replay, each group's *runs*: the steps the tape runs one after another inside it. A folded group runs as one
+press per run; its card says what came into it and what it sent out, added up in Python from the engine's values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypedDict
+
+import numpy as np
+
+from autodiff import BackwardRecorder, NodeSnapshot, Requirement
+from autodiff.trace import BackwardFinished, GradientRegistered, StepStarted, SweepFreed
+
+from .format import compact
+
+MAX_CHILDREN = 12  # an unfolded group shows at most this many boxes; a longer list splits into ranges
+LINE_GROUPS_ABOVE = 8  # a level with more nodes of its own than this groups each statement's nodes
+MIN_LINE_GROUP = 3  # a statement's nodes make a group from this many
+MIN_REPEAT = 3  # this many consecutive groups of one shape fold into one box with a count
+
+GroupKind = Literal["function", "loop", "iteration", "scope", "line", "repeat", "range"]
+
+
+class GroupFlow(TypedDict):
+    node: int
+    name: str
+    value: str  # added up over the run, compact
+
+
+class GroupRun(TypedDict):
+    first: int  # the event index of its first step's StepStarted
+    last: int  # the last event of its last step
+    steps: int
+    came_in: list[GroupFlow]  # the gradients its steps consumed that came from outside it
+    sent: list[GroupFlow]  # what it sent to each node outside it, added up
+
+
+class StageGroup(TypedDict):
+    element: str  # `g3`: its box, or its frame when unfolded
+    name: str  # `for i in range(30)`, `i = 3`, `layer1`, `line 4: loss = …`, `i = 1 … 29`
+    kind: GroupKind
+    parent: str  # the element of the group around it; "" at the top
+    summary: str  # its second line: `8 ops`, `30 iterations, the same 8 ops each`
+    output: int  # the NodeId whose value, gradient and state the folded box shows
+    nodes: int  # how many nodes it holds, at any depth
+    steps: int  # how many of them have a step in a backward
+    lines: tuple[int, int] | None  # the program lines its nodes came from
+    runs: list[GroupRun]
+
+
+@dataclass(eq=False)
+class _Group:
+    kind: GroupKind
+    name: str
+    key: str = ""
+    children: list[_Group | int] = field(default_factory=list)  # NodeIds and groups, in the order they were made
+    summary: str = ""
+
+    def node_ids(self) -> list[int]:
+        out: list[int] = []
+        for child in self.children:
+            out.extend(child.node_ids() if isinstance(child, _Group) else [child])
+        return out
+
+
+def group_tree(
+    nodes: Sequence[NodeSnapshot],
+    spans: Mapping[int, tuple[int, int]] | None = None,
+    source: str | None = None,
+) -> tuple[list[StageGroup], dict[int, str]]:
+    """The groups of `nodes` (outer before inner, each after its parent) and each node's innermost group ("" at the
+    top). `spans` (NodeId -> the lines of its statement) with the program's `source` names statement groups."""
+    by_id = {int(n.id): n for n in nodes}
+    root = _build(nodes)
+    _dissolve_single_nodes(root)
+    statements = source.splitlines() if source else []
+    _refine(root, by_id, spans or {}, statements)
+    groups: list[StageGroup] = []
+    node_group: dict[int, str] = {}
+    users: dict[int, set[int]] = {}
+    for node in nodes:
+        for input_id in node.inputs:
+            users.setdefault(int(input_id), set()).add(int(node.id))
+
+    def emit(group: _Group, parent: str) -> None:
+        for child in group.children:
+            if isinstance(child, int):
+                node_group[child] = parent
+                continue
+            element = f"g{len(groups)}"
+            inside = child.node_ids()
+            members = set(inside)
+            leaving = [n for n in inside if users.get(n, set()) - members]
+            output = max(leaving) if leaving else max(inside)
+            lines = [spans[n] for n in inside if spans and n in spans]
+            ops = sum(1 for n in inside if by_id[n].inputs)
+            steps = sum(1 for n in inside if by_id[n].requirement is Requirement.GradInBackward)
+            groups.append(StageGroup(
+                element=element, name=child.name, kind=child.kind, parent=parent,
+                summary=child.summary or _ops(ops), output=output, nodes=len(inside), steps=steps,
+                lines=(min(s[0] for s in lines), max(s[1] for s in lines)) if lines else None, runs=[],
+            ))  # fmt: skip
+            emit(child, element)
+
+    emit(root, "")
+    return groups, node_group
+
+
+def _ops(count: int) -> str:
+    return f"{count} op" + ("" if count == 1 else "s")
+
+
+def _build(nodes: Sequence[NodeSnapshot]) -> _Group:
+    """The tree as recorded: consecutive nodes with the same frame at a depth share that group."""
+    ordered = sorted(nodes, key=lambda n: int(n.id))
+    paths = [n.group for n in ordered]
+    common = 0
+    if paths and all(paths):
+        shortest = min(len(p) for p in paths)
+        while common < shortest and len({p[common].key for p in paths}) == 1:
+            common += 1
+    root = _Group("scope", "")
+    chain: list[_Group] = []
+    for node, path in zip(ordered, paths, strict=True):
+        frames = path[common:]
+        depth = 0
+        while depth < min(len(chain), len(frames)) and chain[depth].key == frames[depth].key:
+            depth += 1
+        del chain[depth:]
+        for frame in frames[depth:]:
+            group = _Group(frame.kind, frame.name, frame.key)
+            (chain[-1] if chain else root).children.append(group)
+            chain.append(group)
+        (chain[-1] if chain else root).children.append(int(node.id))
+    return root
+
+
+def _dissolve_single_nodes(group: _Group) -> None:
+    """A group that holds one node is that node."""
+    for k, child in enumerate(group.children):
+        if isinstance(child, _Group):
+            _dissolve_single_nodes(child)
+            if len(child.children) == 1:
+                group.children[k] = child.children[0]
+
+
+def _refine(group: _Group, by_id: Mapping[int, NodeSnapshot], spans: Mapping[int, tuple[int, int]],
+            statements: list[str]) -> None:  # fmt: skip
+    for child in group.children:
+        if isinstance(child, _Group):
+            _refine(child, by_id, spans, statements)
+    if sum(1 for c in group.children if isinstance(c, int)) > LINE_GROUPS_ABOVE and spans:
+        group.children = _by_statement(group.children, spans, statements)
+    group.children = _repeats(group, by_id)
+    _split(group)
+
+
+def _by_statement(children: list[_Group | int], spans: Mapping[int, tuple[int, int]],
+                  statements: list[str]) -> list[_Group | int]:  # fmt: skip
+    """Consecutive nodes of one statement, `MIN_LINE_GROUP` or more, as a group named by its line."""
+    out: list[_Group | int] = []
+    run: list[int] = []
+
+    def close() -> None:
+        if len(run) >= MIN_LINE_GROUP:
+            first = spans[run[0]][0]
+            text = statements[first - 1].strip() if 0 < first <= len(statements) else ""
+            text = text if len(text) <= 40 else text[:39] + "…"
+            out.append(_Group("line", f"line {first}: {text}" if text else f"line {first}", children=list(run)))
+        else:
+            out.extend(run)
+        run.clear()
+
+    for child in children:
+        span = spans.get(child) if isinstance(child, int) else None
+        if span is None or (run and spans[run[0]] != span):
+            close()
+        if span is None:
+            out.append(child)
+        else:
+            run.append(child)  # type: ignore[arg-type]  # a node: its span is known
+    close()
+    return out
+
+
+def _shape(child: _Group | int, by_id: Mapping[int, NodeSnapshot]) -> tuple[object, ...] | str:
+    if isinstance(child, int):
+        return by_id[child].op.split("(")[0]
+    return (child.kind, tuple(_shape(c, by_id) for c in child.children))
+
+
+def _repeats(group: _Group, by_id: Mapping[int, NodeSnapshot]) -> list[_Group | int]:
+    """Consecutive groups of one shape: one box with a count (or, when they are all the group holds, its
+    summary says so)."""
+    children = group.children
+    shapes = [_shape(c, by_id) if isinstance(c, _Group) else None for c in children]
+    out: list[_Group | int] = []
+    k = 0
+    while k < len(children):
+        end = k + 1
+        while shapes[k] is not None and end < len(children) and shapes[end] == shapes[k]:
+            end += 1
+        run = children[k:end]
+        if end - k >= MIN_REPEAT:
+            first, last = run[0], run[-1]
+            assert isinstance(first, _Group) and isinstance(last, _Group)
+            each = _ops(sum(1 for n in first.node_ids() if by_id[n].inputs))
+            summary = f"{len(run)} × the same {each}"
+            if len(run) == len(children):
+                group.summary = f"{_count(first, len(run))}, the same {each} each"
+                return children
+            out.append(_Group("repeat", _span_name(first.name, last.name, len(run)), children=list(run),
+                              summary=summary))  # fmt: skip
+        else:
+            out.extend(run)
+        k = end
+    return out
+
+
+def _count(first: _Group, count: int) -> str:
+    if first.kind == "function":
+        return f"{count} calls of {first.name}"
+    return f"{count} iterations" if first.kind == "iteration" else f"{count} parts"
+
+
+NUMBERED = re.compile(r"^(.*?)(-?\d+)$")
+
+
+def _span_name(first: str, last: str, count: int) -> str:
+    """`i = 1 … 29` from `i = 1` and `i = 29`; else `layer × 3`."""
+    a, b = NUMBERED.match(first), NUMBERED.match(last)
+    if a and b and a.group(1) == b.group(1):
+        return f"{a.group(1)}{a.group(2)} … {b.group(2)}"
+    return f"{first} … {last}" if first != last else f"{first} × {count}"
+
+
+def _split(group: _Group) -> None:
+    """More than `MAX_CHILDREN` boxes: consecutive ranges, each a group, until none is longer."""
+    while len(group.children) > MAX_CHILDREN:
+        children = group.children
+        size = -(-len(children) // MAX_CHILDREN)
+        chunks = [children[k : k + size] for k in range(0, len(children), size)]
+        group.children = [
+            _Group("range", _range_name(chunk), children=chunk) if len(chunk) > 1 else chunk[0] for chunk in chunks
+        ]
+
+
+def _range_name(chunk: list[_Group | int]) -> str:
+    first, last = chunk[0], chunk[-1]
+    if isinstance(first, _Group) and isinstance(last, _Group):
+        return _span_name(first.name, last.name, len(chunk))
+    return f"{len(chunk)} parts"
+
+
+def group_runs(
+    groups: list[StageGroup],
+    node_group: Mapping[int, str],
+    recorder: BackwardRecorder,
+    called: Mapping[int, str],
+) -> None:
+    """Fill each group's `runs`: the steps the tape runs one after another inside it, with what came in and went
+    out, added up from the engine's own values."""
+    parent = {g["element"]: g["parent"] for g in groups}
+    index = {g["element"]: g for g in groups}
+
+    def ancestors(node_id: int) -> list[str]:
+        out, element = [], node_group.get(node_id, "")
+        while element:
+            out.append(element)
+            element = parent[element]
+        return out
+
+    members: dict[str, set[int]] = {}
+    for node_id in node_group:
+        for element in ancestors(node_id):
+            members.setdefault(element, set()).add(node_id)
+    events = recorder.events
+    received: dict[int, list[tuple[int | None, object]]] = {}  # node -> (source, value) of every gradient it got
+    step_at: list[tuple[int, int]] = []  # (event index, node) of each step
+    ends: list[int] = []
+    for k, event in enumerate(events):
+        if isinstance(event, StepStarted):
+            if step_at and len(ends) < len(step_at):
+                ends.append(k - 1)
+            step_at.append((k, int(event.node_id)))
+        elif isinstance(event, SweepFreed | BackwardFinished) and len(ends) < len(step_at):
+            ends.append(k - 1)
+    if len(ends) < len(step_at):
+        ends.append(len(events) - 1)
+    open_runs: dict[str, tuple[int, list[int]]] = {}  # group -> (the step index its run ended at, its steps)
+    runs: dict[str, list[list[int]]] = {}
+    for s, (_, node_id) in enumerate(step_at):
+        for element in ancestors(node_id):
+            current = open_runs.get(element)
+            if current is not None and current[0] == s - 1:
+                current[1].append(s)
+                open_runs[element] = (s, current[1])
+            else:
+                steps = [s]
+                runs.setdefault(element, []).append(steps)
+                open_runs[element] = (s, steps)
+    for event in events:
+        if isinstance(event, GradientRegistered):
+            source = None if event.source is None else int(event.source)
+            received.setdefault(int(event.node_id), []).append((source, event.value))
+    for element, group_runs_ in runs.items():
+        inside = members[element]
+        for steps in group_runs_:
+            first, last = step_at[steps[0]][0], ends[steps[-1]]
+            came: dict[int, list[object]] = {}
+            for s in steps:
+                node_id = step_at[s][1]
+                for source, value in received.get(node_id, []):
+                    if source is None or source not in inside:
+                        came.setdefault(node_id, []).append(value)
+            sent: dict[int, list[object]] = {}
+            for event in events[first : last + 1]:
+                if not isinstance(event, GradientRegistered) or event.source is None:
+                    continue
+                if int(event.source) in inside and int(event.node_id) not in inside:
+                    sent.setdefault(int(event.node_id), []).append(event.value)
+            index[element]["runs"].append(GroupRun(
+                first=first, last=last, steps=len(steps),
+                came_in=[_flow(n, called, values) for n, values in came.items()],
+                sent=[_flow(n, called, values) for n, values in sent.items()],
+            ))  # fmt: skip
+
+
+def _flow(node_id: int, called: Mapping[int, str], values: list[object]) -> GroupFlow:
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    if len(arrays) == len(values):
+        total = arrays[0].copy()
+        for array in arrays[1:]:
+            total = total + array
+        text = compact(total)
+    else:  # a large value that came back from a worker as a preview: only its parts can be shown
+        text = " + ".join(compact(v) for v in values)  # type: ignore[arg-type]
+    return GroupFlow(node=node_id, name=called.get(node_id, f"NodeId({node_id})"), value=text)
