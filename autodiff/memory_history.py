@@ -16,6 +16,7 @@ release; only the newest `max_entries` are kept, and the snapshot says how many 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections import deque
@@ -24,6 +25,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .backends.base import Buffer
     from .graph import NodeId, Step
 
@@ -74,9 +77,19 @@ class Allocation:
         """The innermost frame outside the engine: the program's line that made this buffer."""
         return next((f for f in self.frames if not f.filename.startswith(_PACKAGE)), None)
 
-    def describe(self) -> str:
-        """What it is, in words: `NodeId(5) · exp output, saved by NodeId(6) · mul for backward`."""
-        made = f"NodeId({self.node})" + (f" · {self.op}" if self.op else "") if self.node is not None else "a buffer"
+    def describe(self, called: Mapping[int, str] | None = None) -> str:
+        """What it is, in words: `NodeId(5) · exp output, saved by NodeId(6) · mul for backward`. With `called` (what
+        a picture calls each node), its names instead: `h (mul) output, saved by loss for backward`, `exp(x) output`
+        (an expression says its op), `x: a parameter` (a leaf's op only says how it was made)."""
+
+        def node(i: int, op: str | None) -> str:
+            name = None if called is None else called.get(i)
+            if name is None:
+                return f"NodeId({i})" + (f" · {op}" if op else "")
+            return f"{name} ({op})" if op and re.fullmatch(r"[^\W\d]\w*", name) else name  # a variable: `h (mul)`
+
+        leaf = self.role in ("parameter", "input") and called is not None
+        made = node(self.node, None if leaf else self.op) if self.node is not None else "a buffer"
         what = {
             "parameter": f"{made}: a parameter (a leaf marked with require_grad)",
             "input": f"{made}: an input (an untracked leaf)",
@@ -88,7 +101,8 @@ class Allocation:
             "an op without autodiff)",
         }[self.role]
         if self.saved_by:
-            steps = ", ".join(f"NodeId({node}) · {op}" for node, op in self.saved_by[:3])
+            named = called or {}  # a named step needs no op: `saved by loss`
+            steps = ", ".join(node(i, None if i in named else op) for i, op in self.saved_by[:3])
             more = len(self.saved_by) - 3
             what += f", saved by {steps}" + (f" and {more} more steps" if more > 0 else "") + " for backward"
         return what

@@ -1,6 +1,6 @@
 """What a hostile visitor costs everyone else (issue 20), measured side by side in one run.
 
-1. A flooded lesson input (finding 4): 23 MB of `1,` sent to "New gradient values" on Gradient consumption through
+1. A flooded lesson input (finding 4): 23 MB of `1,` sent to the grad_replace box on Gradient consumption through
    the agent API, as a script sends it past the browser's max_chars, then 0.9 MB (just under the 1 MB a client may
    send): the server's RSS before, at its peak and once settled, and the slowest `/_stcore/health` while the request
    was in the server. The same floods against Streamlit's default limit (25 MB) show what the shipped 1 MB saves.

@@ -27,6 +27,7 @@ from autodiff import (
 from autodiff.memory_history import MemoryHistory
 from autodiff.memory_viz import snapshot_bytes
 from autodiff.stage.naming import expressions, node_names, with_gone_inputs
+from autodiff.stage.narration import short_names
 from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed
 
 if TYPE_CHECKING:
@@ -189,7 +190,8 @@ class TapeLab:
                     action,
                     False,
                     str(refusal),
-                    f"{where} Burn keeps no copy (no retain_graph): recompute the forward pass, or add the losses "
+                    f"{where} Burn keeps no copy of a step that ran. (PyTorch's `retain_graph=True` would keep it "
+                    "for a second backward; Burn has no such option.) Recompute the forward pass, or add the losses "
                     "together before a single backward.",
                     self.refused_at,
                 )
@@ -314,12 +316,13 @@ class RecordedMemory:
     label: str
     history: MemoryHistory
     snapshot: bytes
+    names: dict[int, str] = field(default_factory=dict)  # what the stage calls each node: `h`, `exp(x)·x`
 
 
-def recorded_memory(label: str, device: Device) -> RecordedMemory:
+def recorded_memory(label: str, device: Device, names: dict[int, str] | None = None) -> RecordedMemory:
     history = device.memory_history
     assert history is not None, "the device records its memory history"
-    return RecordedMemory(label, history, snapshot_bytes(device))
+    return RecordedMemory(label, history, snapshot_bytes(device), names or {})
 
 
 @dataclass
@@ -408,14 +411,18 @@ def policy_comparison(backend: str = "numpy") -> list[dict[str, str]]:
             x = seed["x"]
             if program.startswith("backward twice"):
                 first = second = seed["loss"]
+                names = node_names(seed)
             else:
                 losses = shared_losses(x)
                 first, second = losses["l1"], losses["l2"]
+                names = node_names({"x": x, **losses})
+            called = short_names(ad.snapshot().nodes, names)  # as the stage names them, before a backward runs
             grads = first.backward(retain_graph=True) if retain else first.backward()
             try:
                 grads = second.backward(into=grads) if retain else second.backward()
             except TapeConsumedError as refusal:
-                row[label] = f"second backward refused at NodeId({int(refusal.node_id)})"
+                at = int(refusal.node_id)
+                row[label] = f"second backward refused at {called.get(at, f'NodeId({at})')}: its step already ran"
             else:
                 row[label] = f"runs; x.grad accumulates to {python_value(x.grad(grads))}"
         rows.append(row)
@@ -506,8 +513,8 @@ def checkpointing_lesson(key: str, backend: str = "numpy") -> CheckpointingLesso
         balanced.recorder,
         balanced.names,
         balanced.lines,
-        [recorded_memory(label, run.device) for label, run in zip(CHECKPOINTING_STRATEGIES.values(),
-                                                                   comparison.runs.values(), strict=True)],
+        [recorded_memory(label, run.device, short_names(run.before.nodes, run.names))
+         for label, run in zip(CHECKPOINTING_STRATEGIES.values(), comparison.runs.values(), strict=True)],
     )  # fmt: skip
 
 
@@ -522,14 +529,20 @@ def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, ob
 
 def policy_timelines(size: int, backend: str = "numpy") -> list[RecordedMemory]:
     """The seed's memory experiment recorded under Burn's lazy sweep and PyTorch's eager freeing."""
-    recorded = []
+    runs, names = [], {}
     for policy, label in (("lazy", "Burn (lazy sweep)"), ("eager", "PyTorch (eager)")):
         device = Device.named(backend)
         device.record_memory_history(max_entries=HISTORY_ENTRIES)
-        for _ in memory_experiment(device, size=size, memory_policy=policy):
+        ad = device.autodiff(policy)
+        for _ in memory_experiment(ad, size=size):
             pass
-        recorded.append(recorded_memory(label, device))
-    return recorded
+        nodes = ad.snapshot().nodes  # the lazy sweep keeps a record of each node it freed; eager forgets them
+        present = {int(n.id) for n in nodes}
+        leaves = {int(n.id) for n in nodes if not n.inputs} | {int(i) for n in nodes for i in n.inputs} - present
+        names = {**short_names(nodes, dict.fromkeys(leaves, "x")), **names}  # its one leaf (gone or not) is x
+        runs.append((label, device))
+    # the same program makes the same nodes under either policy: the lazy run's names are the eager run's too
+    return [recorded_memory(label, device, names) for label, device in runs]
 
 
 def cross_checked_program(key: str, backend: str = "numpy") -> tuple[ProgramRun, CrossCheck]:

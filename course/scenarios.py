@@ -135,9 +135,10 @@ def memory_experiment(
     report_every: int = 5,
     memory_policy: str = "lazy",
 ) -> Iterator[MemoryRow]:
-    """The seed's memory experiment, one row at a time (a generator, so a UI can draw it live)."""
+    """The seed's memory experiment, one row at a time (a generator, so a UI can draw it live). `device` may be an
+    autodiff device already (its own policy then), so that the caller can snapshot its graph afterwards."""
     device = device or Device.numpy()
-    ad = device.autodiff(memory_policy)
+    ad = device if device.is_autodiff else device.autodiff(memory_policy)
     x = Tensor.random([size, size], Distribution.Default, ad).require_grad()
     yield f"after creating x ({_size_text(x)})", ad.memory_usage()
     for i in range(1, iterations + 1):

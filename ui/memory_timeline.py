@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import html
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
@@ -131,10 +131,10 @@ def stack(history: MemoryHistory) -> tuple[list[Band], int, int]:
     return bands, t + 1, peak
 
 
-def why_held(allocation: Allocation, passes: Sequence[int] = ()) -> str:
+def why_held(allocation: Allocation, passes: Sequence[int] = (), names: Mapping[int, str] | None = None) -> str:
     """Why the buffer was held, and what released it, in words (`passes`: the entry index each forward pass
-    started at, to say which pass made it)."""
-    parts = [allocation.describe()]
+    started at, to say which pass made it; `names`: what the stage calls each node, `h`, `exp(x)·x`)."""
+    parts = [allocation.describe(names)]
     if passes and allocation.allocated_at is not None:
         number = sum(1 for start in passes if start <= allocation.allocated_at)
         if number:
@@ -178,10 +178,11 @@ def timeline_svg(
     steps: int | None = None,
     peak: int | None = None,
     offsets: Offsets | None = None,
+    names: Mapping[int, str] | None = None,
 ) -> str:
     """The timeline as HTML (an SVG, its legend, and a line per band that hovering or focusing it shows): `label`
     names it; `steps` and `peak` set a shared scale (two timelines side by side on one time axis); `offsets` say
-    lines as lines of the program the page shows (`program_offsets`)."""
+    lines as lines of the program the page shows (`program_offsets`); `names` name the nodes as the stage does."""
     bands, own_steps, own_peak = stack(history)
     steps, peak = max(steps or 0, own_steps), max(peak or 0, own_peak, 1)
     x, y = WIDTH / steps, HEIGHT / peak
@@ -195,7 +196,7 @@ def timeline_svg(
             bottom += [(t * x, HEIGHT - offset * y), (until * x, HEIGHT - offset * y)]
         top = [(px, py - a.size * y) for px, py in reversed(bottom)]
         points = " ".join(f"{px:.1f},{py:.1f}" for px, py in bottom + top)
-        what = html.escape(f"{format_bytes(a.size)}, {a.category}, {line_of(a, offsets)}: {why_held(a, passes)}")
+        what = html.escape(f"{format_bytes(a.size)}, {a.category}, {line_of(a, offsets)}: {why_held(a, passes, names)}")
         node = "" if a.node is None else f' data-node="{a.node}"'
         shapes.append(
             f'<g class="band b{number} c-{a.category}"{node} tabindex="0" role="img" aria-label="{what}">'
@@ -230,12 +231,14 @@ def memory_timeline(
     passes: Sequence[int] = (),
     scale: tuple[int, int] | None = None,
     program: Sequence[Callable[..., object]] = (),
+    names: Mapping[int, str] | None = None,
 ) -> None:
     """Draw the timeline, and under it "Download memory snapshot (memory_viz)" when `snapshot` is given. `scale`:
     the steps and peak shared with timelines drawn beside it (`shared_scale`); `program`: the functions whose
-    source the page shows, so that a band's line is a line of it."""
+    source the page shows, so that a band's line is a line of it; `names`: what the stage calls each node
+    (`short_names`), so that a band says `h (mul) output, saved by loss`, not node ids."""
     steps, peak = scale or (None, None)
-    markup = timeline_svg(history, label, passes, steps, peak, program_offsets(program))
+    markup = timeline_svg(history, label, passes, steps, peak, program_offsets(program), names)
     signature = hashlib.sha256(markup.encode()).hexdigest()[:16]
     TIMELINE(data={"html": markup, "signature": signature}, key=f"{file_stem}_timeline")
     if snapshot is not None:

@@ -4,6 +4,7 @@ the session's memory budget, and its error."""
 from __future__ import annotations
 
 import html
+import re
 import uuid
 
 import streamlit as st
@@ -26,6 +27,8 @@ ERROR_STYLE = (
     "font-family:inherit;line-height:1.5"
 )
 CODE_STYLE = "white-space:pre-wrap;word-break:break-all;margin:0.6rem 0 0;font-size:0.9em;background:none"
+SPAN_STYLE = "font-size:0.9em;background:rgba(125,26,26,0.1);color:inherit;border-radius:0.25rem;padding:0 0.2em"
+CODE_SPAN = re.compile(r"`([^`\n]+)`")  # a message's `x = ...`: one line, no backtick inside
 
 
 def session_owner() -> str:
@@ -79,7 +82,8 @@ def hold_result(result: RunResult) -> bool:
 
 def run_error(error: PlaygroundError, source: str) -> None:
     """The error, styled as an alert but written as HTML-escaped text: it may quote what the student typed,
-    and Markdown would turn a typed link or image into a real one. The line it points at sits below it."""
+    and Markdown would turn a typed link or image into a real one. Its backtick spans alone read as code
+    (`with_code_spans`). The line it points at sits below it."""
     where = f"Line {error.line}, column {error.column}: " if error.line else ""
     hint = f"\nHint: {error.hint}" if error.hint else ""
     lines = source_lines(source)  # as Python numbers them: U+2028 inside a string starts no line
@@ -89,5 +93,16 @@ def run_error(error: PlaygroundError, source: str) -> None:
         shown = f'<pre style="{CODE_STYLE}">{html.escape(lines[error.line - 1])}\n{caret}</pre>'
     st.html(
         f'<div class="{ERROR_CLASS}" role="alert" style="{ERROR_STYLE}">'
-        f"<div>{html.escape(where + error.message + hint)}</div>{shown}</div>"
+        f"<div>{with_code_spans(where + error.message + hint)}</div>{shown}</div>"
+    )
+
+
+def with_code_spans(text: str) -> str:
+    """`text` as HTML: each backtick span a `<code>` (the messages write `x = ...` so), everything else and the
+    spans' insides escaped. Nothing else is interpreted: `**x**`, a link or a tag the message quotes from the
+    student's program reads as typed, and an unpaired backtick stays a backtick."""
+    parts = CODE_SPAN.split(text)  # text, code, text, code, ..., text
+    return "".join(
+        f'<code style="{SPAN_STYLE}">{html.escape(part)}</code>' if odd else html.escape(part)
+        for odd, part in ((k % 2 == 1, part) for k, part in enumerate(parts))
     )

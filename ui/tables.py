@@ -130,12 +130,13 @@ def tape_table(buckets: tuple[tuple[int, ...], ...], snapshot: GraphSnapshot, na
 
 
 def outcome_message(outcome: Outcome) -> None:
-    """A button's result: success with the value, or an explained error (never a traceback)."""
+    """A button's result: success with the value, or the refusal said once, in words (never a traceback, nor the
+    engine's message next to the lesson's account of it)."""
     if outcome.ok:
         done = f"`{outcome.action}` ran; then `{outcome.query}`" if outcome.query else f"`{outcome.action}`"
         st.success(f"{done} → `{outcome.result}`\n\n{outcome.explanation}")
     else:
-        st.error(f"`{outcome.action}` was refused.\n\n> {outcome.result}\n\n**Why:** {outcome.explanation}")
+        st.error(f"`{outcome.action}` was refused.\n\n{outcome.explanation}")
 
 
 def outcome_log(log: list[Outcome]) -> None:

@@ -40,7 +40,7 @@ st.markdown(
 )
 names = list(lab.tensors)
 choice = st.radio("Tensor", names, horizontal=True, key="consumption_tensor")
-cols = st.columns([1, 1, 2, 1])
+cols = st.columns([1, 1, 2, 1], vertical_alignment="bottom")  # the buttons in line with the box, under its label
 outcome = None
 if cols[0].button("grad()", width="stretch"):
     outcome = lab.grad(choice)
@@ -48,10 +48,10 @@ if cols[1].button("grad_remove()", width="stretch"):
     outcome = lab.grad_remove(choice)
 shape = lab.tensors[choice].dims()
 raw = cols[2].text_input(
-    "New gradient values",
+    "New gradient for `grad_replace()`: numbers separated by commas",
     value=", ".join(["1.0"] * math.prod(shape)),
-    help=f"Comma-separated numbers: {math.prod(shape)}, as many as {choice} has values.",
-    label_visibility="collapsed",
+    help=f"{math.prod(shape)} numbers, as many as {choice} has values. `grad_replace()` puts them in the container "
+    f"as {choice}'s gradient, in place of any entry it had.",
     max_chars=ANSWER_CHARS,
 )
 if cols[3].button("grad_replace()", width="stretch"):

@@ -15,8 +15,10 @@ from ui.tables import outcome_log, outcome_message
 lesson_intro(
     "Tape consumption",
     "Each step runs **once**: when backward runs it, the step is removed from the server and its saved "
-    "tensors are freed. Burn has no `retain_graph`, so a second backward that would pass through a consumed "
-    "step is **refused** before anything changes. Leaves (parameters) can be reused freely: build a new "
+    "tensors are freed. The server is the part of the engine that keeps the tape: the steps still waiting for a "
+    "backward. PyTorch can keep a step that ran: `loss.backward(retain_graph=True)` keeps every step and its saved "
+    "tensors for another backward. Burn has no `retain_graph`, so a second backward that would pass through a "
+    "consumed step is **refused** before anything changes. Leaves (parameters) can be reused freely: build a new "
     "forward pass, or add losses together and run a single backward.",
 )
 

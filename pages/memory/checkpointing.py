@@ -54,7 +54,8 @@ st.markdown("**Every buffer over time**, forward and backward, under each strate
 scale = shared_scale([t.history for t in lesson.timelines])
 for recorded, stem in zip(lesson.timelines, (f"memory-{key}-none", f"memory-{key}-balanced"), strict=True):
     memory_timeline(recorded.history, recorded.label, recorded.snapshot, stem, scale=scale,
-                    program=[*CHECKPOINTING_PROGRAMS[key].helpers, CHECKPOINTING_PROGRAMS[key].build])  # fmt: skip
+                    program=[*CHECKPOINTING_PROGRAMS[key].helpers, CHECKPOINTING_PROGRAMS[key].build],
+                    names=recorded.names)  # fmt: skip
 
 st.subheader("Replay with checkpointing")
 st.markdown("The replay shows each recomputation as its own event, just before the step that needs it.")

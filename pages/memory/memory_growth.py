@@ -6,6 +6,7 @@ import streamlit as st
 from autodiff import NodeStatus
 from autodiff.stage.format import format_bytes
 from autodiff.stage.naming import node_names
+from autodiff.stage.narration import short_names
 from course.labs import MemoryLab, last_pass, memory_holders
 from course.programs import memory_forward
 from course.scenarios import abandoned_graphs_experiment
@@ -81,8 +82,9 @@ def live_experiment() -> None:
         )
     memory_charts(lab.history, lab.iterations)
     download = None if st.session_state.get(RUNNING) else lab.memory_snapshot()  # the file, once the run stops
+    called = short_names(snapshot.nodes, node_names({"x": lab.x}))  # a swept graph's nodes keep their records
     memory_timeline(lab.memory_history, "Active memory, one buffer a band", download, "memory-growth", lab.pass_starts,
-                    program=[memory_forward])  # fmt: skip
+                    program=[memory_forward], names=called)  # fmt: skip
     st.caption(
         f"Backend: {lab.backend}. Mode: {mode_text}, x is {lab.size} × {lab.size} float32 "
         f"({format_bytes(lab.size * lab.size * 4)}). "

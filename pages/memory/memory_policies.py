@@ -36,7 +36,7 @@ st.markdown("**Every buffer over time**, both policies on one time axis and one 
 timelines = shared_result(policy_timelines, size, backend)
 scale = shared_scale([t.history for t in timelines])
 for recorded, stem in zip(timelines, ("memory-burn-lazy", "memory-pytorch-eager"), strict=True):
-    memory_timeline(recorded.history, recorded.label, recorded.snapshot, stem, scale=scale)
+    memory_timeline(recorded.history, recorded.label, recorded.snapshot, stem, scale=scale, names=recorded.names)
 
 st.subheader("Backward twice, and the shared subgraph")
 data_table(shared_result(policy_comparison, backend))

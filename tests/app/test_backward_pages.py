@@ -85,17 +85,17 @@ def test_tape_consumption_refusals_match_the_seed():
     button(at, "loss.backward()").click().run()
     assert "`x.grad(grads)` → `[5.0, 7.0]`" in at.success[0].value
     button(at, "loss.backward()").click().run()
-    assert "NodeId(5)" in at.error[0].value and "retain_graph" in at.error[0].value
+    assert "retain_graph" in at.error[0].value
     assert "loss's own step was already run" in at.error[0].value  # not "the path from loss passes through loss"
     assert node_states(stage_data(at, "static"))[5] == "refused"  # the consumed loss, marked where it was refused
     button(at, "l1.backward()").click().run()
     assert "[5.4365635, 14.778112]" in at.success[0].value
     button(at, "l2.backward()").click().run()
-    assert "NodeId(6)" in at.error[0].value and "passes through shared" in at.error[0].value
+    assert "passes through shared" in at.error[0].value
     button(at, "l3.backward()").click().run()
     assert "[4.0, 4.0]" in at.success[0].value
     button(at, "(l1 + l2).backward()").click().run()
-    assert "NodeId(" in at.error[0].value  # l1's own steps are consumed too
+    assert "The path from l1 + l2 to x passes through" in at.error[0].value  # l1 and l2 share consumed steps
     assert "`l3.backward()`" in replay_heading(at)  # the last backward that ran, said so after a refusal
     assert "refused backward after it changed nothing" in replay_heading(at)
     button(at, "(shared.detach() * x).sum().backward()").click().run()

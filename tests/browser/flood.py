@@ -17,6 +17,7 @@ from streamlit.proto.BackMsg_pb2 import BackMsg
 from .harness import AgentSession, rss_mib, texts, websocket
 
 SETTLE_S = 30.0  # how long the server may take to hand the flood's memory back
+GRADIENT_BOX = "New gradient for `grad_replace()`: numbers separated by commas"  # its label on Gradient consumption
 
 
 @dataclass
@@ -92,12 +93,12 @@ def watched(url: str, pid: int, request: Callable[[], Any]) -> tuple[Any, Watche
 
 
 def flood_gradient_values(url: str, pid: int, payload: str) -> Flood:
-    """Type `payload` into "New gradient values" on Gradient consumption through the agent API and press
+    """Type `payload` into the grad_replace box on Gradient consumption through the agent API and press
     grad_replace(), with the server's memory and `/_stcore/health` watched before, during and after."""
     session = AgentSession(url)
     session.interact()
     page = session.interact(page="gradients")
-    field_key, press = widget_key(page["tree"], "New gradient values"), widget_key(page["tree"], "grad_replace()")
+    field_key, press = widget_key(page["tree"], GRADIENT_BOX), widget_key(page["tree"], "grad_replace()")
     health_before = max(health_seconds(url) for _ in range(5))
     rss_before = rss_mib(pid)
     body = session.encode(widget_state={field_key: payload}, trigger={"key": press})  # encoded before the clock
@@ -122,14 +123,14 @@ def flood_gradient_values(url: str, pid: int, payload: str) -> Flood:
 
 
 def gradient_values_key(url: str) -> str:
-    """The id Streamlit gives "New gradient values" (the same in every session: it hashes the widget's parameters)."""
+    """The id Streamlit gives the grad_replace box (the same in every session: it hashes the widget's parameters)."""
     session = AgentSession(url)
     session.interact()
-    return widget_key(session.interact(page="gradients")["tree"], "New gradient values")
+    return widget_key(session.interact(page="gradients")["tree"], GRADIENT_BOX)
 
 
 def flood_over_websocket(url: str, pid: int, payload: str) -> tuple[str, Watched, float, float]:
-    """Send `payload` as the value of "New gradient values" in one rerun message on the app's own WebSocket, as the
+    """Send `payload` as the value of the grad_replace box in one rerun message on the app's own WebSocket, as the
     page would but without its max_chars; returns how the server answered ("closed 1009" when it refused the
     message, "rerun" when it ran the page), what it did meanwhile, and its RSS before and once settled."""
     message = BackMsg()

@@ -1,4 +1,4 @@
-"""Finding 4 of issue 20 through a real server: 23 MB of `1,` sent to "New gradient values" as a script sends it,
+"""Finding 4 of issue 20 through a real server: 23 MB of `1,` sent to the grad_replace box as a script sends it,
 past the browser's max_chars. It took the server from 651 to 1,365 MiB and health to 557 ms.
 
 Strict figures: `python bench/bounds.py`. Here: five times the goal (health answers in 200 ms).
