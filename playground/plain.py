@@ -21,6 +21,7 @@ import numpy as np
 
 from autodiff import BackwardRecorder, GraphSnapshot, MemoryUsage, NodeId, NodeSnapshot, NodeStatus, Requirement, trace
 from autodiff.snapshot import ValueSummary
+from autodiff.structure import GroupFrame
 from autodiff.trace import TensorPreview
 
 from .interpreter import ERROR_CHARS, BackwardRun, Limits, PlaygroundError, RunResult, cut
@@ -38,7 +39,7 @@ RECORDS: dict[str, type] = {
     for cls in (
         GraphSnapshot, NodeSnapshot, MemoryUsage, trace.TapeBuilt, trace.StepStarted, trace.GradientRegistered,
         trace.GradientConsumed, trace.Recomputed, trace.SavedStateFreed, trace.SweepFreed, trace.BackwardFinished,
-        ValueSummary,
+        ValueSummary, GroupFrame,
     )
 }  # fmt: skip
 ENUMS: dict[str, type[enum.Enum]] = {"Requirement": Requirement, "NodeStatus": NodeStatus}
