@@ -67,15 +67,15 @@ class ClassReplay:
         return len(self.recorder.events)
 
     def position(self, index: int) -> str:
-        """Where event `index` is, in the stage's words: "step 3 of 7 (event 11 of 25)" (step 0: before the first)."""
+        """Where event `index` is, in the stage's words: "step 3 of 7 (event 11 of 25)"; the first event is step 0."""
         events = self.recorder.events
         finish = (SweepFreed, BackwardFinished)
         starts = [
             k == 0 or isinstance(e, StepStarted) or (isinstance(e, finish) and not isinstance(events[k - 1], finish))
             for k, e in enumerate(events)
         ]
-        step = sum(starts[: index + 1]) - 1
-        return f"step {step} of {sum(starts) - 1} (event {index + 1} of {len(events)})"
+        step = sum(starts[: index + 1]) if index else 0
+        return f"step {step} of {sum(starts)} (event {index + 1} of {len(events)})"
 
     def payload(self, presenter: bool) -> StagePayload:
         if presenter not in self.payloads:  # the same for every visitor: built once per server and view

@@ -27,6 +27,7 @@ from autodiff.trace import BackwardFinished, GradientRegistered, StepStarted, Sw
 
 from .format import compact
 
+SMALL_GRAPH = 16  # a graph this small is drawn whole: groups appear where they help (an explicit scope still shows)
 MAX_CHILDREN = 12  # an unfolded group shows at most this many boxes; a longer list splits into ranges
 LINE_GROUPS_ABOVE = 8  # a level with more nodes of its own than this groups each statement's nodes
 MIN_LINE_GROUP = 3  # a statement's nodes make a group from this many
@@ -84,6 +85,8 @@ def group_tree(
 ) -> tuple[list[StageGroup], dict[int, str]]:
     """The groups of `nodes` (outer before inner, each after its parent) and each node's innermost group ("" at the
     top). `spans` (NodeId -> the lines of its statement) with the program's `source` names statement groups."""
+    if len(nodes) <= SMALL_GRAPH and not any(f.kind == "scope" for n in nodes for f in n.group):
+        return [], {}
     by_id = {int(n.id): n for n in nodes}
     root = _build(nodes)
     _dissolve_single_nodes(root)
@@ -249,14 +252,20 @@ def _span_name(first: str, last: str, count: int) -> str:
 
 
 def _split(group: _Group) -> None:
-    """More than `MAX_CHILDREN` boxes: consecutive ranges, each a group, until none is longer."""
-    while len(group.children) > MAX_CHILDREN:
-        children = group.children
-        size = -(-len(children) // MAX_CHILDREN)
-        chunks = [children[k : k + size] for k in range(0, len(children), size)]
-        group.children = [
-            _Group("range", _range_name(chunk), children=chunk) if len(chunk) > 1 else chunk[0] for chunk in chunks
-        ]
+    """More than `MAX_CHILDREN` boxes: at most that many consecutive ranges, each a group, split again if long."""
+    children = group.children
+    if len(children) <= MAX_CHILDREN:
+        return
+    size = -(-len(children) // MAX_CHILDREN)
+    chunks = [children[k : k + size] for k in range(0, len(children), size)]
+    group.children = []
+    for chunk in chunks:
+        if len(chunk) == 1:
+            group.children.append(chunk[0])
+            continue
+        part = _Group("range", _range_name(chunk), children=chunk)
+        _split(part)
+        group.children.append(part)
 
 
 def _range_name(chunk: list[_Group | int]) -> str:

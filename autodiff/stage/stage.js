@@ -193,8 +193,6 @@ function mountUnpacked(component, loadGraphviz, pageKeys) {
     if (!done) return;  // unmounted while Graphviz loaded
     fitHeight(stage);
     place(stage, null);
-    // a replay opens on "step 0": the tape built, no step run yet (the events before the first step, at once)
-    if (stage.replay && stage.byStep && stage.index < stage.stops[0]) stage.index = stage.stops[0];
     show(stage, stage.index, false, 800, false);
     // a class's teacher on a projector starts on the room code and QR code above the stage, for the room to join
     const joining = data.classroom && data.classroom.role === "teacher";
@@ -528,7 +526,7 @@ function stopsOf(stage) {
   const { events } = stage.data;
   if (!stage.replay) return [0];
   if (!stage.byStep) return events.map((_, k) => k);
-  const stops = [];
+  const stops = [0];  // "step 0": the replay's first frame, before anything ran
   let part = null;  // the folded part the previous step ran in
   events.forEach((e, k) => {
     const starts = k > 0 && (e.kind === "StepStarted" || (FINISH.has(e.kind) && !FINISH.has(events[k - 1].kind)));
@@ -659,7 +657,8 @@ function pause(stage) {
 
 // -- the program's parts: each group folded into one box or drawn open in place ----------------------------------
 
-const MAX_DRAWN = 48;  // a view with more boxes than this cannot be read whole on a screen: it is not tried first
+const MAX_DRAWN = 48;
+const WRAP = 34;  // a value or gradient longer than this goes on several lines: a wide box would shrink every box  // a view with more boxes than this cannot be read whole on a screen: it is not tried first
 const HTML_ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
 
 function programTree(data) {
@@ -681,6 +680,19 @@ function programTree(data) {
   let maxDepth = -1;
   depth.forEach((d) => { if (d > maxDepth) maxDepth = d; });
   return { groups, depth, kids, byId, maxDepth };
+}
+
+function wrap(text, width = WRAP) {
+  // `text` in lines of about `width` characters, broken after commas (a tensor's values), never inside a number
+  if (text.length <= width) return [text];
+  const lines = [];
+  let line = "";
+  for (const part of text.split(/(?<=, )/)) {
+    if (line && (line + part).length > width) { lines.push(line.trimEnd()); line = ""; }
+    line += part;
+  }
+  if (line) lines.push(line);
+  return lines;
 }
 
 function isGroup(element) {
@@ -755,7 +767,7 @@ function dotOf(stage, edges, rankdir, detail) {
     for (const kid of tree.kids.get(container)) {
       if (kid.node) {
         const n = kid.node;
-        const rows = [[title, n.title, true], [body, n.value], [body, n.wide]];
+        const rows = [[title, n.title, true], ...wrap(n.value).map((t) => [body, t]), ...wrap(n.wide).map((t) => [body, t])];
         if (detail) rows.push([small, n.detail]);
         lines.push(`${indent}${n.element} [id="${n.element}", label=${htmlLabel(rows)}];`);
       } else if (stage.open.has(kid.group.element)) {
@@ -766,7 +778,8 @@ function dotOf(stage, edges, rankdir, detail) {
         lines.push(`${indent}}`);
       } else {
         const g = kid.group, out = tree.byId.get(g.output);
-        const rows = [[title, g.name, true], [body, g.summary], [body, out.value], [body, out.wide]];
+        const rows = [[title, g.name, true], [body, g.summary], ...wrap(out.value).map((t) => [body, t]),
+          ...wrap(out.wide).map((t) => [body, t])];
         lines.push(`${indent}${g.element} [id="${g.element}", peripheries=2, style="filled", label=${htmlLabel(rows)}];`);
       }
     }
@@ -889,10 +902,14 @@ function installLayout(stage, best) {
   svg.querySelectorAll("g.node").forEach((g) => stage.nodes.set(g.id, g));
   svg.querySelectorAll("g.edge").forEach((g) => stage.edges.set(g.id, g));
   stage.nodes.forEach((g, id) => {
-    const texts = g.querySelectorAll("text");
-    const grad = isGroup(id) ? 3 : 2;  // title, value, gradient, detail; a group: name, size, value, gradient
-    if (texts.length > grad) stage.gradText.set(id, centred(g, texts[grad]));
-    if (isGroup(id)) g.classList.add("group");
+    // a node's lines: its title, its value, its gradient, its detail; a group's: its name, its size, its output's
+    // value and gradient. The gradient's lines are rewritten as the replay goes
+    const part = isGroup(id) ? stage.tree.groups.get(id) : null;
+    const node = part ? stage.tree.byId.get(part.output) : stage.tree.byId.get(Number(id.slice(1)));
+    const texts = [...g.querySelectorAll("text")];
+    const from = (part ? 2 : 1) + wrap(node.value).length, count = wrap(node.wide).length;
+    if (texts.length >= from + count) stage.gradText.set(id, texts.slice(from, from + count).map((t) => centred(g, t)));
+    if (part) g.classList.add("group");
   });
   svg.querySelectorAll("g.cluster").forEach((g) => g.classList.add("part"));
   const tracked = new Map([...placeBoxesEdges(stage)]);
@@ -1174,7 +1191,7 @@ function runningPart(stage, state) {
   if (!box || !isGroup(box)) return null;
   const group = stage.tree.groups.get(box);
   const run = group.runs.find((r) => r.first <= state.currentAt && state.currentAt <= r.last);
-  return run ? { group, run } : null;
+  return run && run.steps > 1 ? { group, run } : null;  // one step alone is told as a step, with its chain rule
 }
 
 function followStep(stage, state) {
@@ -1233,8 +1250,12 @@ function drawPicture(stage, state, animate, period) {
     const look = part ? (running === id ? "current" : "group") : view.state;
     const selected = stage.selected && stage.selected.includes(id);
     g.setAttribute("class", `node s-${look}${part ? " group" : ""}${selected ? " selected" : ""}`);
-    const text = stage.gradText.get(id);
-    if (text) text.textContent = view.grad;
+    const texts = stage.gradText.get(id);
+    if (texts) {
+      const lines = wrap(view.grad);
+      const shown = [...lines.slice(0, texts.length - 1), lines.slice(texts.length - 1).join(" ")];
+      texts.forEach((t, k) => { t.textContent = shown[k] || ""; });
+    }
   });
   svg.querySelectorAll(".flow-dot").forEach((el) => el.remove());
   stage.edges.forEach((g, id) => {

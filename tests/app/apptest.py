@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import base64
+import gzip
 import json
 import re
 from pathlib import Path
@@ -59,10 +61,17 @@ def code_blocks(at: AppTest) -> list[str]:
     return [code_text(e.proto.body) for e in at.get("html") if e.proto.body.startswith('<pre class="code-block">')]
 
 
+def unpacked(data: dict) -> dict:
+    """The stage's data as the browser reads it once unpacked (`wire` in autodiff/stage/payload.py, `unpack` in
+    stage.js): the packed part, gzip-compressed JSON in base64, restored."""
+    rest = {k: v for k, v in data.items() if k != "packed"}
+    return {**json.loads(gzip.decompress(base64.b64decode(data["packed"]))), **rest} if "packed" in data else rest
+
+
 def stages(at: AppTest) -> list[dict]:
     """The data every stage on the page was mounted with (what the browser lays out, and steps through)."""
     return [
-        json.loads(e.proto.json)
+        unpacked(json.loads(e.proto.json))
         for e in at.main
         if e.type == "bidi_component" and e.proto.component_name == "replay_stage"
     ]

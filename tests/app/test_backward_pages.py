@@ -21,8 +21,9 @@ def test_the_stage_gets_the_laid_out_graph_and_every_event(key):
     data = stage_data(at)
     events = run.recorder.events
     assert [e["kind"] for e in data["events"]] == [type(e).__name__ for e in events]
+    drawn = {node["element"] for node in data["nodes"]}
     for node in run.before.nodes:  # every node is in the picture, under the id the player looks for
-        assert f'id="n{int(node.id)}"' in data["dot"]
+        assert f"n{int(node.id)}" in drawn
     # each registration carries the entry's total as the container table shows it, from an independent run
     fresh = record_program(key)
     for record, event in zip(data["events"], fresh.recorder.events, strict=True):

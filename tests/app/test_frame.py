@@ -43,7 +43,7 @@ def test_presenter_mode_enlarges_graphs_and_hides_extra_controls():
     at.toggle(key="presenter").set_value(True).run()
     at.query_params.clear()
     at.switch_page("pages/backward/backward_traversal.py").run()
-    assert stage_data(at)["presenter"] and 'POINT-SIZE="24"' in stage_data(at)["dot"]
+    assert stage_data(at)["presenter"] and stage_data(at)["fonts"][0] == 24
     assert not at.get("download_button")  # fewer controls on a projector
     assert any(e.label == "What this lesson shows" for e in at.expander)  # the stage comes first
     at.toggle(key="presenter").set_value(False).run()

@@ -3,15 +3,16 @@ to the browser (autodiff/stage/: payload.py, events.py, chain_rule.py) and the J
 name the same event kinds, the same keys and the same nested types. Renaming a trace class fails here."""
 
 import re
+import sys
 import typing
 
 from autodiff import trace
-from autodiff.stage import STAGE_JS, chain_rule, events, payload, replay_payload
+from autodiff.stage import STAGE_JS, chain_rule, events, groups, payload, replay_payload
 from course.programs import record_program
 
 PYTHON_TYPES = {
     name: cls
-    for module in (payload, events, chain_rule)
+    for module in (payload, events, chain_rule, groups)
     for name, cls in vars(module).items()
     if typing.is_typeddict(cls) and cls.__module__ == module.__name__
 }
@@ -47,8 +48,15 @@ def js_fields(record: str) -> dict[str, str]:
 
 
 def annotations(typed_dict: type) -> dict[str, str]:
-    """A TypedDict's keys and their annotations as written (the modules postpone them)."""
-    return {k: getattr(a, "__forward_arg__", a) for k, a in typed_dict.__annotations__.items()}
+    """A TypedDict's keys and their annotations as written (the modules postpone them); a module's own Literal alias
+    (`GroupKind`) is read as the values it names."""
+    module = sys.modules[typed_dict.__module__]
+    out = {}
+    for key, annotation in typed_dict.__annotations__.items():
+        text = getattr(annotation, "__forward_arg__", annotation)
+        alias = getattr(module, text, None) if isinstance(text, str) else None
+        out[key] = repr(alias) if typing.get_origin(alias) is typing.Literal else text
+    return out
 
 
 def shape(annotation: str) -> tuple[set[str], set[str]]:
