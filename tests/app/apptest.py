@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import html
 import base64
 import gzip
+import html
 import json
 import re
 from pathlib import Path
