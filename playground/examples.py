@@ -64,4 +64,44 @@ for step in range(20):
     w = Tensor.from_inner(step_taken, ad).require_grad()
 print("w after 20 steps:", w)
 """,
+    "Per-sample loop (30 samples)": """\
+w1 = Tensor.random([2, 4], Distribution.Default, ad).require_grad()
+w2 = Tensor.random([4, 1], Distribution.Default, ad).require_grad()
+x = Tensor.from_floats([[2.0, 3.0]], ad)
+loss = ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
+for i in range(30):
+    x = Tensor.from_floats([[0.5 * i, 1.0 - i]], ad)
+    loss = loss + ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
+grads = loss.backward()
+print("w1.grad", w1.grad(grads))
+""",
+    "Three-layer MLP, one function per layer": """\
+w1 = Tensor.random([2, 4], Distribution.Default, ad).require_grad()
+b1 = Tensor.zeros([1, 4], ad).require_grad()
+w2 = Tensor.random([4, 4], Distribution.Default, ad).require_grad()
+b2 = Tensor.zeros([1, 4], ad).require_grad()
+w3 = Tensor.random([4, 1], Distribution.Default, ad).require_grad()
+b3 = Tensor.zeros([1, 1], ad).require_grad()
+
+
+def layer1(x):
+    return (x.matmul(w1) + b1).tanh()
+
+
+def layer2(h):
+    return (h.matmul(w2) + b2).tanh()
+
+
+def layer3(h):
+    return h.matmul(w3) + b3
+
+
+x = Tensor.from_floats([[0.5, -1.0], [1.0, 2.0], [-0.5, 0.25]], ad)
+target = Tensor.from_floats([[1.0], [0.0], [0.5]], ad)
+pred = layer3(layer2(layer1(x)))
+loss = ((pred - target) ** 2).mean()
+grads = loss.backward()
+print("loss", loss)
+print("w1.grad", w1.grad(grads))
+""",
 }

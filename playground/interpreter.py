@@ -6,11 +6,17 @@ engine's API, checked against the *type* of the object at run time (no dunders, 
 builtins beyond `range`, `print`, `len`, `float`, `int`, `abs`, `min`, `max`). Every run is bounded:
 program length, nesting, statements, loop iterations, elements per tensor, bytes held, nodes, and
 wall time, each stopped with a plain message that points at the line.
+
+Programs may define simple functions (`def name(a, b): ... return expr`, at the top level, positional parameters
+only), interpreted like the rest: each call has its own local variables, and reads fall back to the program's.
+Each node records what made it (`autodiff.structure`): the interpreter pushes a frame for each loop, iteration and
+call of the student's program, and none of its own Python frames (`own_frames`; this module is also hidden).
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import operator
 import re
@@ -25,6 +31,9 @@ from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Grad
 from autodiff.memory import MemoryUsage
 from autodiff.module import ConvOptions
 from autodiff.stage.naming import expressions, node_names, with_gone_inputs
+from autodiff.structure import GroupFrame, frame, own_frames
+
+__autodiff_hidden__ = True  # the interpreter's frames are not the student's program (see `autodiff.structure`)
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,23 @@ class _DistributionClass:
     """What the name `Distribution` means in a program."""
 
 
+@dataclass(frozen=True)
+class _Function:
+    """A function the program defined with `def`: its name, parameters and body, interpreted at each call."""
+
+    name: str
+    parameters: tuple[str, ...]
+    body: list[ast.stmt]
+
+
+class _Return(Exception):
+    """A `return` leaving a function's body, with its value."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
 def run_program(source: str, limits: Limits = Limits(), backend: str = "numpy") -> RunResult:
     """Run a program on fresh devices; never raises for anything the program does."""
     result = RunResult()
@@ -169,13 +195,18 @@ class _Interpreter:
             "abs": abs, "min": min, "max": max, **self._module_functions(),
         }  # fmt: skip
         self.node: ast.AST | None = None  # where we are, for error positions
-        self.depth = 0  # how deeply the evaluation nests (expressions and loops)
+        self.depth = 0  # how deeply the evaluation nests (expressions, loops and calls)
+        self.locals: dict[str, Any] | None = None  # the running function's variables; None at the top level
+        self.loops = 0  # loops running now (in the running function, or at the top level)
+        self.calls = 0  # calls of the program's functions running now
+        self.numbers = itertools.count(1)  # each loop entry, iteration and call's number, for its frame's key
         self.list_values = 0  # numbers the program holds in Python lists (counted as they are made)
 
     # -- statements ------------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> None:
         try:
-            self._block(tree.body)
+            with own_frames():  # the program's loops and calls are pushed as they run; the Python stack is ours
+                self._block(tree.body)
         except PlaygroundError:
             raise
         except AutodiffError as error:
@@ -224,22 +255,32 @@ class _Interpreter:
             self._eval(node.value)
         elif isinstance(node, ast.For):
             self._for(node)
+        elif isinstance(node, ast.FunctionDef):
+            self._define(node)
+        elif isinstance(node, ast.Return):
+            if self.locals is None:
+                raise self._error("`return` works only inside a function (`def`).")
+            raise _Return(None if node.value is None else self._eval(node.value))
         elif isinstance(node, ast.Delete):
+            scope = self.variables if self.locals is None else self.locals
             for target in node.targets:
-                if not isinstance(target, ast.Name) or target.id not in self.variables:
+                if not isinstance(target, ast.Name) or target.id not in scope:
                     raise self._error("`del` takes names your program assigned, like `del loss`.")
-                del self.variables[target.id]
+                del scope[target.id]
         elif isinstance(node, ast.Pass):
             pass
         else:
             raise self._unsupported(node)
 
     def _assign(self, target: ast.Name, value: Any) -> None:
-        if target.id in self.globals or target.id in self.functions or target.id.startswith("_"):
-            raise self._error(f"`{target.id}` is a reserved name here; pick another.")
-        self.variables[target.id] = value
+        self._check_name(target.id)
+        (self.variables if self.locals is None else self.locals)[target.id] = value
         if isinstance(value, Tensor) and value.node_id is not None:  # a reassigned `w` still reads `w` on the graph
             self.named[int(value.node_id)] = target.id
+
+    def _check_name(self, name: str) -> None:
+        if name in self.globals or name in self.functions or name.startswith("_"):
+            raise self._error(f"`{name}` is a reserved name here; pick another.")
 
     def _for(self, node: ast.For) -> None:
         if node.orelse or not isinstance(node.target, ast.Name):
@@ -247,14 +288,80 @@ class _Interpreter:
         iterable = self._eval(node.iter)
         if not isinstance(iterable, range):
             raise self._error("A loop must run over `range(n)`.")
+        # what made each node: this loop entry, and each iteration in it (keys unique per entry and iteration)
+        loop = GroupFrame("loop", self._header(node), f"loop {next(self.numbers)}")
         self.depth += 1
+        self.loops += 1
         try:
-            for count, value in enumerate(iterable, start=1):
-                self._assign(node.target, value)
-                self._block(node.body)
-                self.result.memory.append((count, self.ad.memory_usage()))
+            with frame(loop):
+                for count, value in enumerate(iterable, start=1):
+                    self._assign(node.target, value)
+                    with frame(GroupFrame("iteration", f"{node.target.id} = {value}", f"{loop.key}/{count}")):
+                        self._block(node.body)
+                    self.result.memory.append((count, self.ad.memory_usage()))
         finally:
             self.depth -= 1
+            self.loops -= 1
+
+    def _header(self, node: ast.For) -> str:
+        """The loop's header as the student wrote it (`for i in range(30)`), whitespace collapsed."""
+        end_line, end_column = node.iter.end_lineno, node.iter.end_col_offset
+        if end_line is None or end_column is None or not 0 < node.lineno <= end_line <= len(self.lines):
+            return f"for {node.target.id if isinstance(node.target, ast.Name) else '…'} in …"
+        chunk = [text.encode("utf-8") for text in self.lines[node.lineno - 1 : end_line]]
+        chunk[-1] = chunk[-1][:end_column]
+        chunk[0] = chunk[0][node.col_offset :]
+        return cut(" ".join(b"".join(chunk).decode("utf-8", errors="replace").split()), 80)
+
+    # -- functions -------------------------------------------------------------------------------
+    def _define(self, node: ast.FunctionDef) -> None:
+        """`def name(a, b): ...`: positional parameters only, at the top level of the program."""
+        arguments = node.args
+        if self.locals is not None or self.loops:
+            raise self._error("Define functions at the top level of the program, not inside a loop or a function.")
+        if node.decorator_list:
+            raise self._error("Decorators (`@...`) are not supported; write a plain `def name(x):`.")
+        if arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.posonlyargs:
+            raise self._error("Only plain parameters are supported: write `def name(a, b):` and pass values in order.")
+        if arguments.defaults:
+            raise self._error("Default values for parameters are not supported; pass every value when you call.")
+        if getattr(node, "type_params", None):
+            raise self._error("Type parameters are not supported; write a plain `def name(x):`.")
+        self._check_name(node.name)
+        parameters = tuple(a.arg for a in arguments.args)
+        for parameter in parameters:
+            self._check_name(parameter)
+        if len(set(parameters)) != len(parameters):
+            raise self._error("Each parameter needs its own name.")
+        self.variables[node.name] = _Function(node.name, parameters, node.body)
+
+    def _call_function(self, function: _Function, args: list[Any]) -> Any:
+        """Run a function's body with its own local variables; its nodes carry its "function" frame."""
+        if len(args) != len(function.parameters):
+            wanted = len(function.parameters)
+            raise self._error(f"`{function.name}` takes {wanted} argument{'s' if wanted != 1 else ''} "
+                              f"({', '.join(function.parameters)}); this call passes {len(args)}.")  # fmt: skip
+        if self.depth > self.limits.nesting:
+            raise self._calls_too_deep()
+        saved, self.locals = self.locals, dict(zip(function.parameters, args, strict=True))
+        loops, self.loops = self.loops, 0
+        self.depth += 1
+        self.calls += 1
+        try:
+            with frame(GroupFrame("function", function.name, f"call {next(self.numbers)}")):
+                self._block(function.body)
+            return None
+        except _Return as returned:
+            return returned.value
+        finally:
+            self.depth -= 1
+            self.calls -= 1
+            self.locals, self.loops = saved, loops
+
+    def _calls_too_deep(self) -> PlaygroundError:
+        return self._error(f"Function calls nest more than {self.limits.nesting} levels deep (with the expressions "
+                           "inside them).",
+                           "A function that calls itself needs a way to stop; usually a loop is simpler.")  # fmt: skip
 
     # -- expressions -----------------------------------------------------------------------------
     def _eval(self, node: ast.expr) -> Any:
@@ -262,6 +369,8 @@ class _Interpreter:
         self.depth += 1
         try:
             if self.depth > self.limits.nesting:
+                if self.calls:
+                    raise self._calls_too_deep()
                 raise self._error(f"The program nests more than {self.limits.nesting} levels deep.",
                                   "Split long expressions into several assignments.")  # fmt: skip
             return self._expression(node)
@@ -303,6 +412,8 @@ class _Interpreter:
         raise self._error(f"Values like {type(value).__name__} are not supported here.")
 
     def _name(self, node: ast.Name) -> Any:
+        if self.locals is not None and node.id in self.locals:
+            return self.locals[node.id]
         if node.id in self.variables:
             return self.variables[node.id]
         if node.id in self.globals:
@@ -366,11 +477,16 @@ class _Interpreter:
             raise self._error("`*` arguments are not supported here.")
         if isinstance(node.func, ast.Name) and node.func.id in self.functions:
             function = self.functions[node.func.id]
+        elif isinstance(node.func, ast.Name) and isinstance(defined := self._defined(node.func.id), _Function):
+            args = [self._eval(a) for a in node.args]
+            self.node = node
+            return self._call_function(defined, args)
         elif isinstance(node.func, ast.Attribute):
             function = self._method(node.func)
         else:
             raise self._error(
-                "Only the engine's functions and methods, `print`, `range` and a few builtins can be called."
+                "Only the engine's functions and methods, `print`, `range`, a few builtins and the functions your "
+                "program defines with `def` can be called."
             )
         args = [self._eval(a) for a in node.args]
         self.node = node
@@ -378,6 +494,12 @@ class _Interpreter:
         if isinstance(result, Tensor):
             self._check_elements(result.shape)
         return result
+
+    def _defined(self, name: str) -> Any:
+        """What a name means in the program (local, then the program's own), or None."""
+        if self.locals is not None and name in self.locals:
+            return self.locals[name]
+        return self.variables.get(name)
 
     def _method(self, node: ast.Attribute) -> Callable[..., Any]:
         owner = self._eval(node.value)
@@ -561,12 +683,47 @@ class _Interpreter:
 
     def _unsupported(self, node: ast.AST) -> PlaygroundError:
         self.node = node
-        kind = type(node).__name__
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            return self._error("Imports are not available in the Playground.", "Everything you need is already here.")
-        return self._error(f"`{kind}` is not supported in the Playground.",
+        for kinds, message, hint in UNSUPPORTED:
+            if isinstance(node, kinds):
+                return self._error(message, hint)
+        return self._error("This kind of Python is not supported in the Playground.",
                            "Use assignments, arithmetic, calls of the engine's methods, `for i in range(n):`, "
-                           "`del` and `print`.")  # fmt: skip
+                           "`def` functions, `del` and `print`.")  # fmt: skip
+
+
+# What the Playground says of the Python it does not run, in words (never a parser class's name), with what to write
+UNSUPPORTED: list[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str, str]] = [
+    ((ast.Import, ast.ImportFrom), "Imports are not available in the Playground.",
+     "Everything you need is already here."),
+    (ast.Subscript, "Indexing (`x[0]`) is not supported in the Playground.",
+     "Use the tensor's own methods (`slice`, `sum_dim`, `reshape`), or print the whole value."),
+    (ast.While, "`while` loops are not supported; use `for … in range(n)`.", "A `for` loop always stops."),
+    ((ast.If, ast.IfExp, ast.Match), "Decisions (`if`, `match`) are not supported in the Playground.",
+     "A program here always builds the same graph: write the case you want to see."),
+    (ast.Compare, "Comparisons (`<`, `==`, `in`, ...) are not supported in the Playground.",
+     "Print the values and compare them by eye."),
+    (ast.BoolOp, "`and` and `or` are not supported in the Playground.", ""),
+    (ast.Lambda, "`lambda` is not supported; define a function with `def name(x): return ...`.", ""),
+    ((ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
+     "Comprehensions (`[... for ...]`) are not supported; use a `for i in range(n):` loop.", ""),
+    ((ast.Dict, ast.Set), "Dictionaries and sets are not supported; use one variable per value.", ""),
+    (ast.ClassDef, "Classes are not supported; use functions (`def name(x): ...`).", ""),
+    (ast.AsyncFunctionDef, "`async def` is not supported; write `def name(x): ...`.", ""),
+    ((ast.Await, ast.Yield, ast.YieldFrom, ast.AsyncFor, ast.AsyncWith),
+     "`async`, `await` and `yield` are not supported; write a plain function that returns its result.", ""),
+    ((ast.With,), "`with` blocks are not supported in the Playground.", "Write the statements without it."),
+    ((ast.Try,), "`try` is not supported: the Playground shows each error with its line.", ""),
+    ((ast.Raise, ast.Assert), "`raise` and `assert` are not supported; print what you want to check.", ""),
+    ((ast.Global, ast.Nonlocal), "`global` and `nonlocal` are not supported.",
+     "Pass values into a function and `return` what it computes."),
+    ((ast.Break, ast.Continue), "`break` and `continue` are not supported; choose the loop's `range` instead.", ""),
+    (ast.JoinedStr, "f-strings are not supported; pass several values to `print`, like `print(\"loss\", loss)`.",
+     ""),
+    (ast.NamedExpr, "`:=` is not supported; assign on a line of its own.", ""),
+    (ast.Starred, "`*` unpacking is not supported here; pass values one by one.", ""),
+    ((ast.AnnAssign,), "Type annotations are not supported; write `x = ...`.", ""),
+    (ast.Slice, "Slices (`a:b`) are not supported; use the tensor's `slice` method.", ""),
+]  # fmt: skip
 
 
 def _kind(value: Any) -> str:
@@ -578,6 +735,8 @@ def _kind(value: Any) -> str:
         return "Distribution"
     if isinstance(value, Gradients):
         return "Gradients"
+    if isinstance(value, _Function):
+        return f"the function {value.name}"
     return type(value).__name__
 
 
@@ -613,7 +772,7 @@ def _show(value: Any) -> str:
         return f"Gradients({len(value)} entries)"
     if isinstance(value, Device):
         return repr(value)
-    if isinstance(value, _TensorClass | _DistributionClass):
+    if isinstance(value, _TensorClass | _DistributionClass | _Function):
         return _kind(value)
     if isinstance(value, Distribution):
         return "Distribution"
