@@ -5,9 +5,9 @@ A node's `group` is a path of `GroupFrame`s, outermost first. Recording costs no
 values for pictures (`Device.autodiff(keep_values=True)`); then `current_path()` runs once per node:
 
 - the Python call stack is walked once, outward from the op. Only the user's code counts: frames in the engine,
-  in the stdlib, site-packages / dist-packages or under `sys.prefix` (IPython, pytest, Streamlit), and in modules
-  that set `__autodiff_hidden__ = True` are skipped; a script, a notebook cell, a test file, a course's module are
-  the user's.
+  in the stdlib, site-packages / dist-packages or under `sys.prefix` (IPython, pytest, Streamlit), in modules
+  that set `__autodiff_hidden__ = True` and in functions that assign that local (a harness) are skipped; a
+  script, a notebook cell, a test file, a course's module are the user's.
 - each user frame gives a "function" frame (not a module's body: its qualified name's last part, `lambda` for a
   lambda), then the `for` / `while` loops of its own code enclosing the running line (read from its source with
   `ast`, once per file, through `linecache` so that notebook cells work; no source, no loops), each a "loop" frame
@@ -151,6 +151,18 @@ def _file_kind(filename: str) -> int:
                 kind = _USER_FILE
         _file_kinds[filename] = kind
     return kind
+
+
+_hidden_codes: dict[int, tuple[CodeType, bool]] = {}  # by id, beside the code (see `_loops_by_code`)
+
+
+def _hidden(code: CodeType) -> bool:
+    """A function that assigns a local `__autodiff_hidden__ = True` is not shown (a harness: pytest's
+    `__tracebackhide__`); read from its code, whatever the value."""
+    known = _hidden_codes.get(id(code))
+    if known is None or known[0] is not code:
+        known = _hidden_codes[id(code)] = (code, "__autodiff_hidden__" in code.co_varnames)
+    return known[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +318,7 @@ def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...]) -> list[Gr
         kind = kinds.get(filename)
         if kind is None:
             kind = _file_kind(filename)
-        if kind == _USER_FILE and not start.f_globals.get("__autodiff_hidden__"):
+        if kind == _USER_FILE and not start.f_globals.get("__autodiff_hidden__") and not _hidden(start.f_code):
             frames.append(start)
         start = start.f_back
     made = _made

@@ -77,6 +77,35 @@ def mlp_program(ad: Device) -> dict[str, Tensor]:
     }
 
 
+def layer1(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    return (x @ w + b).tanh()
+
+
+def layer2(h: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    return (h @ w + b).tanh()
+
+
+def layer3(h: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    return h @ w + b
+
+
+def mlp3_program(ad: Device) -> dict[str, Tensor]:
+    batch = Tensor.from_floats([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0], [0.5, -1.0]], ad)
+    target = Tensor.from_floats([[1.0], [1.0], [0.0], [0.5]], ad)
+    w1 = Tensor.random([2, 4], Distribution.normal(0.0, 0.8), ad).require_grad()
+    b1 = Tensor.zeros([1, 4], ad).require_grad()
+    w2 = Tensor.random([4, 4], Distribution.normal(0.0, 0.8), ad).require_grad()
+    b2 = Tensor.zeros([1, 4], ad).require_grad()
+    w3 = Tensor.random([4, 1], Distribution.normal(0.0, 0.8), ad).require_grad()
+    b3 = Tensor.zeros([1, 1], ad).require_grad()
+    h1 = layer1(batch, w1, b1)
+    h2 = layer2(h1, w2, b2)
+    pred = layer3(h2, w3, b3)
+    loss = ((pred - target) ** 2).mean()
+    return {"batch": batch, "target": target, "w1": w1, "b1": b1, "w2": w2, "b2": b2, "w3": w3, "b3": b3,
+            "h1": h1, "h2": h2, "pred": pred, "loss": loss}  # fmt: skip
+
+
 def elementwise_chain_program(ad: Device) -> dict[str, Tensor]:
     x = Tensor.random([256, 256], Distribution.normal(0.0, 0.5), ad).require_grad()
     w = Tensor.random([256, 256], Distribution.normal(0.0, 0.05), ad).require_grad()
@@ -109,6 +138,9 @@ PROGRAMS: dict[str, Program] = {
         Program("neuron", "Neuron: tanh(w @ x + b)", "One neuron; x is an input that needs no gradient.",
                 neuron_program),
         Program("mlp", "Two-layer MLP", "A tiny MLP with a squared-error loss on a batch of 4.", mlp_program),
+        Program("mlp3", "Three-layer MLP (a function per layer)",
+                "Three layers, each its own function (2 → 4 → 4 → 1), with a squared-error loss on a batch of 4.",
+                mlp3_program, (layer1, layer2, layer3)),
     ]
 }  # fmt: skip
 
@@ -143,7 +175,8 @@ def source_offsets(functions: Sequence[Callable[..., object]]) -> dict[CodeType,
 
 def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Provenance]:
     """`program.build(ad)`, watching each statement of the program's own functions as it runs."""
-    return traced_call((*program.helpers, program.build), program.source, lambda: program.build(ad), ad)
+    __autodiff_hidden__ = True  # noqa: F841 (a harness: the program's nodes show its own functions, not these)
+    return traced_call((*program.helpers, program.build), program.source, functools.partial(program.build, ad), ad)
 
 
 def traced_call(
@@ -152,6 +185,7 @@ def traced_call(
     """`call()`, watching each statement of `functions` (shown as `source`: their sources joined by a blank line)
     as it runs: the nodes the device created while a statement ran are that statement's (the device numbers nodes
     in the order it makes them)."""
+    __autodiff_hidden__ = True  # noqa: F841 (a harness, not the program: see `autodiff.structure`)
     offsets = source_offsets(functions)
     spans = _statement_spans(source)
     made: dict[int, tuple[int, int]] = {}
@@ -223,6 +257,7 @@ def record_program(
 ) -> ProgramRun:
     """Run a program on a fresh seeded device and record the backward of its `loss` (and, when `memory_entries` is
     set, the device's memory history, keeping that many entries)."""
+    __autodiff_hidden__ = True  # noqa: F841 (a harness, not the program: see `autodiff.structure`)
     program = CHECKPOINTING_PROGRAMS[key]
     ad = Device.named(backend, seed=0).autodiff(checkpointing=checkpointing, keep_values=True)
     if memory_entries:

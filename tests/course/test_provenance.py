@@ -41,7 +41,9 @@ def test_a_loop_names_each_pass_by_its_variable():
     )
 
 
-@pytest.mark.parametrize("key", sorted(PROGRAMS))
+# mlp3's layers return unnamed expressions from functions: watching finds their lines inside the layers, where
+# reading the text can only point at the call (tests/course/test_program_structure.py checks its lines)
+@pytest.mark.parametrize("key", sorted(k for k in PROGRAMS if k != "mlp3"))
 def test_watching_agrees_with_reading_the_text_where_the_text_is_plain(key):
     run = record_program(key)  # no loops here: the lines read from the text are the same
     assert run.lines == node_lines(run.program.source, run.before.nodes, run.names)

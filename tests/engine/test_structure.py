@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import autodiff
 from autodiff import Device, GroupFrame, Tensor
 from autodiff.structure import frame, own_frames
@@ -176,3 +178,15 @@ def test_a_while_loop_and_explicit_frames() -> None:
     exp = next(n for n in ad.snapshot().nodes if n.op == "exp")
     assert names(exp.group) == [("loop", "for i in range(2)"), ("iteration", "i = 0")]  # no stack: its own frames
     del y
+
+
+def harness(build: Callable[[], Tensor]) -> Tensor:
+    __autodiff_hidden__ = True  # noqa: F841 (what is tested)
+    return build()
+
+
+def test_a_function_that_hides_itself_is_not_shown() -> None:
+    ad = device()
+    x = Tensor.from_floats([1.0], ad)
+    harness(lambda: layer(x, x))
+    assert names(made(ad, "tanh")[0]) == [("function", "lambda"), ("function", "layer")]
