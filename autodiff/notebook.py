@@ -126,8 +126,16 @@ def _server_of(tensor: Tensor, what: str) -> Any:
 
 
 def _graph_snapshot(snapshot: GraphSnapshot, server: Any, tensor: Tensor) -> GraphSnapshot:
-    """Only `tensor`'s graph: a notebook's device often holds others (earlier cells)."""
-    ids = {int(node.id) for node in server.graph_of(tensor.node_id)}
+    """Only `tensor`'s graph: a notebook's device often holds others (earlier cells). Found by following each
+    node's inputs, so an input a loop dropped (`x` made anew each iteration) is still drawn."""
+    inputs = {int(node.id): node.inputs for node in snapshot.nodes}
+    ids: set[int] = set()
+    stack = [int(tensor.node_id)] if tensor.node_id is not None else []
+    while stack:
+        node_id = stack.pop()
+        if node_id not in ids and node_id in inputs:
+            ids.add(node_id)
+            stack.extend(int(i) for i in inputs[node_id])
     return dataclasses.replace(snapshot, nodes=tuple(n for n in snapshot.nodes if int(n.id) in ids))
 
 

@@ -1,0 +1,223 @@
+"""Big graphs on the stage, in Chromium: Playground programs and notebook replays of about 60, 250, 1,000 and 5,000
+nodes open whole and readable on every common screen, fold into the program's parts, play at the level drawn, and
+never move a box between events. The stage is the same module everywhere, so these load its exported HTML (the
+replay as one file, as a course page would): one browser, no server."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autodiff import Device, Tensor, notebook
+from autodiff.stage import export_html, replay_payload
+from autodiff.stage.graph_dot import SIZES
+from playground.interpreter import run_program
+
+from .conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+LOOP = """\
+w1 = Tensor.random([2, 4], Distribution.Default, ad).require_grad()
+w2 = Tensor.random([4, 1], Distribution.Default, ad).require_grad()
+x = Tensor.from_floats([[2.0, 3.0]], ad)
+loss = ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
+for i in range(SAMPLES):
+    x = Tensor.from_floats([[0.5 * i, 1.0 - i]], ad)
+    loss = loss + ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
+grads = loss.backward()
+"""
+PLAYGROUND = {60: 6, 250: 30, 1000: 124, 5000: 620}  # about that many nodes -> samples
+SCREENS = [(1440, 900, False), (1280, 720, True), (1024, 768, False), (1280, 800, False), (1366, 768, False)]
+
+
+def playground(samples: int, presenter: bool = False):
+    source = LOOP.replace("SAMPLES", str(samples))
+    result = run_program(source)
+    assert result.error is None, result.error
+    run = result.backward
+    return run, replay_payload(run.before, run.recorder, run.names, presenter, source=source)
+
+
+def student_mlp(samples: int):
+    """A notebook cell's MLP written with a function per layer, summed over samples: `notebook.replay(loss)`."""
+    ad = Device.numpy().autodiff(keep_values=True)
+    w1 = Tensor.from_floats([[0.5, -0.3, 0.8], [0.1, 0.7, -0.6]], ad).require_grad()
+    w2 = Tensor.from_floats([[0.4], [-0.9], [0.2]], ad).require_grad()
+
+    def hidden(x):
+        return x.matmul(w1).tanh()
+
+    def output(h):
+        return h.matmul(w2)
+
+    loss = None
+    for i in range(samples):
+        x = Tensor.from_floats([[0.1 * i, 1.0 - 0.05 * i]], ad)
+        term = ((output(hidden(x)) - 1.0) ** 2).sum()
+        loss = term if loss is None else loss + term
+    wired = notebook.replay(loss, names={"w1": w1, "w2": w2, "loss": loss}).payload
+    packed = json.loads(gzip.decompress(base64.b64decode(wired["packed"])))  # as the widget's browser unpacks it
+    return {**packed, **{k: v for k, v in wired.items() if k != "packed"}}
+
+
+def load(page, tmp: Path, name: str, payload, presenter: bool = False) -> None:
+    """The replay's exported file, on a projector in presenter mode (its larger type) or not."""
+    path = tmp / f"{name}-{presenter}.html"
+    if not path.exists():
+        path.write_text(export_html({**payload, "presenter": presenter, "fonts": list(SIZES[presenter])}, name))
+    page.goto(path.as_uri())
+    page.locator(".stage-svg svg g.node").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(100)
+
+
+GEOMETRY = """() => {
+  const svg = document.querySelector('.stage-svg svg'), box = svg.getBoundingClientRect();
+  const unit = box.width / svg.viewBox.baseVal.width;
+  const shapes = [...svg.querySelectorAll('g.node, g.cluster')].map((g) => {
+    const r = g.querySelector('path, polygon').getBoundingClientRect();  // the box itself
+    return { id: g.id, left: r.left, top: r.top, right: r.right, bottom: r.bottom };
+  });
+  const fonts = [...svg.querySelectorAll('g.node text, g.cluster text')].filter((t) => t.textContent.trim())
+    .map((t) => parseFloat(t.getAttribute('font-size')) * unit);
+  return { shapes, smallest: Math.min(...fonts), width: innerWidth, height: innerHeight };
+}"""
+
+
+def rect(locator) -> dict:
+    """Where an element is drawn (Playwright's bounding box of an SVG shape counts its stroke's miter too)."""
+    return locator.evaluate("e => e.getBoundingClientRect().toJSON()")
+
+
+def assert_whole_and_readable(page, presenter: bool, what: str) -> None:
+    seen = page.evaluate(GEOMETRY)
+    for s in seen["shapes"]:
+        assert s["left"] >= -0.5 and s["right"] <= seen["width"] + 0.5, (what, s)
+        assert s["top"] >= -0.5 and s["bottom"] <= seen["height"] + 0.5, (what, s)
+    assert seen["smallest"] >= (16 if presenter else 12) - 0.05, (what, seen["smallest"])
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    made = {f"playground-{nodes}": playground(samples)[1] for nodes, samples in PLAYGROUND.items()}
+    made.update({f"notebook-{n}": student_mlp(s) for n, s in {60: 7, 250: 30, 1000: 120, 5000: 600}.items()})
+    return made, tmp_path_factory.mktemp("stages")
+
+
+@pytest.mark.parametrize("name", [f"{kind}-{n}" for kind in ("playground", "notebook") for n in (60, 250, 1000, 5000)])
+def test_every_size_opens_whole_and_readable_on_every_screen(browser, programs, name):
+    made, tmp = programs
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    for width, height, presenter in SCREENS:
+        page.set_viewport_size({"width": width, "height": height})
+        load(page, tmp, name, made[name], presenter)
+        assert_whole_and_readable(page, presenter, f"{name} at {width}x{height}")
+        assert page.locator(".stage-caption").inner_text().startswith("Step 0 of ")
+    context.close()
+
+
+def test_the_31_sample_program_plays_by_its_parts_and_nothing_moves(browser, tmp_path):
+    run, payload = playground(30)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    load(page, tmp_path, "samples-31", payload)
+    before = {s["id"]: s for s in page.evaluate(GEOMETRY)["shapes"]}
+    parts = len([g for g in payload["groups"] if g["kind"] == "iteration"]) + 1
+    caption = page.locator(".stage-caption")
+    presses = 0
+    while not re.match(r"Step (\d+) of \1\b", caption.inner_text()):
+        page.keyboard.press("ArrowRight")
+        presses += 1
+        assert presses <= 2 * parts + 10, "the replay moves at the level drawn"
+        view = page.evaluate(GEOMETRY)
+        assert {s["id"]: s for s in view["shapes"]} == before, "a box moved between events"
+        running = page.locator(".stage-svg g.node.s-current > :is(path, polygon)")
+        if running.count():  # the part being run is in view
+            r, box = rect(running.first), rect(page.locator(".stage-svg"))
+            assert box["x"] - 1 <= r["x"] and r["x"] + r["width"] <= box["x"] + box["width"] + 1
+            assert box["y"] - 1 <= r["y"] and r["y"] + r["height"] <= box["y"] + box["height"] + 1
+    screenshot(page, "stage_31_samples_played")
+    context.close()
+
+
+def test_a_folded_parts_card_adds_up_what_the_engine_sent(browser, tmp_path):
+    run, payload = playground(30)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    load(page, tmp_path, "samples-card", payload)
+    loop = next(g for g in payload["groups"] if g["kind"] == "loop")
+    names = {v: k for k, v in run.names.items()}
+    events = run.recorder.events
+    inside = {n["id"] for n in payload["nodes"] if _within(payload, n["group"], loop["element"])}
+    checked = 0
+    for _ in range(40):
+        page.keyboard.press("ArrowRight")
+        card = page.locator(".stage-step").inner_text()
+        if not card.startswith(loop["name"]):
+            continue
+        steps = int(re.search(r"runs (\d+) of its", card).group(1))
+        for target in ("w1", "w2"):
+            match = re.search(rf"to {target}:\s*([^\n]+)", card)
+            if not match:
+                continue
+            shown = np.array([float(v) for v in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", match.group(1))])
+            sums = []  # what the engine sent to it from inside the loop, over each run of that many steps
+            for r in (r for r in loop["runs"] if r["steps"] == steps):
+                sent = [e.value for e in events[r["first"] : r["last"] + 1]
+                        if type(e).__name__ == "GradientRegistered" and e.source is not None
+                        and int(e.source) in inside and int(e.node_id) == names[target]]  # fmt: skip
+                if sent:
+                    sums.append(np.ravel(sum(sent)))
+            assert any(np.allclose(shown, total, rtol=1e-6, atol=1e-7) for total in sums), (target, shown, sums)
+            checked += 1
+    assert checked >= 2
+    context.close()
+
+
+def _within(payload, element: str, ancestor: str) -> bool:
+    parents = {g["element"]: g["parent"] for g in payload["groups"]}
+    while element:
+        if element == ancestor:
+            return True
+        element = parents[element]
+    return False
+
+
+def test_a_click_opens_a_part_in_place_and_its_button_folds_it(browser, tmp_path):
+    _, payload = playground(30)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    load(page, tmp_path, "samples-open", payload)
+    loop = next(g for g in payload["groups"] if g["kind"] == "loop")
+    page.locator(f".stage-svg g#{loop['element']}").click()
+    page.locator(f".stage-svg g.cluster#{loop['element']}").wait_for()
+    assert page.locator(".stage-svg g.node.group").count() >= 3  # its iterations, in ranges
+    button = page.get_by_role("button", name=re.compile(rf"^{re.escape(loop['name'])}: .*Fold it"))
+    assert button.get_attribute("aria-expanded") == "true"
+    button.focus()
+    page.keyboard.press("Enter")
+    page.locator(f".stage-svg g.node#{loop['element']}").wait_for()
+    context.close()
+
+
+def test_a_phone_keeps_the_player_and_the_running_part_in_view(browser, tmp_path):
+    _, payload = playground(30)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    load(page, tmp_path, "samples-phone", payload)
+    for _ in range(3):
+        page.get_by_role("button", name="Next step").tap()
+        page.wait_for_timeout(200)
+        next_button = page.get_by_role("button", name="Next step").bounding_box()
+        assert next_button["y"] >= 0 and next_button["y"] + next_button["height"] <= 844
+    running = rect(page.locator(".stage-svg g.node.s-current > :is(path, polygon)").first)
+    assert running and running["y"] >= 0 and running["y"] + running["height"] <= 844
+    screenshot(page, "stage_phone_31_samples")
+    context.close()
