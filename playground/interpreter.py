@@ -96,6 +96,7 @@ class RunResult:
     names: dict[int, str] = field(default_factory=dict)
     backward: BackwardRun | None = None  # the last backward
     memory: list[tuple[int, MemoryUsage]] = field(default_factory=list)  # after each loop iteration
+    lines: dict[int, tuple[int, int]] = field(default_factory=dict)  # NodeId -> the statement that made it (its lines)
     statements: int = 0
     reply_bytes: int = 0  # the size of the worker's reply: what holding this result costs a session
 
@@ -240,7 +241,10 @@ class _Interpreter:
             if time.monotonic() > self.deadline:
                 raise self._error(f"The program ran longer than {self.limits.seconds:g} seconds.",
                                   "Use smaller tensors or fewer iterations.")  # fmt: skip
+            made = self.ad.server.nodes_created
             self._statement(statement)
+            for node_id in range(made, self.ad.server.nodes_created):  # the innermost statement's (it ran first)
+                self.result.lines.setdefault(node_id, (statement.lineno, statement.end_lineno or statement.lineno))
             self._check_budget()
 
     def _statement(self, node: ast.stmt) -> None:

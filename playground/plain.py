@@ -141,6 +141,7 @@ def result_to_plain(result: RunResult) -> dict[str, Any]:
         "backward": None if backward is None else
         {"before": backward.before, "events": backward.recorder.events, "names": backward.names},
         "memory": [[count, usage] for count, usage in result.memory],
+        "lines": [[node_id, first, last] for node_id, (first, last) in result.lines.items()],
         "statements": result.statements,
     }  # fmt: skip
 
@@ -165,6 +166,7 @@ def result_from_plain(data: Any) -> RunResult:
         backward=None if backward is None else
         BackwardRun(backward["before"], recorder, {_int(k): _identifier(v) for k, v in backward["names"].items()}),
         memory=[(int(count), usage) for count, usage in data["memory"]],
+        lines={_int(node_id): (_int(first), _int(last)) for node_id, first, last in data["lines"]},
         statements=int(data["statements"]),
     )  # fmt: skip
 

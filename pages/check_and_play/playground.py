@@ -108,7 +108,7 @@ if result.backward is not None:  # its graph, once: the replay's last event is t
     st.subheader("The graph, and a replay of the last backward")
     run = result.backward
     replay_view(run.before, run.recorder, run.names, "playground_replay", file_stem="playground", exercise=exercise,
-                source=st.session_state.get("playground_source"))  # fmt: skip
+                source=st.session_state.get("playground_source"), lines=result.lines)  # fmt: skip
     if st.button("Teach this replay as a class", key="playground_teach",
                  help="Start a class on this program: the room follows your steps and predicts each one."):  # fmt: skip
         teach_playground(st.session_state.get("playground_source") or st.session_state[CODE], run)

@@ -32,7 +32,7 @@ def loop_payload(samples: int):
     result = run_program(source)
     assert result.error is None, result.error
     run = result.backward
-    return run, replay_payload(run.before, run.recorder, run.names, source=source)
+    return run, replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
 
 
 def children(payload) -> dict[str, int]:

@@ -42,7 +42,7 @@ def playground(samples: int, presenter: bool = False):
     result = run_program(source)
     assert result.error is None, result.error
     run = result.backward
-    return run, replay_payload(run.before, run.recorder, run.names, presenter, source=source)
+    return run, replay_payload(run.before, run.recorder, run.names, presenter, source=source, lines=result.lines)
 
 
 def student_mlp(samples: int):
