@@ -6,6 +6,9 @@
   sidebar's link; on the replay stage, the time
   from a key press to the frame with the updated picture, for every event (target: at most 50 ms), and
   the size of the data the stage gets.
+- Big graphs (the Playground's per-sample loop at about 60, 250, 1,000 and 5,000 nodes), as one exported file in
+  Chromium: the payload's bytes, the browser's layout of the view it opens (target: first frame within 1.5 s of the
+  payload reaching the browser), and key press to frame over every press of the replay (target: at most 50 ms).
 - Thirty sessions opening the traversal lesson at once (agent API); stepping costs the server nothing.
 - The Memory growth run at 512 x 512, twenty passes, in Chromium: its time against its ticks' time (target <= 1.3x).
 
@@ -187,6 +190,69 @@ CLICK_TO_PICTURE = """async () => {
 }"""
 
 
+BIG_LOOP = """\
+w1 = Tensor.random([2, 4], Distribution.Default, ad).require_grad()
+w2 = Tensor.random([4, 1], Distribution.Default, ad).require_grad()
+x = Tensor.from_floats([[2.0, 3.0]], ad)
+loss = ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
+for i in range(SAMPLES):
+    x = Tensor.from_floats([[0.5 * i, 1.0 - i]], ad)
+    loss = loss + ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
+grads = loss.backward()
+"""
+# in the page: each press of → (every stop of the replay, at most 400), the time to the next frame
+PRESSES = """async () => {
+  const caption = document.querySelector('.stage-caption');
+  const total = Math.min(400, Number(document.querySelector('.stage-scrub').max));
+  const times = [];
+  for (let i = 1; i < total; i++) {
+    const before = caption.textContent;
+    const start = performance.now();
+    document.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+    await new Promise(resolve => requestAnimationFrame(() => resolve()));
+    if (caption.textContent !== before) times.push(performance.now() - start);
+  }
+  return times;
+}"""
+
+
+def big_graphs() -> None:
+    if not Path(CHROMIUM).exists():
+        print("Big graphs: /usr/bin/chromium is missing, skipped")
+        return
+    from playwright.sync_api import sync_playwright
+
+    from autodiff.stage import export_html, wire
+    from playground.interpreter import run_program
+
+    print("Big graphs on the stage, one exported file each (1440x900): payload, first frame, key to frame")
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as folder:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        for samples in (6, 30, 124, 620):
+            source = BIG_LOOP.replace("SAMPLES", str(samples))
+            start = time.perf_counter()
+            result = run_program(source)
+            run = result.backward
+            payload = replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+            built = time.perf_counter() - start
+            sent = len(json.dumps(wire(payload)))
+            path = Path(folder) / f"loop{samples}.html"
+            path.write_text(export_html(payload, f"{samples} samples"))
+            page.goto(path.as_uri())
+            page.locator(".stage-svg svg g.node").first.wait_for(timeout=60_000)
+            first = page.evaluate("() => performance.now()")  # navigation start to the first frame drawn
+            layout = float(page.locator(".stage").get_attribute("data-layout-ms"))
+            times = page.evaluate(PRESSES)
+            print(
+                f"  {len(run.before.nodes):>5} nodes: payload {sent / 1024:6.0f} KiB sent (built in {built:4.2f} s); "
+                f"first frame {first:5.0f} ms after navigation (layout {layout:5.0f} ms, target <= 1500); "
+                f"key to frame median {statistics.median(times):4.1f} ms, max {max(times):5.1f} ms over "
+                f"{len(times)} presses (target <= 50 ms)"
+            )
+        browser.close()
+
+
 def _recorded(key: str) -> dict[str, object]:
     run = record_program(key)
     return {"before": run.before, "recorder": run.recorder, "names": run.names}
@@ -257,6 +323,7 @@ def memory_growth_run(passes: int = 20) -> None:
 if __name__ == "__main__":
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {platform.python_version()}")
     server_side()
+    big_graphs()
     browser_side()
     classroom_stepping()
     memory_growth_run()

@@ -100,6 +100,7 @@ function newStage(data, parent, root, setStateValue) {
     follow: false,  // "follow the step": the part being run is opened while it runs, folded back after
     chosenOpen: new Set(),  // the parts open as the student left them (follow opens more, for a while)
     dragged: false,  // a drag that panned the graph is not a click on what it ended over
+    lastFrame: null,  // the last frame shown, to step forward from
   });
 }
 
@@ -938,8 +939,10 @@ async function layout(stage, loadGraphviz) {
   const graphviz = await loadGraphviz();
   if (stage.disposed) return false;  // unmounted meanwhile: nothing to lay out
   stage.graphviz = graphviz;
+  const start = performance.now();
   chooseView(stage);
   installLayout(stage, bestLayout(stage));
+  stage.root.dataset.layoutMs = (performance.now() - start).toFixed(1);  // what choosing and laying out the view took
   stage.stops = stopsOf(stage);
   drawParts(stage);
   watchTable(stage);
@@ -1130,6 +1133,19 @@ function advance(f, e, k) {
   }
 }
 
+function frameOf(stage, index) {
+  // the frame at `index`, moved on from the last one shown when stepping forward (a press is then a few events'
+  // work, not the whole trace's), else replayed from the start
+  const last = stage.lastFrame;
+  if (!last || last.data !== stage.data || last.index > index) {
+    stage.lastFrame = { data: stage.data, index, state: frame(stage.data, index) };
+    return stage.lastFrame.state;
+  }
+  for (let k = last.index + 1; k <= index && k < stage.data.events.length; k++) advance(last.state, stage.data.events[k], k);
+  last.index = index;
+  return last.state;
+}
+
 function frame(data, index) {
   const f = emptyFrame();
   for (let k = 0; k <= index && k < data.events.length; k++) advance(f, data.events[k], k);
@@ -1156,7 +1172,7 @@ function nodeView(data, node, state) {
 function show(stage, index, animate, period = 800, report = true) {
   const { data, root } = stage;
   stage.index = index;
-  const state = stage.replay ? frame(data, index) : null;
+  const state = stage.replay ? frameOf(stage, index) : null;
   if (stage.follow && stage.svg && state) followStep(stage, state);
   stage.current = state && state.current ? state.current.node : null;
   stage.views = new Map(data.nodes.map((node) => [node.element, nodeView(data, node, state)]));
@@ -1369,8 +1385,12 @@ function table(columns, rows, caption) {
   return t;
 }
 
+const nodeIndex = new WeakMap();  // each payload's nodes by NodeId, made once: a 5,000-node replay looks up often
+
 function nodeById(data, id) {
-  return data.nodes.find((n) => n.id === id);
+  let index = nodeIndex.get(data.nodes);
+  if (!index) nodeIndex.set(data.nodes, (index = new Map(data.nodes.map((n) => [n.id, n]))));
+  return index.get(id);
 }
 
 function nameOf(data, id) {
@@ -1555,7 +1575,11 @@ function answer(stage, q, right, typed) {
   if (focus) { focus.tabIndex = -1; focus.focus({ preventScroll: true }); }
 }
 
+const CONTAINER_COLUMNS = ["Node", "Gradient", "Shape", "Entry"];
+
 function drawContainer(stage, state) {
+  // the container's entries as a table (rows of a grid, with the table's roles): a row off screen is not laid out
+  // (`content-visibility`), and the rows are updated in place, so a long container steps as fast as a short one
   const { data, root } = stage;
   const box = root.querySelector(".stage-container");
   if (!state.container.size) return box.replaceChildren(element("p", "stage-note", "The container is empty."));
@@ -1566,7 +1590,33 @@ function drawContainer(stage, state) {
     return [nameOf(data, node), entry.total_full, entry.shape,
       leaf ? "kept: a leaf that asked for its gradient" : waiting ? "waiting for its step" : "its step is running"];
   });
-  box.replaceChildren(table(["Node", "Gradient", "Shape", "Entry"], rows));
+  let body = box.querySelector(".grad-body");
+  if (!body) {
+    const grid = element("div", "grad-table");
+    grid.setAttribute("role", "table");
+    grid.setAttribute("aria-label", "The Gradients container");
+    const head = element("div", "grad-row grad-head");
+    head.setAttribute("role", "row");
+    CONTAINER_COLUMNS.forEach((c) => { const th = element("span", "", c); th.setAttribute("role", "columnheader"); head.append(th); });
+    const heads = element("div");
+    heads.setAttribute("role", "rowgroup");
+    heads.append(head);
+    body = element("div", "grad-body");
+    body.setAttribute("role", "rowgroup");
+    grid.append(heads, body);
+    box.replaceChildren(grid);
+  }
+  while (body.children.length > rows.length) body.lastElementChild.remove();
+  rows.forEach((row, k) => {
+    let tr = body.children[k];
+    if (!tr) {
+      tr = element("div", "grad-row");
+      tr.setAttribute("role", "row");
+      CONTAINER_COLUMNS.forEach(() => { const cell = element("span"); cell.setAttribute("role", "cell"); tr.append(cell); });
+      body.append(tr);
+    }
+    row.forEach((text, c) => { if (tr.children[c].textContent !== text) tr.children[c].textContent = text; });
+  });
 }
 
 function drawLegend(stage) {

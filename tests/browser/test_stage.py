@@ -193,7 +193,9 @@ def test_the_container_table_after_every_event_matches_the_engine(page, app_url,
         if not expected:
             assert "container is empty" in box.inner_text()
             continue
-        rows = box.locator("tbody tr").evaluate_all("rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+        rows = box.locator(".grad-body [role=row]").evaluate_all(
+            "rs => rs.map(r => [...r.children].map(c => c.textContent))"
+        )
         shown = [[format_values(v), str(list(np.shape(v)))] for _, v in sorted(expected.items())]
         assert [row[1:3] for row in rows] == shown, index  # the gradient, and its shape apart
         names = short_names(run.before.nodes, run.names)
