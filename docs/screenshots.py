@@ -3,7 +3,8 @@ laptop in dark mode, as a student would first see each, with the page's main act
 stepped).
 
 Run: python docs/screenshots.py [ADDRESS ...]   -> docs/screenshots/<lesson>-<setup>.png (every lesson, or those named
-by their address, e.g. `training`; needs /usr/bin/chromium and playwright)
+by their address, e.g. `training`; needs /usr/bin/chromium and playwright). `samples` is the Playground's per-sample
+loop over 31 samples (249 nodes): a big graph folded into the program's parts, its loop run by one press.
 """
 
 from __future__ import annotations
@@ -59,9 +60,22 @@ def teach(page) -> None:
         student.context.close()
 
 
+def big_loop(page) -> None:
+    """The Playground's per-sample loop (31 samples), run, stepped into its loop."""
+    page.get_by_role("combobox", name="Examples").click()
+    page.get_by_role("option", name="Per-sample loop (30 samples)").click()
+    page.wait_for_timeout(1500)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.locator(".stage-caption").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(1500)
+    page.keyboard.press("ArrowRight")  # the loop's first run of steps, folded: its card adds up what it sent
+
+
 def act(page, path: str) -> None:
     """What a student does first on each page, so the picture shows the lesson, not an empty form."""
-    if path == "class":
+    if path == "samples":
+        big_loop(page)
+    elif path == "class":
         teach(page)
     elif path in ("traversal", "checkpoints", "tape", "play"):
         if path == "tape":
@@ -90,15 +104,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, streamlit_server(Path(tmp) / "s.log") as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         wanted = sys.argv[1:]
-        for lesson in LESSONS:
-            path = lesson.url_path
+        for path in [lesson.url_path for lesson in LESSONS] + ["samples"]:
             if wanted and path not in wanted:
                 continue
             for setup, (width, height, query, scheme) in SETUPS.items():
                 context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
                 page = context.new_page()
                 page.set_default_timeout(60_000)
-                page.goto(f"{url}/{path}" + (f"?{query}" if query else ""))
+                page.goto(f"{url}/{'play' if path == 'samples' else path}" + (f"?{query}" if query else ""))
                 page.locator("[data-testid='stMain'] h1").first.wait_for()
                 page.wait_for_timeout(3000)
                 act(page, path)

@@ -1081,7 +1081,7 @@ function fitHeight(stage) {
   const { root } = stage;
   stage.maxStatic = Math.max(320, window.innerHeight * 0.75);
   const svgBox = root.querySelector(".stage-svg");
-  const stacked = window.innerWidth >= NARROW && !root.classList.contains("alone") && root.parentElement.clientWidth < STACK;
+  const stacked = window.innerWidth >= NARROW && !root.classList.contains("alone") && root.clientWidth < STACK;
   root.classList.toggle("stacked", stacked);
   svgBox.style.height = "";
   if (stacked && stage.replay) {  // the graph and the player below it fill one screen
