@@ -101,6 +101,8 @@ function newStage(data, parent, root, setStateValue) {
     chosenOpen: new Set(),  // the parts open as the student left them (follow opens more, for a while)
     dragged: false,  // a drag that panned the graph is not a click on what it ended over
     lastFrame: null,  // the last frame shown, to step forward from
+    wideWrap: window.innerWidth < NARROW ? 22 : WRAP,  // a box's longest line, in characters: shorter on a phone
+    wrapWidth: WRAP,  // the line width the drawn layout was made with (bestLayout tries it and a shorter one)
   });
 }
 
@@ -336,7 +338,7 @@ function buildSkeleton(parent, data, replay) {
   parts.setAttribute("aria-label", "Parts of the program: open or fold each");
   parts.hidden = true;
   parts.append(element("span", "stage-parts-title", "Parts:"), element("div", "stage-parts-list"));
-  bar.append(legend, parts, zoom);
+  bar.append(legend);
   if (!presenter) {  // under the legend, not in the graph's corner: the fewer buttons over it, the larger it is drawn
     const save = element("div", "stage-save");
     save.setAttribute("role", "group");
@@ -344,7 +346,7 @@ function buildSkeleton(parent, data, replay) {
     save.append(button("SVG", "saveSvg", "Save this picture as SVG"), button("PNG", "savePng", "Save this picture as PNG"));
     bar.append(save);
   }
-  graph.append(svgBox, bar);
+  graph.append(svgBox, zoom);
   const side = element("div", "stage-side");
   const player = element("div", "stage-player");
   if (replay) {
@@ -384,13 +386,14 @@ function buildSkeleton(parent, data, replay) {
       scrub.disabled = true;
     }
     // the player is its own part of the stage: beside the graph on a screen, kept at the bottom on a phone
-    player.append(controls, scrubber);
+    player.append(controls, scrubber, parts);  // beside the graph: opening a part never shrinks the picture
     side.append(caption, element("h4", "", "The chain rule at this step"), element("div", "stage-step"));
     side.append(element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
     if (data.program) side.append(element("h4", "", "The program (its running line lit)"), codePanel(data.program));
   } else if (data.program) {
     side.append(element("h4", "", "The program"), codePanel(data.program));
   }
+  if (!replay) bar.append(parts);
   const details = element("details", "stage-table");
   details.append(element("summary", "", "The graph as a table (every node, its value, gradient and state)"),
     element("div", "stage-table-body"));
@@ -398,6 +401,7 @@ function buildSkeleton(parent, data, replay) {
   if (player.childElementCount) root.append(player);
   if (side.childElementCount) root.append(side);
   else root.classList.add("alone");
+  root.append(bar);  // under the graph and the panel, the whole width: the graph keeps the height
   root.append(details);
   parent.appendChild(root);
   return root;
@@ -684,11 +688,12 @@ function programTree(data) {
 }
 
 function wrap(text, width = WRAP) {
-  // `text` in lines of about `width` characters, broken after commas (a tensor's values), never inside a number
+  // `text` in lines of about `width` characters, broken after spaces (a tensor's values after their commas), never
+  // inside a number or a name
   if (text.length <= width) return [text];
   const lines = [];
   let line = "";
-  for (const part of text.split(/(?<=, )/)) {
+  for (const part of text.split(/(?<= )/)) {
     if (line && (line + part).length > width) { lines.push(line.trimEnd()); line = ""; }
     line += part;
   }
@@ -745,6 +750,23 @@ function escapeHtml(text) {
   return String(text).replace(/[&<>"]/g, (c) => HTML_ESCAPES[c]);
 }
 
+function labelRows(stage, element) {
+  // a box's lines, [point size, text, bold, what it is]: a node's title, value, gradient (as wide as the widest it
+  // will say) and detail; a folded part's name, size, and its output's value and gradient. Each wrapped to the
+  // stage's width of a line; no line is empty (Graphviz draws no text for one, and the gradient's lines are found
+  // by their place)
+  const [title, body, small] = stage.data.fonts;
+  const lines = (size, text, bold, kind) => wrap(text, stage.wrapWidth).map((t) => [size, t, bold, kind]);
+  const part = isGroup(element) ? stage.tree.groups.get(element) : null;
+  const node = part ? stage.tree.byId.get(part.output) : stage.tree.byId.get(Number(element.slice(1)));
+  const rows = part
+    ? [...lines(title, part.name, true, "title"), ...lines(body, part.summary, false, "summary")]
+    : lines(title, node.title, true, "title");
+  rows.push(...lines(body, node.value, false, "value"), ...lines(body, node.wide, false, "grad"));
+  if (!part) rows.push(...lines(small, node.detail, false, "detail"));
+  return rows.filter((r) => r[1].trim());
+}
+
 function htmlLabel(rows) {
   const cells = rows.map(([size, text, bold]) => {
     const escaped = escapeHtml(text);
@@ -757,7 +779,7 @@ function dotOf(stage, edges, rankdir, detail) {
   // the DOT of what is drawn: a folded group is one box (its name, its size, its output's value and gradient), an
   // open one a frame around its parts. Each gradient line is laid out as wide as the widest it will say
   const { data, tree } = stage;
-  const [title, body, small] = data.fonts;
+  const body = data.fonts[1];
   const lines = [
     "digraph G {",
     `  graph [rankdir=${rankdir}, bgcolor="transparent", nodesep=0.25, ranksep=0.3, fontname="Helvetica", fontsize=${body}];`,
@@ -768,8 +790,7 @@ function dotOf(stage, edges, rankdir, detail) {
     for (const kid of tree.kids.get(container)) {
       if (kid.node) {
         const n = kid.node;
-        const rows = [[title, n.title, true], ...wrap(n.value).map((t) => [body, t]), ...wrap(n.wide).map((t) => [body, t])];
-        if (detail) rows.push([small, n.detail]);
+        const rows = labelRows(stage, n.element).filter((r) => detail || r[3] !== "detail");
         lines.push(`${indent}${n.element} [id="${n.element}", label=${htmlLabel(rows)}];`);
       } else if (stage.open.has(kid.group.element)) {
         const g = kid.group;
@@ -778,10 +799,8 @@ function dotOf(stage, edges, rankdir, detail) {
         emit(g.element, `${indent}  `);
         lines.push(`${indent}}`);
       } else {
-        const g = kid.group, out = tree.byId.get(g.output);
-        const rows = [[title, g.name, true], [body, g.summary], ...wrap(out.value).map((t) => [body, t]),
-          ...wrap(out.wide).map((t) => [body, t])];
-        lines.push(`${indent}${g.element} [id="${g.element}", peripheries=2, style="filled", label=${htmlLabel(rows)}];`);
+        const g = kid.group;
+        lines.push(`${indent}${g.element} [id="${g.element}", peripheries=2, style="filled", label=${htmlLabel(labelRows(stage, g.element))}];`);
       }
     }
   };
@@ -797,28 +816,32 @@ function dotOf(stage, edges, rankdir, detail) {
 }
 
 function bestLayout(stage) {
-  // this view laid out each way (bottom-up or left-right, with or without each node's `NodeId · op` line) once,
-  // keeping the one that reads largest: the detail line goes first when it would make the text too small
+  // this view laid out each way (bottom-up or left-right, with or without each node's `NodeId · op` line, its long
+  // lines wrapped wider or narrower) once, keeping the one that reads largest: the detail line goes first when it
+  // would make the text too small
   const edges = placeBoxes(stage);
   const key = [...stage.open].sort().join(",");
   if (stage.layouts.has(key)) return stage.layouts.get(key);
   const box = stage.root.querySelector(".stage-svg");
   const readable = stage.data.presenter ? 16 : 12;
-  const lay = (rankdir, detail) => {
+  const lay = (rankdir, detail, wrapWidth) => {
+    stage.wrapWidth = wrapWidth;
     const svgText = stage.graphviz.dot(dotOf(stage, edges, rankdir, detail));
     const svg = new DOMParser().parseFromString(svgText, "image/svg+xml").documentElement;
     const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
     const sizes = [...svg.querySelectorAll("g.node text, g.cluster text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14);
     const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
-    return { svg, w, h, font, scale, detail, smallest: scale * font };
+    return { svg, w, h, font, scale, detail, wrapWidth, smallest: scale * font };
   };
-  const compact = stage.data.rankdirs.map((r) => lay(r, false)).sort((a, b) => b.scale - a.scale)[0];
+  const widths = [stage.wideWrap, Math.round(stage.wideWrap * 0.7)];
+  const compact = stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w))).sort((a, b) => b.scale - a.scale)[0];
   const detailFont = compact.font * 0.8;  // the detail line is the smallest text, about four fifths of the rest
   let best = compact;
   if (compact.scale * detailFont >= readable - 0.01 && stage.data.nodes.some((n) => stage.boxOf.get(n.id) === n.element)) {
-    const withDetail = stage.data.rankdirs.map((r) => lay(r, true)).sort((a, b) => b.scale - a.scale)[0];
+    const withDetail = stage.data.rankdirs.map((r) => lay(r, true, compact.wrapWidth)).sort((a, b) => b.scale - a.scale)[0];
     if (withDetail.smallest >= readable - 0.01) best = withDetail;
   }
+  stage.wrapWidth = best.wrapWidth;
   stage.layouts.set(key, best);
   return best;
 }
@@ -892,6 +915,7 @@ function installLayout(stage, best) {
   svg.querySelectorAll("title").forEach((t) => t.remove());  // Graphviz's ids, not words for a person
   box.replaceChildren(svg);
   stage.svg = svg;
+  stage.wrapWidth = best.wrapWidth;  // the gradient lines are rewritten at the width they were laid out with
   stage.badgeView = null;
   stage.natural = { w: best.w, h: best.h };
   stage.readableScale = readable / best.font;  // the scale at which its smallest text is just readable
@@ -905,12 +929,11 @@ function installLayout(stage, best) {
   stage.nodes.forEach((g, id) => {
     // a node's lines: its title, its value, its gradient, its detail; a group's: its name, its size, its output's
     // value and gradient. The gradient's lines are rewritten as the replay goes
-    const part = isGroup(id) ? stage.tree.groups.get(id) : null;
-    const node = part ? stage.tree.byId.get(part.output) : stage.tree.byId.get(Number(id.slice(1)));
+    const rows = labelRows(stage, id);
     const texts = [...g.querySelectorAll("text")];
-    const from = (part ? 2 : 1) + wrap(node.value).length, count = wrap(node.wide).length;
-    if (texts.length >= from + count) stage.gradText.set(id, texts.slice(from, from + count).map((t) => centred(g, t)));
-    if (part) g.classList.add("group");
+    const from = rows.findIndex((r) => r[3] === "grad"), count = rows.filter((r) => r[3] === "grad").length;
+    if (from >= 0 && texts.length >= from + count) stage.gradText.set(id, texts.slice(from, from + count).map((t) => centred(g, t)));
+    if (isGroup(id)) g.classList.add("group");
   });
   svg.querySelectorAll("g.cluster").forEach((g) => g.classList.add("part"));
   const tracked = new Map([...placeBoxesEdges(stage)]);
@@ -1268,7 +1291,7 @@ function drawPicture(stage, state, animate, period) {
     g.setAttribute("class", `node s-${look}${part ? " group" : ""}${selected ? " selected" : ""}`);
     const texts = stage.gradText.get(id);
     if (texts) {
-      const lines = wrap(view.grad);
+      const lines = wrap(view.grad, stage.wrapWidth);
       const shown = [...lines.slice(0, texts.length - 1), lines.slice(texts.length - 1).join(" ")];
       texts.forEach((t, k) => { t.textContent = shown[k] || ""; });
     }
