@@ -4,6 +4,8 @@ is seen."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 
 import nbformat
@@ -24,6 +26,12 @@ VIEW = "application/vnd.jupyter.widget-view+json"
 STATE = "application/vnd.jupyter.widget-state+json"
 
 
+def unpacked(wired: dict) -> dict:
+    """The widget's payload as its browser reads it: the packed part (gzip-compressed JSON in base64) restored."""
+    rest = {key: value for key, value in wired.items() if key != "packed"}
+    return {**json.loads(gzip.decompress(base64.b64decode(wired["packed"]))), **rest}
+
+
 def _run(*cells: str) -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     NotebookClient(notebook, timeout=120, kernel_name="python3", store_widget_state=True).execute()
@@ -36,7 +44,7 @@ def test_replay_is_the_cells_value_and_its_state_holds_the_backward():
     assert output.output_type == "execute_result" and VIEW in output.data
     model = notebook.metadata.widgets[STATE]["state"][output.data[VIEW]["model_id"]]
     assert model["model_name"] == "AnyModel"
-    payload = model["state"]["payload"]
+    payload = unpacked(model["state"]["payload"])
     assert payload["mode"] == "replay"
     # the nodes carry the notebook's own variable names
     assert [n["title"] for n in payload["nodes"]] == ["x", "h = x·x", "x·3", "h + x·3", "loss = sum(h + x·3)"]
@@ -54,7 +62,7 @@ def test_graph_draws_a_tensor_without_a_backward():
     notebook = _run(SEED.replace("stage = replay(loss)\nstage", "from autodiff.notebook import graph\ngraph(h)"))
     (output,) = notebook.cells[0].outputs
     model = notebook.metadata.widgets[STATE]["state"][output.data[VIEW]["model_id"]]
-    payload = model["state"]["payload"]
+    payload = unpacked(model["state"]["payload"])
     assert payload["mode"] == "static" and payload["events"] == []
     assert [n["title"] for n in payload["nodes"]] == ["x", "h = x·x"]  # h's graph only, not loss's nodes
 
@@ -78,4 +86,4 @@ def test_only_this_graphs_own_tensors_name_its_nodes():
     output = notebook.cells[1].outputs[0]
     model = notebook.metadata.widgets[STATE]["state"][output.data[VIEW]["model_id"]]
     # y·y has h's node id on its own device: h (another device's) and `_1` (the history) name nothing here
-    assert [n["title"] for n in model["state"]["payload"]["nodes"]] == ["y", "y·y", "sum(y·y)"]
+    assert [n["title"] for n in unpacked(model["state"]["payload"])["nodes"]] == ["y", "y·y", "sum(y·y)"]
