@@ -82,16 +82,18 @@ def group_tree(
     nodes: Sequence[NodeSnapshot],
     spans: Mapping[int, tuple[int, int]] | None = None,
     source: str | None = None,
+    called: Mapping[int, str] | None = None,
 ) -> tuple[list[StageGroup], dict[int, str]]:
     """The groups of `nodes` (outer before inner, each after its parent) and each node's innermost group ("" at the
-    top). `spans` (NodeId -> the lines of its statement) with the program's `source` names statement groups."""
+    top). `spans` (NodeId -> the lines of its statement) with the program's `source` names statement groups;
+    `called` (what sentences call each node) names a range of nodes by its first and last."""
     if len(nodes) <= SMALL_GRAPH and not any(f.kind == "scope" for n in nodes for f in n.group):
         return [], {}
     by_id = {int(n.id): n for n in nodes}
     root = _build(nodes)
     _dissolve_single_nodes(root)
     statements = source.splitlines() if source else []
-    _refine(root, by_id, spans or {}, statements)
+    _refine(root, by_id, spans or {}, statements, called or {})
     groups: list[StageGroup] = []
     node_group: dict[int, str] = {}
     users: dict[int, set[int]] = {}
@@ -162,14 +164,14 @@ def _dissolve_single_nodes(group: _Group) -> None:
 
 
 def _refine(group: _Group, by_id: Mapping[int, NodeSnapshot], spans: Mapping[int, tuple[int, int]],
-            statements: list[str]) -> None:  # fmt: skip
+            statements: list[str], called: Mapping[int, str]) -> None:  # fmt: skip
     for child in group.children:
         if isinstance(child, _Group):
-            _refine(child, by_id, spans, statements)
+            _refine(child, by_id, spans, statements, called)
     if sum(1 for c in group.children if isinstance(c, int)) > LINE_GROUPS_ABOVE and spans:
         group.children = _by_statement(group.children, spans, statements)
     group.children = _repeats(group, by_id)
-    _split(group)
+    _split(group, called)
 
 
 def _by_statement(children: list[_Group | int], spans: Mapping[int, tuple[int, int]],
@@ -251,7 +253,7 @@ def _span_name(first: str, last: str, count: int) -> str:
     return f"{first} … {last}" if first != last else f"{first} × {count}"
 
 
-def _split(group: _Group) -> None:
+def _split(group: _Group, called: Mapping[int, str]) -> None:
     """More than `MAX_CHILDREN` boxes: at most that many consecutive ranges, each a group, split again if long."""
     children = group.children
     if len(children) <= MAX_CHILDREN:
@@ -263,16 +265,22 @@ def _split(group: _Group) -> None:
         if len(chunk) == 1:
             group.children.append(chunk[0])
             continue
-        part = _Group("range", _range_name(chunk), children=chunk)
-        _split(part)
+        part = _Group("range", _range_name(chunk, called), children=chunk)
+        _split(part, called)
         group.children.append(part)
 
 
-def _range_name(chunk: list[_Group | int]) -> str:
+def _range_name(chunk: list[_Group | int], called: Mapping[int, str]) -> str:
+    """`i = 0 … 9` for iterations; else by the first and last of what it holds: `w1 … tanh(x @ w1)`."""
     first, last = chunk[0], chunk[-1]
     if isinstance(first, _Group) and isinstance(last, _Group):
         return _span_name(first.name, last.name, len(chunk))
-    return f"{len(chunk)} parts"
+
+    def name(child: _Group | int) -> str:
+        text = child.name if isinstance(child, _Group) else called.get(child, f"NodeId({child})")
+        return text if len(text) <= 24 else text[:23] + "…"
+
+    return f"{name(first)} … {name(last)}"
 
 
 def group_runs(

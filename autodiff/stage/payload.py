@@ -205,7 +205,7 @@ def _payload(
     if source is not None:
         spans = lines if lines is not None else node_lines(source, snapshot.nodes, names)
         program = StageProgram(lines=code_lines(source), spans={str(k): v for k, v in spans.items()})
-    groups, group_of = group_tree(snapshot.nodes, spans, source)
+    groups, group_of = group_tree(snapshot.nodes, spans, source, called)
     nodes: list[StageNode] = []
     for node in pic.nodes:
         requirement = by_id[node.id].requirement
