@@ -387,9 +387,11 @@ function buildSkeleton(parent, data, replay) {
     }
     // the player is its own part of the stage: beside the graph on a screen, kept at the bottom on a phone
     player.append(controls, scrubber, parts);  // beside the graph: opening a part never shrinks the picture
-    side.append(caption, element("h4", "", "The chain rule at this step"), element("div", "stage-step"));
-    side.append(element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
+    // the program right under the caption: its lit line stays in view however long the card below it grows
+    side.append(caption);
     if (data.program) side.append(element("h4", "", "The program (its running line lit)"), codePanel(data.program));
+    side.append(element("h4", "", "The chain rule at this step"), element("div", "stage-step"));
+    side.append(element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
   } else if (data.program) {
     side.append(element("h4", "", "The program"), codePanel(data.program));
   }

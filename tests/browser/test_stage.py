@@ -84,8 +84,8 @@ def test_positions_never_move_and_steps_cost_the_server_nothing(page, app_url):
 @pytest.mark.parametrize("program", list(PROGRAMS))
 @pytest.mark.parametrize(("width", "height", "presenter"), [(1440, 900, False), (1280, 720, True)])
 def test_one_stage_per_screen_with_the_whole_graph(browser, app_url, program, width, height, presenter):
-    # every node in the box and the window at every step; the seed and the shared subgraph readable at once
-    # (12 px, 16 px on a projector), a larger graph after one press of +, which keeps the running node in view
+    # every node in the box and the window at every step, every program readable as it opens (12 px, 16 px on a
+    # projector, no zoom press: a larger one folds into its parts); a press of + keeps the running node in view
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     page.set_default_timeout(30_000)
@@ -98,6 +98,11 @@ def test_one_stage_per_screen_with_the_whole_graph(browser, app_url, program, wi
             assert main["x"] <= 40, main  # the whole width: no band where the sidebar was
             assert page.locator(".stage").first.bounding_box()["x"] <= 40
         smallest = 16 if presenter else 12
+        heights = page.locator(f"{NODES} text").evaluate_all(
+            "ts => ts.filter(t => t.textContent.trim())"
+            ".map(t => parseFloat(getComputedStyle(t).fontSize) * Math.abs(t.getScreenCTM().d))"
+        )
+        assert min(heights) >= smallest - 0.05, min(heights)
         legend = page.locator(".stage-legend").bounding_box()
         for _ in range(steps_of(program)):
             assert whole_graph(page), page.locator(CAPTION).inner_text()
@@ -113,12 +118,36 @@ def test_one_stage_per_screen_with_the_whole_graph(browser, app_url, program, wi
             page.keyboard.press("+")
             page.wait_for_timeout(500)
             assert running_node_in_view(page)
-        heights = page.locator(f"{NODES} text").evaluate_all(
-            "ts => ts.filter(t => t.textContent.trim())"
-            ".map(t => parseFloat(getComputedStyle(t).fontSize) * Math.abs(t.getScreenCTM().d))"
-        )
-        assert min(heights) >= smallest - 0.05, min(heights)
         screenshot(page, f"stage_{program}_{width}x{height}")
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1024, 768), (1280, 800), (1366, 768), (1440, 900)])
+def test_the_lessons_open_whole_and_readable_on_smaller_screens(browser, app_url, width, height):
+    # the seed, the two MLPs and Checkpointing's chain, without presenter mode: every node in its box and the
+    # window, no label under 12 px, no zoom button over a node, before any press
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        for address in ("traversal?program=seed", "traversal?program=mlp", "traversal?program=mlp3", "checkpoints"):
+            page.goto(f"{app_url}/{address}")
+            page.locator(NODES).first.wait_for(timeout=60_000)
+            page.wait_for_timeout(800)
+            assert whole_graph(page), (address, width)
+            heights = page.locator(f"{NODES} text").evaluate_all(
+                "ts => ts.filter(t => t.textContent.trim())"
+                ".map(t => parseFloat(getComputedStyle(t).fontSize) * Math.abs(t.getScreenCTM().d))"
+            )
+            assert min(heights) >= 12 - 0.05, (address, width, min(heights))
+            zoom = page.locator(".stage-zoom").bounding_box()
+            for node in page.locator(NODES).all():
+                box = node.bounding_box()
+                across = box["x"] < zoom["x"] + zoom["width"] and zoom["x"] < box["x"] + box["width"]
+                down = box["y"] < zoom["y"] + zoom["height"] and zoom["y"] < box["y"] + box["height"]
+                assert not (across and down), (address, width, box, zoom)
+        screenshot(page, f"stage_checkpoints_{width}x{height}")
     finally:
         context.close()
 
