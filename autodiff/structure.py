@@ -293,8 +293,9 @@ def _advance(loop: _Loop, frame: FrameType, state: _LoopState, position: tuple[i
 
 
 def _iteration_name(loop: _Loop, value: object, count: int) -> str:
-    """`i = 3` when the loop variable is one name holding a number, a bool or a short string, else `iteration 3`."""
-    if type(value) in _SHOWN or (type(value) is str and len(value) <= 20):
+    """`i = 3` when the loop variable is one name holding a number, a bool or a short string, else `iteration 3` (and
+    for `_`, the name a program gives a variable it never reads)."""
+    if loop.target != "_" and (type(value) in _SHOWN or (type(value) is str and len(value) <= 20)):
         return f"{loop.target} = {value!r}"
     return f"iteration {count}"
 

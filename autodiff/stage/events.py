@@ -24,7 +24,7 @@ from autodiff.trace import (
     TensorPreview,
 )
 
-from .format import compact, format_shape, format_values
+from .format import brief, format_shape, format_values
 from .narration import describe
 
 
@@ -56,8 +56,8 @@ class GradientRegisteredEvent(TypedDict):
     node: int
     source: int | None  # the step that sent it
     edge: str | None  # the element of the edge it travels along
-    value: str  # what was sent, compact
-    total: str  # the entry afterwards, compact
+    value: str  # what was sent, as the picture says it (`brief`)
+    total: str  # the entry afterwards, as the picture says it
     total_full: str  # the same, as the container table shows it
     shape: str
     accumulated: bool
@@ -113,7 +113,7 @@ def stage_event(event: Event, called: dict[int, str], edge: str | None = None) -
     if isinstance(event, GradientRegistered):
         source = None if event.source is None else int(event.source)
         return GradientRegisteredEvent(kind=event.kind, text=text, node=int(event.node_id), source=source, edge=edge,
-                                       value=compact(event.value), total=compact(event.total),
+                                       value=brief(event.value), total=brief(event.total),
                                        total_full=format_values(event.total), shape=format_shape(_shape(event.total)),
                                        accumulated=event.accumulated, numbers=_checkable(event.value))  # fmt: skip
     if isinstance(event, GradientConsumed):

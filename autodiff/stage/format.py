@@ -68,5 +68,23 @@ def compact(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
     return f"{format_shape(array.shape)} from {_short(low)} to {_short(high)}"
 
 
+BRIEF_ABOVE = 4  # on the picture, a value with more numbers shows each to four significant digits
+
+
+def brief(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
+    """A value as a node or an edge of the picture says it: `compact`, but a tensor of 5 to 16 numbers with four
+    significant digits each (`[[0.8506, 0.637], …]`), so its box stays small. The card and the container keep every
+    digit."""
+    if isinstance(values, np.ndarray) and BRIEF_ABOVE < values.size <= WHOLE:
+        return _nested(np.asarray(values, dtype=np.float64).tolist())
+    return compact(values)
+
+
+def _nested(values: object) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join(_nested(v) for v in values) + "]"
+    return f"{float(values):.4g}"  # type: ignore[arg-type]
+
+
 def _short(value: float) -> str:  # a summary statistic, as float32 prints it
     return format_float(value)

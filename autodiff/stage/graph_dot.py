@@ -14,7 +14,7 @@ from typing import Any
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
 from autodiff.stage.naming import labels
 
-from .format import compact, format_bytes
+from .format import brief, compact, format_bytes
 
 SIZES = {False: (17, 15, 12), True: (24, 21, 17)}  # (title, value and gradient, detail) in points, by presenter
 
@@ -108,7 +108,7 @@ def picture(snapshot: GraphSnapshot, names: dict[int, str], overlay: Overlay | N
         detail = f"NodeId({int(node.id)}) · {node.op}"
         if node.held_bytes:
             detail += f" · holds {format_bytes(node.held_bytes)}"
-        nodes.append(PictureNode(int(node.id), f"n{int(node.id)}", titles[int(node.id)], f"value {compact(node.value)}",
+        nodes.append(PictureNode(int(node.id), f"n{int(node.id)}", titles[int(node.id)], f"value {brief(node.value)}",
                                  _grad_line(node, state, overlay), detail, state))  # fmt: skip
     known = {int(node.id) for node in snapshot.nodes}
     edges = []

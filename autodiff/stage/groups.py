@@ -27,8 +27,8 @@ from autodiff.trace import BackwardFinished, GradientRegistered, StepStarted, Sw
 
 from .format import compact
 
-SMALL_GRAPH = 16  # a graph this small is drawn whole: groups appear where they help (an explicit scope still shows)
-MAX_CHILDREN = 12  # an unfolded group shows at most this many boxes; a longer list splits into ranges
+SMALL_GRAPH = 8  # a graph this small is drawn whole: groups appear where they help (an explicit scope still shows)
+MAX_CHILDREN = 16  # an unfolded group shows at most this many boxes; a longer list splits into ranges
 LINE_GROUPS_ABOVE = 8  # a level with more nodes of its own than this groups each statement's nodes
 MIN_LINE_GROUP = 3  # a statement's nodes make a group from this many
 MIN_REPEAT = 3  # this many consecutive groups of one shape fold into one box with a count
@@ -93,13 +93,15 @@ def group_tree(
     root = _build(nodes)
     _dissolve_single_nodes(root)
     statements = source.splitlines() if source else []
-    _refine(root, by_id, spans or {}, statements, called or {})
-    groups: list[StageGroup] = []
-    node_group: dict[int, str] = {}
     users: dict[int, set[int]] = {}
     for node in nodes:
         for input_id in node.inputs:
             users.setdefault(int(input_id), set()).add(int(node.id))
+    _by_statements(root, spans or {}, statements)
+    _adopt_inputs(root, by_id, users)
+    _fold(root, by_id, called or {})
+    groups: list[StageGroup] = []
+    node_group: dict[int, str] = {}
 
     def emit(group: _Group, parent: str) -> None:
         for child in group.children:
@@ -111,7 +113,8 @@ def group_tree(
             members = set(inside)
             leaving = [n for n in inside if users.get(n, set()) - members]
             output = max(leaving) if leaving else max(inside)
-            lines = [spans[n] for n in inside if spans and n in spans]
+            # the lines of its ops (an input it holds may be written far away, as a layer's weights are)
+            lines = [spans[n] for n in inside if spans and n in spans and by_id[n].inputs]
             ops = sum(1 for n in inside if by_id[n].inputs)
             steps = sum(1 for n in inside if by_id[n].requirement is Requirement.GradInBackward)
             groups.append(StageGroup(
@@ -163,13 +166,50 @@ def _dissolve_single_nodes(group: _Group) -> None:
                 group.children[k] = child.children[0]
 
 
-def _refine(group: _Group, by_id: Mapping[int, NodeSnapshot], spans: Mapping[int, tuple[int, int]],
-            statements: list[str], called: Mapping[int, str]) -> None:  # fmt: skip
+def _by_statements(group: _Group, spans: Mapping[int, tuple[int, int]], statements: list[str]) -> None:
+    """At every level with many nodes of its own, each statement's nodes become a group."""
     for child in group.children:
         if isinstance(child, _Group):
-            _refine(child, by_id, spans, statements, called)
+            _by_statements(child, spans, statements)
     if sum(1 for c in group.children if isinstance(c, int)) > LINE_GROUPS_ABOVE and spans:
         group.children = _by_statement(group.children, spans, statements)
+
+
+def _adopt_inputs(root: _Group, by_id: Mapping[int, NodeSnapshot], users: Mapping[int, set[int]]) -> None:
+    """An input (a leaf) that only one part uses goes into that part, as a layer holds its own weights: the deepest
+    group around every node that uses it, below the one it was made in."""
+    chains: dict[int, list[_Group]] = {}
+
+    def walk(group: _Group, chain: list[_Group]) -> None:
+        for child in group.children:
+            if isinstance(child, _Group):
+                walk(child, [*chain, child])
+            else:
+                chains[child] = chain
+
+    walk(root, [root])
+    for node_id, chain in list(chains.items()):
+        using = users.get(node_id)
+        if by_id[node_id].inputs or not using or any(u not in chains for u in using):
+            continue
+        common = chains[next(iter(using))]
+        for user in using:
+            other = chains[user]
+            k = 0
+            while k < min(len(common), len(other)) and common[k] is other[k]:
+                k += 1
+            common = common[:k]
+        if len(common) > len(chain) and common[: len(chain)] == chain:  # deeper, inside where it was made
+            chain[-1].children.remove(node_id)
+            common[-1].children.insert(0, node_id)
+            chains[node_id] = common
+
+
+def _fold(group: _Group, by_id: Mapping[int, NodeSnapshot], called: Mapping[int, str]) -> None:
+    """Repeats into one box with a count, then long levels into ranges, from the inside out."""
+    for child in group.children:
+        if isinstance(child, _Group):
+            _fold(child, by_id, called)
     group.children = _repeats(group, by_id)
     _split(group, called)
 

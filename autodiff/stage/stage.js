@@ -101,7 +101,8 @@ function newStage(data, parent, root, setStateValue) {
     chosenOpen: new Set(),  // the parts open as the student left them (follow opens more, for a while)
     dragged: false,  // a drag that panned the graph is not a click on what it ended over
     lastFrame: null,  // the last frame shown, to step forward from
-    wideWrap: window.innerWidth < NARROW ? 22 : WRAP,  // a box's longest line, in characters: shorter on a phone
+    stackForReading: false,  // the graph read too small beside the panel: the panel went below it
+    wideWrap: window.innerWidth < NARROW ? 26 : WRAP,  // a box's longest line, in characters: shorter on a phone
     wrapWidth: WRAP,  // the line width the drawn layout was made with (bestLayout tries it and a shorter one)
   });
 }
@@ -335,7 +336,7 @@ function buildSkeleton(parent, data, replay) {
   legend.setAttribute("aria-label", "Legend");
   const parts = element("div", "stage-parts");
   parts.setAttribute("role", "group");
-  parts.setAttribute("aria-label", "Parts of the program: open or fold each");
+  parts.setAttribute("aria-label", "Folded parts: open or fold each");
   parts.hidden = true;
   parts.append(element("span", "stage-parts-title", "Parts:"), element("div", "stage-parts-list"));
   bar.append(legend);
@@ -387,11 +388,13 @@ function buildSkeleton(parent, data, replay) {
     }
     // the player is its own part of the stage: beside the graph on a screen, kept at the bottom on a phone
     player.append(controls, scrubber, parts);  // beside the graph: opening a part never shrinks the picture
-    // the program right under the caption: its lit line stays in view however long the card below it grows
-    side.append(caption);
-    if (data.program) side.append(element("h4", "", "The program (its running line lit)"), codePanel(data.program));
-    side.append(element("h4", "", "The chain rule at this step"), element("div", "stage-step"));
+    side.append(caption, element("h4", "", "The chain rule at this step"), element("div", "stage-step"));
     side.append(element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
+    if (data.program) {  // kept at the panel's foot while the card above it grows: its lit line stays in view
+      const program = element("div", "stage-program");
+      program.append(element("h4", "", "The program (its running line lit)"), codePanel(data.program));
+      side.append(program);
+    }
   } else if (data.program) {
     side.append(element("h4", "", "The program"), codePanel(data.program));
   }
@@ -665,7 +668,7 @@ function pause(stage) {
 // -- the program's parts: each group folded into one box or drawn open in place ----------------------------------
 
 const MAX_DRAWN = 48;
-const WRAP = 34;  // a value or gradient longer than this goes on several lines: a wide box would shrink every box  // a view with more boxes than this cannot be read whole on a screen: it is not tried first
+const WRAP = 48;  // a value or gradient longer than this goes on several lines: a wide box would shrink every box  // a view with more boxes than this cannot be read whole on a screen: it is not tried first
 const HTML_ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
 
 function programTree(data) {
@@ -703,6 +706,17 @@ function wrap(text, width = WRAP) {
   return lines;
 }
 
+function labelWidth(stage) {
+  return Math.min(stage.wrapWidth, 24);  // an edge's label is narrower than a box: it sits between the ranks
+}
+
+function fillLines(texts, lines) {
+  // `lines` into the text elements laid out for them (their number fixed by the widest): the rest left empty, a
+  // longer text's last lines joined on the last
+  const shown = [...lines.slice(0, texts.length - 1), lines.slice(texts.length - 1).join(" ")];
+  texts.forEach((t, k) => { t.textContent = shown[k] || ""; });
+}
+
 function isGroup(element) {
   return /^g\d+$/.test(element);
 }
@@ -729,12 +743,15 @@ function placeBoxes(stage) {
   for (const edge of data.edges) {
     const tail = stage.boxOf.get(edge.source), head = stage.boxOf.get(edge.target);
     if (!tail || !head || tail === head) continue;
-    const own = !isGroup(tail) && !isGroup(head);
-    const element = own ? edge.element : `b_${tail}_${head}`;
+    const element = !isGroup(tail) && !isGroup(head) ? edge.element : `b_${tail}_${head}`;
     stage.edgeShown.set(edge.element, element);
     const seen = drawn.get(element);
-    if (seen) seen.tracked = seen.tracked || edge.tracked;
-    else drawn.set(element, { element, tail, head, tracked: edge.tracked, label: own ? edge.label : "" });
+    if (seen) {
+      seen.tracked = seen.tracked || edge.tracked;
+      seen.label = "";  // several edges drawn as one: the values sent along them are in the card
+    } else {
+      drawn.set(element, { element, tail, head, tracked: edge.tracked, label: edge.label });
+    }
   }
   return [...drawn.values()];
 }
@@ -764,9 +781,26 @@ function labelRows(stage, element) {
   const rows = part
     ? [...lines(title, part.name, true, "title"), ...lines(body, part.summary, false, "summary")]
     : lines(title, node.title, true, "title");
-  rows.push(...lines(body, node.value, false, "value"), ...lines(body, node.wide, false, "grad"));
+  const said = part ? summarised : (text) => text;
+  rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, said(node.wide), false, "grad"));
   if (!part) rows.push(...lines(small, node.detail, false, "detail"));
   return rows.filter((r) => r[1].trim());
+}
+
+function summarised(text) {
+  // a folded part says its output's value and gradient short, as the engine summarises a large tensor
+  // (`value [4, 4] from -0.8 to 0.96`); open, its nodes say every number
+  const match = text.match(/\[[-\d.e+\[\], ]*\]/);
+  if (!match) return text;
+  let values;
+  try { values = JSON.parse(match[0]); } catch { return text; }
+  const flat = [values].flat(Infinity);
+  if (flat.length <= 4 || flat.some((v) => typeof v !== "number")) return text;
+  const shape = [];
+  for (let v = values; Array.isArray(v); v = v[0]) shape.push(v.length);
+  const low = Math.min(...flat), high = Math.max(...flat);
+  const range = low === high ? `all ${low}` : `from ${low} to ${high}`;
+  return text.replace(match[0], `[${shape.join(", ")}] ${range}`);
 }
 
 function htmlLabel(rows) {
@@ -810,7 +844,10 @@ function dotOf(stage, edges, rankdir, detail) {
   for (const edge of edges) {
     const attrs = [`id="${edge.element}"`];
     if (!edge.tracked) attrs.push("style=dashed", "arrowhead=empty");
-    if (edge.label) attrs.push(`label=<<B>${escapeHtml(edge.label)}</B>>`);
+    if (edge.label) {  // a long value on several lines: a wide label would push the ranks apart
+      const lines = wrap(edge.label, labelWidth(stage)).map((t) => `<B>${escapeHtml(t)}</B>`);
+      attrs.push(`label=<${lines.join("<BR/>")}>`);
+    }
     lines.push(`  ${edge.tail} -> ${edge.head} [${attrs.join(", ")}];`);
   }
   lines.push("}");
@@ -835,7 +872,7 @@ function bestLayout(stage) {
     const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
     return { svg, w, h, font, scale, detail, wrapWidth, smallest: scale * font };
   };
-  const widths = [stage.wideWrap, Math.round(stage.wideWrap * 0.7)];
+  const widths = [stage.wideWrap, Math.round(stage.wideWrap * 0.65), Math.round(stage.wideWrap * 0.45)];
   const compact = stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w))).sort((a, b) => b.scale - a.scale)[0];
   const detailFont = compact.font * 0.8;  // the detail line is the smallest text, about four fifths of the rest
   let best = compact;
@@ -940,8 +977,8 @@ function installLayout(stage, best) {
   svg.querySelectorAll("g.cluster").forEach((g) => g.classList.add("part"));
   const tracked = new Map([...placeBoxesEdges(stage)]);
   stage.edges.forEach((g, id) => {
-    const label = g.querySelector("text");
-    if (label) stage.labelText.set(id, centred(g, label));
+    const labels = [...g.querySelectorAll("text")];
+    if (labels.length) stage.labelText.set(id, labels.map((t) => centred(g, t)));
     if (tracked.get(id) === false) g.classList.add("untracked");
   });
 }
@@ -966,6 +1003,22 @@ async function layout(stage, loadGraphviz) {
   stage.graphviz = graphviz;
   const start = performance.now();
   chooseView(stage);
+  const readable = stage.data.presenter ? 16 : 12;
+  if (bestLayout(stage).smallest < readable - 0.01 && !stage.root.classList.contains("stacked")
+      && !stage.root.classList.contains("alone") && window.innerWidth >= NARROW) {
+    // too small beside the panel: the panel goes below and the graph takes the width, if that reads larger
+    const before = { open: stage.open, best: bestLayout(stage) };
+    stage.stackForReading = true;
+    fitHeight(stage);
+    stage.layouts.clear();
+    chooseView(stage);
+    if (bestLayout(stage).smallest <= before.best.smallest + 0.01) {
+      stage.stackForReading = false;
+      fitHeight(stage);
+      stage.layouts.clear();
+      stage.open = before.open;
+    }
+  }
   installLayout(stage, bestLayout(stage));
   stage.root.dataset.layoutMs = (performance.now() - start).toFixed(1);  // what choosing and laying out the view took
   stage.stops = stopsOf(stage);
@@ -1106,7 +1159,8 @@ function fitHeight(stage) {
   const { root } = stage;
   stage.maxStatic = Math.max(320, window.innerHeight * 0.75);
   const svgBox = root.querySelector(".stage-svg");
-  const stacked = window.innerWidth >= NARROW && !root.classList.contains("alone") && root.clientWidth < STACK;
+  const stacked = window.innerWidth >= NARROW && !root.classList.contains("alone")
+    && (root.clientWidth < STACK || stage.stackForReading);
   root.classList.toggle("stacked", stacked);
   svgBox.style.height = "";
   if (stacked && stage.replay) {  // the graph and the player below it fill one screen
@@ -1288,22 +1342,21 @@ function drawPicture(stage, state, animate, period) {
     const part = isGroup(id) ? stage.tree.groups.get(id) : null;
     // a folded part says its output's gradient; it is drawn as a part, or as running while its steps run
     const view = part ? stage.views.get(stage.tree.byId.get(part.output).element) : stage.views.get(id);
-    const look = part ? (running === id ? "current" : "group") : view.state;
+    const recomputed = part && state && [...state.recomputed].some((n) => stage.boxOf.get(n) === id);
+    const look = part ? (running === id ? "current" : recomputed ? "recomputed" : "group") : view.state;
     const selected = stage.selected && stage.selected.includes(id);
     g.setAttribute("class", `node s-${look}${part ? " group" : ""}${selected ? " selected" : ""}`);
     const texts = stage.gradText.get(id);
-    if (texts) {
-      const lines = wrap(view.grad, stage.wrapWidth);
-      const shown = [...lines.slice(0, texts.length - 1), lines.slice(texts.length - 1).join(" ")];
-      texts.forEach((t, k) => { t.textContent = shown[k] || ""; });
-    }
+    if (texts) fillLines(texts, wrap(part ? summarised(view.grad) : view.grad, stage.wrapWidth));
   });
   svg.querySelectorAll(".flow-dot").forEach((el) => el.remove());
+  const sent = new Map();  // each drawn edge -> the last value sent along it (an edge into a folded part too)
+  if (state) state.sent.forEach((value, edge) => { if (stage.edgeShown.has(edge)) sent.set(stage.edgeShown.get(edge), value); });
   stage.edges.forEach((g, id) => {
     g.classList.remove("flow", "sent");
-    const label = stage.labelText.get(id);
-    const value = state ? state.sent.get(id) : undefined;
-    if (label) label.textContent = value || "";
+    const labels = stage.labelText.get(id);
+    const value = sent.get(id);
+    if (labels) fillLines(labels, value ? wrap(value, labelWidth(stage)) : []);
     if (value) g.classList.add("sent");
   });
   if (!state) return;
