@@ -199,10 +199,14 @@ def _adopt_inputs(root: _Group, by_id: Mapping[int, NodeSnapshot], users: Mappin
             while k < min(len(common), len(other)) and common[k] is other[k]:
                 k += 1
             common = common[:k]
-        if len(common) > len(chain) and common[: len(chain)] == chain:  # deeper, inside where it was made
-            chain[-1].children.remove(node_id)
-            common[-1].children.insert(0, node_id)
-            chains[node_id] = common
+        inside = common[len(chain) :]
+        if not inside or common[: len(chain)] != chain:  # it goes only deeper, inside where it was made
+            continue
+        if any(group.kind in ("loop", "iteration") for group in inside):  # a loop's first input stays outside it
+            continue
+        chain[-1].children.remove(node_id)
+        common[-1].children.insert(0, node_id)
+        chains[node_id] = common
 
 
 def _fold(group: _Group, by_id: Mapping[int, NodeSnapshot], called: Mapping[int, str]) -> None:
@@ -211,6 +215,9 @@ def _fold(group: _Group, by_id: Mapping[int, NodeSnapshot], called: Mapping[int,
         if isinstance(child, _Group):
             _fold(child, by_id, called)
     group.children = _repeats(group, by_id)
+    for child in group.children:
+        if isinstance(child, _Group) and child.kind == "repeat":
+            _split(child, called)
     _split(group, called)
 
 

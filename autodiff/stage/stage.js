@@ -390,7 +390,7 @@ function buildSkeleton(parent, data, replay) {
     player.append(controls, scrubber, parts);  // beside the graph: opening a part never shrinks the picture
     side.append(caption, element("h4", "", "The chain rule at this step"), element("div", "stage-step"));
     side.append(element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
-    if (data.program) {  // kept at the panel's foot while the card above it grows: its lit line stays in view
+    if (data.program) {  // its lit line stays in view: the panel scrolls to it when the card above it grows
       const program = element("div", "stage-program");
       program.append(element("h4", "", "The program (its running line lit)"), codePanel(data.program));
       side.append(program);
@@ -746,12 +746,11 @@ function placeBoxes(stage) {
     const element = !isGroup(tail) && !isGroup(head) ? edge.element : `b_${tail}_${head}`;
     stage.edgeShown.set(edge.element, element);
     const seen = drawn.get(element);
-    if (seen) {
-      seen.tracked = seen.tracked || edge.tracked;
-      seen.label = "";  // several edges drawn as one: the values sent along them are in the card
-    } else {
-      drawn.set(element, { element, tail, head, tracked: edge.tracked, label: edge.label });
-    }
+    // an edge into or out of a folded part carries no label: the part's card says what went in and out, and a
+    // label would push its ranks apart
+    const label = isGroup(tail) || isGroup(head) ? "" : edge.label;
+    if (seen) seen.tracked = seen.tracked || edge.tracked;
+    else drawn.set(element, { element, tail, head, tracked: edge.tracked, label });
   }
   return [...drawn.values()];
 }
@@ -789,7 +788,7 @@ function labelRows(stage, element) {
 
 function summarised(text) {
   // a folded part says its output's value and gradient short, as the engine summarises a large tensor
-  // (`value [4, 4] from -0.8 to 0.96`); open, its nodes say every number
+  // (`value [4, 4] from -0.8 to 0.96`), and so does an edge the value it carries; open, a node says every number
   const match = text.match(/\[[-\d.e+\[\], ]*\]/);
   if (!match) return text;
   let values;
@@ -818,8 +817,8 @@ function dotOf(stage, edges, rankdir, detail) {
   const body = data.fonts[1];
   const lines = [
     "digraph G {",
-    `  graph [rankdir=${rankdir}, bgcolor="transparent", nodesep=0.25, ranksep=0.3, fontname="Helvetica", fontsize=${body}];`,
-    `  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=${body}, margin="0.1,0.05"];`,
+    `  graph [rankdir=${rankdir}, bgcolor="transparent", nodesep=0.2, ranksep=0.22, fontname="Helvetica", fontsize=${body}];`,
+    `  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=${body}, margin="0.08,0.03"];`,
     `  edge [fontname="Helvetica", fontsize=${body}, arrowsize=0.9];`,
   ];
   const emit = (container, indent) => {
@@ -845,7 +844,7 @@ function dotOf(stage, edges, rankdir, detail) {
     const attrs = [`id="${edge.element}"`];
     if (!edge.tracked) attrs.push("style=dashed", "arrowhead=empty");
     if (edge.label) {  // a long value on several lines: a wide label would push the ranks apart
-      const lines = wrap(edge.label, labelWidth(stage)).map((t) => `<B>${escapeHtml(t)}</B>`);
+      const lines = wrap(summarised(edge.label), labelWidth(stage)).map((t) => `<B>${escapeHtml(t)}</B>`);
       attrs.push(`label=<${lines.join("<BR/>")}>`);
     }
     lines.push(`  ${edge.tail} -> ${edge.head} [${attrs.join(", ")}];`);
@@ -872,7 +871,7 @@ function bestLayout(stage) {
     const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
     return { svg, w, h, font, scale, detail, wrapWidth, smallest: scale * font };
   };
-  const widths = [stage.wideWrap, Math.round(stage.wideWrap * 0.65), Math.round(stage.wideWrap * 0.45)];
+  const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32)])];
   const compact = stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w))).sort((a, b) => b.scale - a.scale)[0];
   const detailFont = compact.font * 0.8;  // the detail line is the smallest text, about four fifths of the rest
   let best = compact;
@@ -1163,9 +1162,11 @@ function fitHeight(stage) {
     && (root.clientWidth < STACK || stage.stackForReading);
   root.classList.toggle("stacked", stacked);
   svgBox.style.height = "";
-  if (stacked && stage.replay) {  // the graph and the player below it fill one screen
+  if (stacked && stage.replay) {  // the graph and the player below it fill one screen (the rest of the first)
     root.style.height = "";
-    svgBox.style.height = `${Math.max(300, window.innerHeight - headerBottom() - 190)}px`;
+    const player = root.querySelector(".stage-player");
+    const below = (player ? player.offsetHeight : 0) + 16;
+    svgBox.style.height = `${Math.max(300, screenRoom(stage) - below)}px`;
     return;
   }
   if (!stage.replay || window.innerWidth < NARROW) { root.style.height = ""; return; }
@@ -1174,13 +1175,17 @@ function fitHeight(stage) {
     root.style.height = `${Math.max(380, window.innerHeight - headerBottom() - 16)}px`;
     return;
   }
-  const scroller = scrollerOf(root.parentElement);
+  root.style.height = `${Math.max(420, screenRoom(stage))}px`;
+}
+
+function screenRoom(stage) {
+  // a stage that starts in the first screen fills the rest of it; one further down fills a screen of its own
+  const { root } = stage;
+  const scroller = scrollerOf(root.parentElement || root.getRootNode().host);
   const top = root.getBoundingClientRect().top + (scroller ? scroller.scrollTop : window.scrollY)
     - (scroller ? scroller.getBoundingClientRect().top : 0);
-  // a stage that starts in the first screen fills the rest of it; one further down fills a screen of its own
-  const room = top < window.innerHeight / 2 ? window.innerHeight - Math.max(top, 0) - 16
+  return top < window.innerHeight / 2 ? window.innerHeight - Math.max(top, 0) - 16
     : window.innerHeight - headerBottom() - 24;
-  root.style.height = `${Math.max(420, room)}px`;
 }
 
 // -- what the recorded backward looks like after event i ---------------------------------------------------------
@@ -1343,7 +1348,7 @@ function drawPicture(stage, state, animate, period) {
     // a folded part says its output's gradient; it is drawn as a part, or as running while its steps run
     const view = part ? stage.views.get(stage.tree.byId.get(part.output).element) : stage.views.get(id);
     const recomputed = part && state && [...state.recomputed].some((n) => stage.boxOf.get(n) === id);
-    const look = part ? (running === id ? "current" : recomputed ? "recomputed" : "group") : view.state;
+    const look = part ? (recomputed ? "recomputed" : running === id ? "current" : "group") : view.state;
     const selected = stage.selected && stage.selected.includes(id);
     g.setAttribute("class", `node s-${look}${part ? " group" : ""}${selected ? " selected" : ""}`);
     const texts = stage.gradText.get(id);
@@ -1356,7 +1361,7 @@ function drawPicture(stage, state, animate, period) {
     g.classList.remove("flow", "sent");
     const labels = stage.labelText.get(id);
     const value = sent.get(id);
-    if (labels) fillLines(labels, value ? wrap(value, labelWidth(stage)) : []);
+    if (labels) fillLines(labels, value ? wrap(summarised(value), labelWidth(stage)) : []);
     if (value) g.classList.add("sent");
   });
   if (!state) return;
@@ -1445,6 +1450,10 @@ function lightLines(stage, state) {
       const r = lit.getBoundingClientRect(), b = pre.getBoundingClientRect();
       if (r.top < b.top || r.bottom > b.bottom) pre.scrollTop += r.top - b.top - b.height / 3;
     }
+    // and the panel beside the graph scrolls, as little as it takes, when a long card pushed the line below it
+    const side = root.querySelector(".stage-side");
+    const r = lit.getBoundingClientRect(), b = side.getBoundingClientRect();
+    if (side.scrollHeight > side.clientHeight + 1 && r.bottom > b.bottom) side.scrollTop += r.bottom - b.bottom + 8;
   }
 }
 

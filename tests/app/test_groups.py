@@ -124,7 +124,7 @@ def test_functions_scopes_and_repeats_fold_as_written():
     for w in weights:
         h = layer(h, w)
     with scope("the loss"):
-        (h * h).sum()
+        (h * h).sum() + x.sum()  # x is used twice: it stays where it was made
     groups, _ = group_tree(ad.snapshot().nodes)
     names = [(g["kind"], g["name"]) for g in groups]
     assert ("scope", "the loss") in names

@@ -99,7 +99,8 @@ def test_replay_graph_and_stepping_to_the_end(page, app_url):
 def test_shared_link_restores_program_and_event(page, app_url):
     open_page(page, app_url, "traversal?program=mlp&event=11")
     page.locator(".stage-caption", has_text="Event 11 of").wait_for()
-    assert page.locator(STAGE_NODES).count() == len(record_program("mlp").before.nodes)
+    drawn = page.locator(STAGE_NODES).count()  # its statements folded into parts, each a box
+    assert 1 < drawn <= len(record_program("mlp").before.nodes)
     assert page.locator(f"{STAGE_NODES}.s-current").count() == 1
     screenshot(page, "backward_traversal_mlp")
 

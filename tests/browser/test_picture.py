@@ -119,7 +119,8 @@ def test_edge_labels_sit_clear_of_every_node(page, app_url):
         )
         assert overlaps == [], (program, overlaps)
         labels = page.locator(".stage svg g.edge text").evaluate_all("ts => ts.map(t => t.textContent)")
-        assert [label for label in labels if label], program  # every program shows the values sent
+        between_nodes = page.locator(".stage svg g.edge[id^='e']").count()  # not into or out of a folded part
+        assert [label for label in labels if label] or not between_nodes, program  # the values sent are shown
 
 
 def test_graph_text_is_at_least_12px_whole_at_once(page, app_url):

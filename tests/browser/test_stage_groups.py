@@ -221,3 +221,24 @@ def test_a_phone_keeps_the_player_and_the_running_part_in_view(browser, tmp_path
     assert running and running["y"] >= 0 and running["y"] + running["height"] <= 844
     screenshot(page, "stage_phone_31_samples")
     context.close()
+
+
+def test_a_drag_pans_a_zoomed_graph_without_selecting_text(browser, tmp_path):
+    _, payload = playground(30)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    load(page, tmp_path, "samples-drag", payload)
+    page.keyboard.press("+")
+    page.keyboard.press("+")
+    box = page.locator(".stage-svg")
+    page.wait_for_function("() => document.querySelector('.stage-svg').classList.contains('zoomed')")
+    before = box.evaluate("b => [b.scrollLeft, b.scrollTop]")
+    r = rect(box)
+    page.mouse.move(r["x"] + r["width"] / 2, r["y"] + r["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(r["x"] + r["width"] / 2 - 150, r["y"] + r["height"] / 2 - 100, steps=8)
+    page.mouse.up()
+    after = box.evaluate("b => [b.scrollLeft, b.scrollTop]")
+    assert after != before  # the picture moved with the pointer
+    assert page.evaluate("() => String(getSelection())") == ""  # and no text was selected
+    context.close()
