@@ -388,9 +388,13 @@ function buildSkeleton(parent, data, replay) {
     }
     // the player is its own part of the stage: beside the graph on a screen, kept at the bottom on a phone
     player.append(controls, scrubber, parts);  // beside the graph: opening a part never shrinks the picture
-    side.append(caption, element("h4", "", "The chain rule at this step"), element("div", "stage-step"));
-    side.append(element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
-    if (data.program) {  // its lit line stays in view: the panel scrolls to it when the card above it grows
+    // the card and the container scroll between the caption and the program: a long card never pushes the lit
+    // line out of view
+    const middle = element("div", "stage-middle");
+    middle.append(element("h4", "", "The chain rule at this step"), element("div", "stage-step"),
+      element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
+    side.append(caption, middle);
+    if (data.program) {
       const program = element("div", "stage-program");
       program.append(element("h4", "", "The program (its running line lit)"), codePanel(data.program));
       side.append(program);
@@ -1450,10 +1454,6 @@ function lightLines(stage, state) {
       const r = lit.getBoundingClientRect(), b = pre.getBoundingClientRect();
       if (r.top < b.top || r.bottom > b.bottom) pre.scrollTop += r.top - b.top - b.height / 3;
     }
-    // and the panel beside the graph scrolls, as little as it takes, when a long card pushed the line below it
-    const side = root.querySelector(".stage-side");
-    const r = lit.getBoundingClientRect(), b = side.getBoundingClientRect();
-    if (side.scrollHeight > side.clientHeight + 1 && r.bottom > b.bottom) side.scrollTop += r.bottom - b.bottom + 8;
   }
 }
 
