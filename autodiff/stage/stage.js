@@ -785,12 +785,13 @@ function labelRows(stage, element) {
     ? [...lines(title, part.name, true, "title"), ...lines(body, part.summary, false, "summary")]
     : lines(title, node.title, true, "title");
   const said = part ? summarised : (text) => text;
-  rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, said(node.wide), false, "grad"));
+  const widest = part ? summarised(node.wide, true) : node.wide;  // room for any numbers the summary will say
+  rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, widest, false, "grad"));
   if (!part) rows.push(...lines(small, node.detail, false, "detail"));
   return rows.filter((r) => r[1].trim());
 }
 
-function summarised(text) {
+function summarised(text, room = false) {
   // a folded part says its output's value and gradient short, as the engine summarises a large tensor
   // (`value [4, 4] from -0.8 to 0.96`), and so does an edge the value it carries; open, a node says every number
   const match = text.match(/\[[-\d.e+\[\], ]*\]/);
@@ -802,7 +803,8 @@ function summarised(text) {
   const shape = [];
   for (let v = values; Array.isArray(v); v = v[0]) shape.push(v.length);
   const low = Math.min(...flat), high = Math.max(...flat);
-  const range = low === high ? `all ${low}` : `from ${low} to ${high}`;
+  const widest = "-0.0001234";  // four significant digits, a sign and a small exponent's worth
+  const range = room ? `from ${widest} to ${widest}` : low === high ? `all ${low}` : `from ${low} to ${high}`;
   return text.replace(match[0], `[${shape.join(", ")}] ${range}`);
 }
 

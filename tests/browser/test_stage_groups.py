@@ -242,3 +242,22 @@ def test_a_drag_pans_a_zoomed_graph_without_selecting_text(browser, tmp_path):
     assert after != before  # the picture moved with the pointer
     assert page.evaluate("() => String(getSelection())") == ""  # and no text was selected
     context.close()
+
+
+def test_follow_the_step_opens_the_part_that_runs_and_folds_it_after(browser, tmp_path):
+    _, payload = playground(30)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    load(page, tmp_path, "samples-follow", payload)
+    folded = page.locator(".stage-svg g.node.group").count()
+    page.get_by_label("Open the part that runs").check()
+    page.keyboard.press("ArrowRight")  # the tape built
+    page.keyboard.press("ArrowRight")  # the first step, inside the loop: its parts open around it
+    page.locator(".stage-svg g.cluster").first.wait_for()
+    running = page.locator(".stage-svg g.node.s-current")
+    assert running.count() == 1 and not running.first.evaluate("g => g.classList.contains('group')")  # the step
+    assert page.locator(".stage-caption").inner_text().startswith("Step 2 of ")  # a press per step
+    page.get_by_label("Open the part that runs").uncheck()  # folded back as the student left it
+    page.wait_for_function(f"() => document.querySelectorAll('.stage-svg g.node.group').length === {folded}")
+    assert page.locator(".stage-svg g.cluster").count() == 0
+    context.close()
