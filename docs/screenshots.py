@@ -115,7 +115,7 @@ def main() -> None:
                 page.locator("[data-testid='stMain'] h1").first.wait_for()
                 page.wait_for_timeout(3000)
                 act(page, path)
-                if path == "class":  # the stage as the room sees it on the projector (its panel says how to join)
+                if path in ("class", "samples"):  # the stage itself (on a projector, as the room sees it)
                     shown = page.locator(".stage").first
                     shown.evaluate("el => { el.style.scrollMarginTop = '64px'; el.scrollIntoView({block: 'start'}); }")
                     page.wait_for_timeout(500)
