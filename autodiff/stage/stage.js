@@ -101,6 +101,7 @@ function newStage(data, parent, root, setStateValue) {
     chosenOpen: new Set(),  // the parts open as the student left them (follow opens more, for a while)
     dragged: false,  // a drag that panned the graph is not a click on what it ended over
     lastFrame: null,  // the last frame shown, to step forward from
+    layout: null,  // the layout drawn now
     stackForReading: false,  // the graph read too small beside the panel: the panel went below it
     wideWrap: window.innerWidth < NARROW ? 26 : WRAP,  // a box's longest line, in characters: shorter on a phone
     wrapWidth: WRAP,  // the line width the drawn layout was made with (bestLayout tries it and a shorter one)
@@ -196,7 +197,7 @@ function mountUnpacked(component, loadGraphviz, pageKeys) {
   layout(stage, loadGraphviz).then((done) => {
     if (!done) return;  // unmounted while Graphviz loaded
     fitHeight(stage);
-    place(stage, null);
+    placeReadable(stage);
     show(stage, stage.index, false, 800, false);
     // a class's teacher on a projector starts on the room code and QR code above the stage, for the room to join
     const joining = data.classroom && data.classroom.role === "teacher";
@@ -391,6 +392,9 @@ function buildSkeleton(parent, data, replay) {
     // the card and the container scroll between the caption and the program: a long card never pushes the lit
     // line out of view
     const middle = element("div", "stage-middle");
+    middle.tabIndex = 0;  // it scrolls beside the graph: the keyboard can scroll it too
+    middle.setAttribute("role", "region");
+    middle.setAttribute("aria-label", "The chain rule and the Gradients container");
     middle.append(element("h4", "", "The chain rule at this step"), element("div", "stage-step"),
       element("h4", "", "The Gradients container after this event"), element("div", "stage-container"));
     side.append(caption, middle);
@@ -879,10 +883,12 @@ function bestLayout(stage) {
   };
   const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32)])];
   const compact = stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w))).sort((a, b) => b.scale - a.scale)[0];
+  compact.compact = compact;
   const detailFont = compact.font * 0.8;  // the detail line is the smallest text, about four fifths of the rest
   let best = compact;
   if (compact.scale * detailFont >= readable - 0.01 && stage.data.nodes.some((n) => stage.boxOf.get(n.id) === n.element)) {
     const withDetail = stage.data.rankdirs.map((r) => lay(r, true, compact.wrapWidth)).sort((a, b) => b.scale - a.scale)[0];
+    withDetail.compact = compact;  // drawn instead when the zoom buttons' corner leaves the detail line too small
     if (withDetail.smallest >= readable - 0.01) best = withDetail;
   }
   stage.wrapWidth = best.wrapWidth;
@@ -925,7 +931,7 @@ function redraw(stage) {
   // the view as the groups are open now: laid out once (kept), drawn at the current event
   installLayout(stage, bestLayout(stage));
   stage.stops = stopsOf(stage);
-  place(stage, null);
+  placeReadable(stage);
   drawParts(stage);
   show(stage, stage.index, false, 800, false);
 }
@@ -949,6 +955,17 @@ function drawParts(stage) {
   list.querySelector(".stage-parts-list").replaceChildren(...buttons);
 }
 
+function placeReadable(stage) {
+  // fitted, with the zoom buttons' corner kept clear; if that left the detail line under readable size, the layout
+  // without it is drawn instead
+  place(stage, null);
+  const readable = stage.data.presenter ? 16 : 12, drawn = stage.layout;
+  if (drawn && drawn.detail && drawn.compact && stage.scale * drawn.font < readable - 0.01) {
+    installLayout(stage, drawn.compact);
+    place(stage, null);
+  }
+}
+
 function installLayout(stage, best) {
   const box = stage.root.querySelector(".stage-svg");
   const readable = stage.data.presenter ? 16 : 12;
@@ -959,6 +976,7 @@ function installLayout(stage, best) {
   svg.querySelectorAll("title").forEach((t) => t.remove());  // Graphviz's ids, not words for a person
   box.replaceChildren(svg);
   stage.svg = svg;
+  stage.layout = best;
   stage.wrapWidth = best.wrapWidth;  // the gradient lines are rewritten at the width they were laid out with
   stage.badgeView = null;
   stage.natural = { w: best.w, h: best.h };

@@ -55,8 +55,8 @@ def test_the_seed_experiment_piles_up_then_the_sweep_removes_it(browser, app_url
         band.focus()
         shown = page.evaluate(SHOWN)
         assert (
-            "exp output, saved by" in shown
-            and "mul for backward" in shown
+            "exp(x) output, saved by" in shown  # the nodes named as the stage names them
+            and "exp(x)·x for backward" in shown
             and "line 3 of the program (memory_forward)" in shown
         )
         assert "made in forward pass 3" in shown

@@ -63,6 +63,12 @@ def test_an_iteration_replays_its_backward_on_the_stage(page, app_url):
         page.wait_for_timeout(600)
     page.get_by_role("button", name="Replay iteration 3's backward").click()
     page.locator(STAGE_NODES).first.wait_for(timeout=60_000)
+    folded = page.locator(".stage-part[aria-expanded='false']")
+    for _ in range(20):  # the network drawn folded into its parts: each opened in place
+        if not folded.count():
+            break
+        folded.first.click()
+        page.wait_for_timeout(300)
     assert page.locator(STAGE_NODES).count() >= 10  # the forward's 10 operations and the leaves
     for name in ("w1", "hidden", "logits", "loss"):  # the program's names on the graph
         assert page.locator(STAGE_NODES).filter(has_text=name).count() >= 1, name
