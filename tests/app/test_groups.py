@@ -13,18 +13,10 @@ from autodiff.stage import replay_payload, static_payload
 from autodiff.stage.groups import MAX_CHILDREN, group_tree
 from autodiff.structure import GroupFrame
 from course.programs import record_program
+from playground.examples import EXAMPLES
 from playground.interpreter import run_program
 
-LOOP = """\
-w1 = Tensor.random([2, 4], Distribution.Default, ad).require_grad()
-w2 = Tensor.random([4, 1], Distribution.Default, ad).require_grad()
-x = Tensor.from_floats([[2.0, 3.0]], ad)
-loss = ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
-for i in range(SAMPLES):
-    x = Tensor.from_floats([[0.5 * i, 1.0 - i]], ad)
-    loss = loss + ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
-grads = loss.backward()
-"""
+LOOP = EXAMPLES["Per-sample loop (30 samples)"].replace("range(30)", "range(SAMPLES)")  # the Playground's own
 
 
 def loop_payload(samples: int):

@@ -17,22 +17,14 @@ import pytest
 from autodiff import Device, Tensor, notebook
 from autodiff.stage import export_html, replay_payload
 from autodiff.stage.graph_dot import SIZES
+from playground.examples import EXAMPLES
 from playground.interpreter import run_program
 
 from .conftest import screenshot
 
 pytestmark = pytest.mark.browser
 
-LOOP = """\
-w1 = Tensor.random([2, 4], Distribution.Default, ad).require_grad()
-w2 = Tensor.random([4, 1], Distribution.Default, ad).require_grad()
-x = Tensor.from_floats([[2.0, 3.0]], ad)
-loss = ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
-for i in range(SAMPLES):
-    x = Tensor.from_floats([[0.5 * i, 1.0 - i]], ad)
-    loss = loss + ((x.matmul(w1).tanh().matmul(w2) - 1.0) ** 2).sum()
-grads = loss.backward()
-"""
+LOOP = EXAMPLES["Per-sample loop (30 samples)"].replace("range(30)", "range(SAMPLES)")  # the Playground's own
 PLAYGROUND = {60: 6, 250: 30, 1000: 124, 5000: 620}  # about that many nodes -> samples
 SCREENS = [(1440, 900, False), (1280, 720, True), (1024, 768, False), (1280, 800, False), (1366, 768, False)]
 
