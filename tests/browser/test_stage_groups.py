@@ -96,6 +96,19 @@ def assert_whole_and_readable(page, presenter: bool, what: str) -> None:
 
 
 @pytest.fixture(scope="module")
+def samples31():
+    """The 31-sample program's run and payload, built once for the module."""
+    return playground(30)
+
+
+@pytest.fixture
+def laptop(browser):
+    """A fresh page at 1440x900 in the module's browser."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    yield context.new_page()
+
+
+@pytest.fixture(scope="module")
 def programs(tmp_path_factory):
     made = {f"playground-{nodes}": playground(samples)[1] for nodes, samples in PLAYGROUND.items()}
     made.update({f"notebook-{n}": student_mlp(s) for n, s in {60: 7, 250: 30, 1000: 120, 5000: 600}.items()})
@@ -115,10 +128,9 @@ def test_every_size_opens_whole_and_readable_on_every_screen(browser, programs, 
     context.close()
 
 
-def test_the_31_sample_program_plays_by_its_parts_and_nothing_moves(browser, tmp_path):
-    run, payload = playground(30)
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
+def test_the_31_sample_program_plays_by_its_parts_and_nothing_moves(laptop, samples31, tmp_path):
+    run, payload = samples31
+    page = laptop
     load(page, tmp_path, "samples-31", payload)
     before = {s["id"]: s for s in page.evaluate(GEOMETRY)["shapes"]}
     parts = len([g for g in payload["groups"] if g["kind"] == "iteration"]) + 1
@@ -136,13 +148,11 @@ def test_the_31_sample_program_plays_by_its_parts_and_nothing_moves(browser, tmp
             assert box["x"] - 1 <= r["x"] and r["x"] + r["width"] <= box["x"] + box["width"] + 1
             assert box["y"] - 1 <= r["y"] and r["y"] + r["height"] <= box["y"] + box["height"] + 1
     screenshot(page, "stage_31_samples_played")
-    context.close()
 
 
-def test_a_folded_parts_card_adds_up_what_the_engine_sent(browser, tmp_path):
-    run, payload = playground(30)
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
+def test_a_folded_parts_card_adds_up_what_the_engine_sent(laptop, samples31, tmp_path):
+    run, payload = samples31
+    page = laptop
     load(page, tmp_path, "samples-card", payload)
     loop = next(g for g in payload["groups"] if g["kind"] == "loop")
     names = {v: k for k, v in run.names.items()}
@@ -170,7 +180,6 @@ def test_a_folded_parts_card_adds_up_what_the_engine_sent(browser, tmp_path):
             assert any(np.allclose(shown, total, rtol=1e-6, atol=1e-7) for total in sums), (target, shown, sums)
             checked += 1
     assert checked >= 2
-    context.close()
 
 
 def _within(payload, element: str, ancestor: str) -> bool:
@@ -182,10 +191,9 @@ def _within(payload, element: str, ancestor: str) -> bool:
     return False
 
 
-def test_a_click_opens_a_part_in_place_and_its_button_folds_it(browser, tmp_path):
-    _, payload = playground(30)
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
+def test_a_click_opens_a_part_in_place_and_its_button_folds_it(laptop, samples31, tmp_path):
+    _, payload = samples31
+    page = laptop
     load(page, tmp_path, "samples-open", payload)
     loop = next(g for g in payload["groups"] if g["kind"] == "loop")
     page.locator(f".stage-svg g#{loop['element']}").click()
@@ -196,11 +204,10 @@ def test_a_click_opens_a_part_in_place_and_its_button_folds_it(browser, tmp_path
     button.focus()
     page.keyboard.press("Enter")
     page.locator(f".stage-svg g.node#{loop['element']}").wait_for()
-    context.close()
 
 
-def test_a_phone_keeps_the_player_and_the_running_part_in_view(browser, tmp_path):
-    _, payload = playground(30)
+def test_a_phone_keeps_the_player_and_the_running_part_in_view(browser, samples31, tmp_path):
+    _, payload = samples31
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
     load(page, tmp_path, "samples-phone", payload)
@@ -215,10 +222,9 @@ def test_a_phone_keeps_the_player_and_the_running_part_in_view(browser, tmp_path
     context.close()
 
 
-def test_a_drag_pans_a_zoomed_graph_without_selecting_text(browser, tmp_path):
-    _, payload = playground(30)
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
+def test_a_drag_pans_a_zoomed_graph_without_selecting_text(laptop, samples31, tmp_path):
+    _, payload = samples31
+    page = laptop
     load(page, tmp_path, "samples-drag", payload)
     page.keyboard.press("+")
     page.keyboard.press("+")
@@ -233,13 +239,11 @@ def test_a_drag_pans_a_zoomed_graph_without_selecting_text(browser, tmp_path):
     after = box.evaluate("b => [b.scrollLeft, b.scrollTop]")
     assert after != before  # the picture moved with the pointer
     assert page.evaluate("() => String(getSelection())") == ""  # and no text was selected
-    context.close()
 
 
-def test_follow_the_step_opens_the_part_that_runs_and_folds_it_after(browser, tmp_path):
-    _, payload = playground(30)
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
-    page = context.new_page()
+def test_follow_the_step_opens_the_part_that_runs_and_folds_it_after(laptop, samples31, tmp_path):
+    _, payload = samples31
+    page = laptop
     load(page, tmp_path, "samples-follow", payload)
     folded = page.locator(".stage-svg g.node.group").count()
     page.get_by_label("Open the part that runs").check()
@@ -252,4 +256,3 @@ def test_follow_the_step_opens_the_part_that_runs_and_folds_it_after(browser, tm
     page.get_by_label("Open the part that runs").uncheck()  # folded back as the student left it
     page.wait_for_function(f"() => document.querySelectorAll('.stage-svg g.node.group').length === {folded}")
     assert page.locator(".stage-svg g.cluster").count() == 0
-    context.close()
