@@ -11,7 +11,8 @@ import math
 from typing import TYPE_CHECKING
 
 from .graph import Op, Rule, per_constant
-from .tensor import Tensor, _run_op
+from .ops import run_op
+from .tensor import Tensor
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
@@ -31,7 +32,7 @@ def _softmax(dim: int) -> Op:
 
 def softmax(tensor: Tensor, dim: int) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`, computed from x - max(x) so that no exponential overflows."""
-    return _run_op(_softmax(tensor._dim(dim)), (tensor,))
+    return run_op(_softmax(tensor._dim(dim)), (tensor,))
 
 
 @per_constant
@@ -45,7 +46,7 @@ def _log_softmax(dim: int) -> Op:
 
 def log_softmax(tensor: Tensor, dim: int) -> Tensor:
     """x - log(sum(exp(x))) along `dim`, stable for large x."""
-    return _run_op(_log_softmax(tensor._dim(dim)), (tensor,))
+    return run_op(_log_softmax(tensor._dim(dim)), (tensor,))
 
 
 def _gelu_forward(x: Buffer) -> Buffer:
@@ -63,7 +64,7 @@ _GELU = Op("gelu", _gelu_forward, (Rule("grad * (Φ(x) + x φ(x))", lambda g, s:
 
 def gelu(tensor: Tensor) -> Tensor:
     """x Φ(x), Φ the standard normal's distribution function (the exact GELU, with erf, as Burn's)."""
-    return _run_op(_GELU, (tensor,))
+    return run_op(_GELU, (tensor,))
 
 
 _LOG_SIGMOID = Op(
@@ -74,7 +75,7 @@ _LOG_SIGMOID = Op(
 
 def log_sigmoid(tensor: Tensor) -> Tensor:
     """log(σ(x)), without overflow for large |x|."""
-    return _run_op(_LOG_SIGMOID, (tensor,))
+    return run_op(_LOG_SIGMOID, (tensor,))
 
 
 def relu(tensor: Tensor) -> Tensor:

@@ -15,20 +15,19 @@ from typing import TYPE_CHECKING
 from .graph import Node, NodeId, Op, Step
 
 if TYPE_CHECKING:
-    from collections.abc import MutableMapping
+    from collections.abc import Mapping
 
     from .backends.base import Buffer
     from .memory import MemoryPool
     from .memory_management import NodeRecord
-    from .tensor import Tensor
-    from .trace import Recorder
+    from .observer import Observer
 
 
 class Checkpointer:
     """One backward's access to the saved state of its steps (Burn's `Checkpointer`). This one recomputes
     nothing: each step's saved state is what it kept."""
 
-    def __init__(self, pool: MemoryPool, recorder: Recorder) -> None:
+    def __init__(self, pool: MemoryPool, recorder: Observer) -> None:
         self._pool = pool
         self._recorder = recorder
 
@@ -50,16 +49,16 @@ class CheckpointStrategy:
     def __init__(self) -> None:
         self.checkpoints: dict[NodeId, Buffer] = {}  # values kept for recomputation (none without recipes)
 
-    def checkpoint(self, step: Step, op: Op, nodes: tuple[Node, ...], inputs: tuple[Tensor, ...]) -> None:
-        """At registration of a tracked op: decide what its step keeps."""
+    def checkpoint(self, step: Step, op: Op, nodes: tuple[Node, ...], inputs: tuple[Buffer, ...]) -> None:
+        """At registration of a tracked op (its inputs' nodes and values): decide what its step keeps."""
 
     def checkpointer(
-        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], pool: MemoryPool, recorder: Recorder
+        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], pool: MemoryPool, recorder: Observer
     ) -> Checkpointer:
         """At the start of a backward: how its steps get their saved state."""
         return Checkpointer(pool, recorder)
 
-    def prune(self, steps: MutableMapping[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
+    def prune(self, steps: Mapping[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
         """After steps left the server: forget what no pending step can be recomputed from."""
 
 
@@ -72,7 +71,7 @@ class BalancedCheckpointing(CheckpointStrategy):
 
     name = "balanced"
 
-    def checkpoint(self, step: Step, op: Op, nodes: tuple[Node, ...], inputs: tuple[Tensor, ...]) -> None:
+    def checkpoint(self, step: Step, op: Op, nodes: tuple[Node, ...], inputs: tuple[Buffer, ...]) -> None:
         """A saved tensor made by a tracked elementwise node becomes a recipe (that node's id); the inputs
         an elementwise step would be recomputed from are kept as checkpoints."""
         producers = {"y": step.node} | {name: nodes[k] for k, name in enumerate(op.names[: len(inputs)])}
@@ -82,16 +81,16 @@ class BalancedCheckpointing(CheckpointStrategy):
                 del step.saved[name]
                 step.recipes[name] = producer.id
         if step.node.memory_bound:
-            for node, tensor in zip(nodes, inputs, strict=True):
+            for node, value in zip(nodes, inputs, strict=True):
                 if not (node.memory_bound and node.requirement.is_tracked):
-                    self.checkpoints[node.id] = tensor.data
+                    self.checkpoints[node.id] = value
 
     def checkpointer(
-        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], pool: MemoryPool, recorder: Recorder
+        self, tape: list[list[Step]], records: dict[NodeId, NodeRecord], pool: MemoryPool, recorder: Observer
     ) -> Checkpointer:
         return RecomputingCheckpointer(tape, self.checkpoints, records, pool, recorder)
 
-    def prune(self, steps: MutableMapping[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
+    def prune(self, steps: Mapping[NodeId, Step], records: dict[NodeId, NodeRecord]) -> None:
         if not self.checkpoints:
             return
         needed: set[NodeId] = set()
@@ -114,7 +113,7 @@ class RecomputingCheckpointer(Checkpointer):
         checkpoints: dict[NodeId, Buffer],
         records: dict[NodeId, NodeRecord],
         pool: MemoryPool,
-        recorder: Recorder,
+        recorder: Observer,
     ) -> None:
         super().__init__(pool, recorder)
         self._checkpoints = checkpoints

@@ -8,11 +8,13 @@ from .backends.base import Backend
 from .backends.numpy_backend import NumpyBackend
 from .checkpointing import STRATEGIES
 from .errors import BackendUnavailableError, UnsupportedOperationError
+from .ids import NodeId
 from .memory import MemoryUsage
 from .memory_history import MemoryHistory
 from .memory_management import POLICIES
+from .observer import NO_OBSERVER
 from .server import AutodiffServer
-from .snapshot import GraphSnapshot
+from .snapshot import GraphNode, GraphSnapshot, Pictures, graph_of, snapshot
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ class Device:
                 f"Unknown checkpointing {checkpointing!r}: use 'none' (the default) or 'balanced'."
             )
         server = AutodiffServer(self.backend.pool, POLICIES[memory_policy](), STRATEGIES[checkpointing]())
-        server.memory.keep_values = keep_values
+        if keep_values:
+            server.memory.observer = Pictures()
         return Device(self.backend, inner=self, server=server)
 
     @property
@@ -111,17 +114,18 @@ class Device:
         (as PyTorch's `torch.cuda.memory._record_memory_history`); a recording already running starts over.
         `enabled=False` stops and forgets it. The device and its autodiff devices share one recording."""
         pool = self.backend.pool
-        pool.history = MemoryHistory(max_entries, pool.bytes_in_use) if enabled else None
+        pool.observer = MemoryHistory(max_entries, pool.bytes_in_use) if enabled else NO_OBSERVER
 
     @property
     def memory_history(self) -> MemoryHistory | None:
         """The recording (its entries, typed), or None when none runs."""
-        return self.backend.pool.history
+        observer = self.backend.pool.observer
+        return observer if isinstance(observer, MemoryHistory) else None
 
     def memory_snapshot(self) -> dict[str, object]:
         """The recording as a plain dict in PyTorch memory_viz's snapshot format (`segments`, `device_traces`);
         `autodiff.memory_viz.dump_snapshot` writes it to a file memory_viz opens."""
-        history = self.backend.pool.history
+        history = self.memory_history
         if history is None:
             raise UnsupportedOperationError(
                 "No memory history is being recorded: call device.record_memory_history() first, then run the program."
@@ -133,9 +137,17 @@ class Device:
         return self.backend.memory_counters()
 
     def snapshot(self) -> GraphSnapshot:
+        return snapshot(self._server("a graph to snapshot"))
+
+    def graph_of(self, root_id: NodeId) -> list[GraphNode]:
+        """The nodes `root_id` was computed from, inputs first, enough to recompute them elsewhere (see
+        `snapshot.graph_of`)."""
+        return graph_of(self._server("a graph"), root_id)
+
+    def _server(self, what: str) -> AutodiffServer:
         if self.server is None:
-            raise UnsupportedOperationError("Only an autodiff device has a graph to snapshot: use device.autodiff().")
-        return self.server.snapshot()
+            raise UnsupportedOperationError(f"Only an autodiff device has {what}: use device.autodiff().")
+        return self.server
 
     def __repr__(self) -> str:
         return f"Device({self.name})"

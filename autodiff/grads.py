@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .graph import Node, NodeId, Requirement
-from .trace import NO_RECORDER, Recorder
+from .observer import NO_OBSERVER, Observer
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
@@ -23,13 +23,13 @@ class Gradients:
     (leaf) entry is kept. That is why only leaves have gradients after backward.
     """
 
-    def __init__(self, hook: Recorder = NO_RECORDER, container: dict[NodeId, Buffer] | None = None) -> None:
+    def __init__(self, hook: Observer = NO_OBSERVER, container: dict[NodeId, Buffer] | None = None) -> None:
         self._container: dict[NodeId, Buffer] = {} if container is None else container
         self.hook = hook  # told of each registration and consumption (Burn's `on_register`)
 
     @classmethod
     def new(
-        cls, root_id: NodeId, root_value: Buffer, hook: Recorder = NO_RECORDER, into: Gradients | None = None
+        cls, root_id: NodeId, root_value: Buffer, hook: Observer = NO_OBSERVER, into: Gradients | None = None
     ) -> Gradients:
         """The container of one backward, its hook given at creation and the root's gradient (ones) registered
         (Burn's `Gradients::new_with_hook`). `into`: an earlier container whose entries this one adds to, as
@@ -43,8 +43,7 @@ class Gradients:
         total = grad if previous is None else previous + grad
         self._container[node_id] = total
         self.hook.gradient_registered(node_id, source, grad, total)
-        if total.pool.history is not None:
-            total.pool.history.gradient(total, node_id)
+        total.pool.observer.gradient(total, node_id)
 
     def consume(self, node: Node) -> Buffer:
         requirement = node.requirement

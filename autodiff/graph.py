@@ -11,21 +11,12 @@ import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .ids import NodeId
+
 if TYPE_CHECKING:
     from .backends.base import Buffer
-    from .checkpointing import Checkpointer
-    from .grads import Gradients
 
-
-class NodeId(int):
-    """Identifier of a node, from a counter owned by the device's server."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"NodeId({int(self)})"
-
-    __str__ = __repr__
+__all__ = ["Node", "NodeId", "Op", "Requirement", "Rule", "RootStep", "Step", "UntrackedOpsStep", "per_constant"]
 
 
 class Requirement(enum.Enum):
@@ -127,7 +118,9 @@ def per_constant(build: Callable[..., Op]) -> Callable[..., Op]:
 
 
 class Step:
-    """A registered operation awaiting backward (Burn's `OpsStep`)."""
+    """A registered operation awaiting backward (Burn's `OpsStep`). The server runs it once
+    (`AutodiffServer.run_step`): it consumes its node's gradient, sends one to each tracked parent by
+    its rule, and frees what it saved."""
 
     __slots__ = ("node", "op", "rules", "input_shapes", "saved", "recipes")
 
@@ -154,37 +147,19 @@ class Step:
         owners = {id(b.allocation): b.allocation.owned_bytes for b in self.saved.values()}
         return sum(owners.values())
 
-    def run(self, grads: Gradients, checkpointer: Checkpointer) -> None:
-        """Consume this node's gradient and send one to each tracked parent, by its rule (Burn's `step`, which
-        takes the step by value: once it ran, what it saved is freed)."""
-        grads.hook.step_started(self)
-        node = self.node
-        saved = checkpointer.retrieve(self)  # the saved state, recomputed values included
-        grad = grads.consume(node)
-        for parent, rule, shape in zip(node.parents, self.rules, self.input_shapes, strict=True):
-            parent_grad = rule.fn(grad, saved)
-            if parent_grad.array.shape != shape:  # the input was broadcast
-                parent_grad = parent_grad.sum_to(shape)
-            grads.register(parent.id, parent_grad, node.id)
-        checkpointer.release(self)
-
     def free_saved(self) -> None:
         self.saved = {}
         self.recipes = {}
 
 
 class RootStep(Step):
-    """Registered by require_grad(): running it only consumes (keeps) the leaf's gradient."""
+    """Registered by require_grad(): it has no parents, so running it only consumes (keeps) the leaf's
+    gradient."""
 
     __slots__ = ()
 
     def __init__(self, node: Node) -> None:
         super().__init__(node, "leaf", (), (), {})
-
-    def run(self, grads: Gradients, checkpointer: Checkpointer) -> None:
-        grads.hook.step_started(self)
-        grads.consume(self.node)
-        checkpointer.release(self)
 
 
 class UntrackedOpsStep(Step):

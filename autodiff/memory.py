@@ -15,12 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .errors import MemoryBudgetError
-
-if TYPE_CHECKING:
-    from .memory_history import MemoryHistory
+from .observer import NO_OBSERVER, Observer
 
 MIB = 1024 * 1024
 
@@ -99,17 +96,17 @@ def memory_budget(budget: MemoryBudget) -> Iterator[MemoryBudget]:
 class MemoryPool:
     """The live-buffer counter of one device (shared by its autodiff device)."""
 
-    __slots__ = ("bytes_in_use", "allocations", "peak_bytes", "budget", "history")
+    __slots__ = ("bytes_in_use", "allocations", "peak_bytes", "budget", "observer")
 
     def __init__(self) -> None:
         self.bytes_in_use = 0
         self.allocations = 0
         self.peak_bytes = 0
         self.budget = _BUDGET.get()
-        self.history: MemoryHistory | None = None  # set while the device records its memory history
+        self.observer: Observer = NO_OBSERVER  # a memory history while the device records one
 
     def allocate(self, nbytes: int, owner: object = None) -> None:
-        """`owner` (the buffer) is only told to a memory history, which tells buffers apart by it."""
+        """`owner` (the buffer) is only told to the observer (a memory history tells buffers apart by it)."""
         budget = self.budget
         if budget is not None:
             budget.take(nbytes)
@@ -117,16 +114,14 @@ class MemoryPool:
         self.allocations += 1
         if self.bytes_in_use > self.peak_bytes:
             self.peak_bytes = self.bytes_in_use
-        if self.history is not None:
-            self.history.allocated(owner, nbytes)
+        self.observer.allocated(owner, nbytes)
 
     def release(self, nbytes: int, owner: object = None) -> None:
         if self.budget is not None:
             self.budget.give_back(nbytes)
         self.bytes_in_use -= nbytes
         self.allocations -= 1
-        if self.history is not None:
-            self.history.released(owner, nbytes)
+        self.observer.released(owner, nbytes)
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.bytes_in_use

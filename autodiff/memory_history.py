@@ -1,8 +1,8 @@
 """A device's memory history: every buffer allocated and released, what it was, and where the program made it,
 written out in the snapshot format of PyTorch's memory_viz (https://pytorch.org/memory_viz).
 
-Off by default. `device.record_memory_history()` gives the device's `MemoryPool` a `MemoryHistory`; until then
-the pool pays one `is not None` check per allocation and per release, and the server one per registration.
+Off by default. `device.record_memory_history()` makes a `MemoryHistory` the observer of the device's `MemoryPool`
+(`observer.py`); until then the pool and the server call the observer that does nothing.
 
 What each buffer is (its *role*) is learned after it is allocated: the server says which node and op made it,
 which step saves it for backward, which leaf became a parameter, and the `Gradients` container which buffers
@@ -23,6 +23,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
+
+from .observer import Observer
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -115,8 +117,8 @@ class MemoryEvent:
     time_us: int  # microseconds since the recording started
 
 
-class MemoryHistory:
-    """The recording a `MemoryPool` feeds while it is set (see the module's docstring)."""
+class MemoryHistory(Observer):
+    """The recording a `MemoryPool` feeds while it is its observer (see the module's docstring)."""
 
     def __init__(self, max_entries: int, bytes_in_use: int) -> None:
         if max_entries < 1:

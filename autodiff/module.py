@@ -19,7 +19,8 @@ import numpy as np
 from .backends.base import Windows
 from .errors import DTypeError, ShapeMismatchError
 from .graph import Op, Rule, per_constant
-from .tensor import Tensor, _run_op
+from .ops import run_op
+from .tensor import Tensor
 
 if TYPE_CHECKING:
     from .backends.base import Buffer, Shape
@@ -105,7 +106,7 @@ def _conv(name: str, dims: int, x: Tensor, weight: Tensor, bias: Tensor | None, 
             f"{name}'s bias has shape {bias.dims()}; it needs one value per output channel, [{out_channels}]."
         )
     op = _conv_op(name, x.shape, weight.shape, bias is not None, geometry, options.groups)
-    return _run_op(op, (x, weight) if bias is None else (x, weight, bias))
+    return run_op(op, (x, weight) if bias is None else (x, weight, bias))
 
 
 def calculate_conv_output_shape(x_shape: Sequence[int], weight_shape: Sequence[int], options: ConvOptions) -> Shape:
@@ -130,7 +131,7 @@ def max_pool2d(
     largest element of each window (row by row), as PyTorch's and Burn's indices pick it."""
     _check_input("max_pool2d", x)
     geometry = _pool_windows("max_pool2d", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
-    return _run_op(_max_pool_op(x.shape, geometry), (x,))
+    return run_op(_max_pool_op(x.shape, geometry), (x,))
 
 
 @per_constant
@@ -164,7 +165,7 @@ def avg_pool2d(
         raise ShapeMismatchError(f"avg_pool2d's count_include_pad is True or False, got {count_include_pad!r}.")
     _check_input("avg_pool2d", x)
     geometry = _pool_windows("avg_pool2d", x.shape, kernel_size, stride, padding, [1, 1], ceil_mode)
-    return _run_op(_avg_pool_op(x.shape, geometry, count_include_pad), (x,))
+    return run_op(_avg_pool_op(x.shape, geometry, count_include_pad), (x,))
 
 
 @per_constant

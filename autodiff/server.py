@@ -1,32 +1,32 @@
 """The autodiff server of one device (Burn's `runtime/server.rs`).
 
-It owns every pending `Step`. `backward` reads as Burn's: build the tape from the root, execute the
-steps bucket by bucket from the highest order down, then clean up. What the server remembers about
-nodes and when memory is given back is `memory_management.py` (with the memory policy, Burn's or
-PyTorch's); what a step keeps for backward is the checkpointing strategy, `checkpointing.py`; a
-recorder watches a backward (`trace.py`); snapshots are `snapshot.py`. Nothing is global: each autodiff
-device has its own server, so two users in one process never meet.
+It alone owns the table of pending steps. Ops register their output's node and step here; `backward`
+reads as Burn's: take the reachable steps off the table into a tape bucketed by order, execute the steps
+bucket by bucket from the highest order down, then clean up. Memory management (`memory_management.py`)
+remembers every node and answers which steps can be freed, under the memory policy (Burn's or PyTorch's);
+the server frees them. What a step keeps for backward is the checkpointing strategy (`checkpointing.py`).
+Observers (`observer.py`) hear what happens. The server knows nodes, buffers and steps, never tensors: a
+tensor is only the handle through which it sees whether a node is still held. Nothing is global: each
+autodiff device has its own server, so two users in one process never meet.
 """
 
 from __future__ import annotations
 
+import copy
+import weakref
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING
 
-from . import snapshot as snapshots
 from .checkpointing import Checkpointer, CheckpointStrategy, NoCheckpointing
 from .errors import TapeConsumedError
+from .grads import Gradients
 from .graph import Node, NodeId, RootStep, Step, tape_of
 from .memory import MemoryPool
-from .memory_management import GraphMemoryManagement, LazyFreeing, MemoryPolicy
-from .trace import NO_RECORDER, Recorder
+from .memory_management import CountedSteps, GraphMemoryManagement, Handle, LazyFreeing, MemoryPolicy
+from .observer import NO_OBSERVER, Observer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, MutableMapping
-
     from .backends.base import Buffer
-    from .grads import Gradients
-    from .snapshot import GraphNode, GraphSnapshot
-    from .tensor import Tensor
 
 
 class AutodiffServer:
@@ -36,8 +36,10 @@ class AutodiffServer:
         self.pool = pool
         self.policy = policy or LazyFreeing()  # when graphs' memory is given back: Burn's, or PyTorch's
         self.strategy = strategy or NoCheckpointing()  # what a step keeps for backward (Burn's CheckpointStrategy)
-        self.steps: MutableMapping[NodeId, Step] = self.policy.new_steps()
-        self.memory = GraphMemoryManagement(self.policy, self.steps, self.strategy)
+        # the pending steps; PyTorch's policy asks on every drop whether a pending step needs a node
+        self.steps: MutableMapping[NodeId, Step] = CountedSteps() if self.policy.watches_op_outputs else {}
+        self.memory = GraphMemoryManagement()
+        self._watch_op_outputs = self.policy.watches_op_outputs
         self._next_id = 0
         self.backward_count = 0
 
@@ -55,33 +57,44 @@ class AutodiffServer:
         self._next_id += 1
         return node_id
 
-    def register_leaf(self, tensor: Tensor, node: Node, op: str) -> None:
-        self.memory.track(tensor, node, op)
-        if self.pool.history is not None:
-            self.pool.history.leaf(tensor.data, node.id, op)
+    def register_leaf(self, node: Node, value: Buffer, handle: Handle, op: str) -> None:
+        """A leaf's node, held by `handle` (its tensor); its drop is always watched (a constant is forgotten)."""
+        self.memory.track(node, value, handle, self._on_drop(node.id), op)
+        self.pool.observer.leaf(value, node.id, op)
 
     def register(
-        self, tensor: Tensor, step: Step, inputs: tuple[NodeId, ...], forward: Callable[..., Buffer] | None = None
+        self,
+        node: Node,
+        value: Buffer,
+        handle: Handle,
+        step: Step,
+        inputs: tuple[NodeId, ...],
+        forward: Callable[..., Buffer] | None = None,
     ) -> None:
-        """An op's output and its one step (tracked or untracked)."""
-        self.memory.track(tensor, step.node, step.op, inputs, forward)
-        self.steps[step.node.id] = step
-        if self.pool.history is not None:
-            self.pool.history.registered(tensor.data, step, self.checkpoints)
+        """An op's output (`value`, held by `handle`) and its one step (tracked or untracked)."""
+        on_drop = self._on_drop(node.id) if self._watch_op_outputs else None
+        self.memory.track(node, value, handle, on_drop, step.op, inputs, forward)
+        self.steps[node.id] = step
+        self.pool.observer.registered(value, step, self.strategy.checkpoints)
 
     def register_root(self, node: Node) -> None:
         """require_grad() on a leaf: the same node id, now a `Grad` leaf with a `RootStep`."""
         self.memory.retrack_as_leaf(node)
         self.steps[node.id] = RootStep(node)
-        if self.pool.history is not None:
-            self.pool.history.parameter(node.id)
+        self.pool.observer.parameter(node.id)
+
+    def _on_drop(self, node_id: NodeId) -> Callable[[weakref.ref], None]:
+        def dropped(_: weakref.ref) -> None:
+            self.policy.to_free_on_drop(self.memory, node_id, self.steps, self.free_step)
+
+        return dropped
 
     # -- backward ----------------------------------------------------------------------------------
     def backward(
         self,
         root: Node,
         value: Buffer,
-        recorder: Recorder = NO_RECORDER,
+        recorder: Observer = NO_OBSERVER,
         retain_graph: bool = False,
         into: Gradients | None = None,
     ) -> Gradients:
@@ -90,13 +103,13 @@ class AutodiffServer:
         reachable = self.reachable_steps(root.id)
         self.backward_count += 1
         self.pool.reset_peak()
-        tape = self.policy.build_tape(self, reachable, retain_graph)
+        tape = self.build_tape(reachable, retain_graph)
         recorder.tape_built(root.id, tape)
-        grads = self.policy.gradients(root.id, value, recorder, into)
+        grads = Gradients.new(root.id, value, recorder, into)
         checkpointer = self.strategy.checkpointer(tape, self.memory.records, self.pool, recorder)
-        self.execute_steps(tape, grads, checkpointer)
+        self.execute_steps(tape, grads, checkpointer, recorder)
         self.cleanup(recorder)
-        recorder.backward_finished(self.pool, grads)
+        recorder.backward_finished(self.pool, tuple(grads.node_ids()))
         return grads
 
     def reachable_steps(self, root_id: NodeId) -> list[Step]:
@@ -111,45 +124,75 @@ class AutodiffServer:
         stack = list(root.node.parents)
         while stack:
             parent = stack.pop()
-            if parent.id in visited:
+            parent_id = parent.id
+            if parent_id in visited:
                 continue
-            visited.add(parent.id)
-            step = steps.get(parent.id)
+            visited.add(parent_id)
+            step = steps.get(parent_id)
             if step is not None:
                 reachable.append(step)
                 stack.extend(step.node.parents)
-            elif not parent.is_leaf:
-                raise TapeConsumedError(parent.id)
+            elif parent.order:  # not a leaf: its step was consumed
+                raise TapeConsumedError(parent_id)
         return reachable
 
-    def build_tape(self, reachable: list[Step]) -> list[list[Step]]:
-        """Take each reachable step off the server, consumed (Burn's `consume_node`), into the tape by order."""
+    def build_tape(self, reachable: list[Step], retain_graph: bool = False) -> list[list[Step]]:
+        """Take each reachable step off the server, consumed (Burn's `consume_node`), into the tape by order.
+        `retain_graph=True` (PyTorch's policy only): every step stays on the server with what it saved, for
+        another backward; the tape runs copies of them (running a copy frees only the copy's hold)."""
+        if retain_graph:
+            return tape_of([copy.copy(step) for step in reachable])
+        steps, memory, backward = self.steps, self.memory, self.backward_count
         for step in reachable:
             node_id = step.node.id
-            self.steps.pop(node_id)
-            self.memory.consume_node(node_id, self.backward_count)
+            del steps[node_id]
+            memory.consume_node(node_id, backward)
         return tape_of(reachable)
 
-    @staticmethod
-    def execute_steps(tape: list[list[Step]], grads: Gradients, checkpointer: Checkpointer) -> Gradients:
+    @classmethod
+    def execute_steps(
+        cls, tape: list[list[Step]], grads: Gradients, checkpointer: Checkpointer, recorder: Observer = NO_OBSERVER
+    ) -> Gradients:
         """Run every bucket from the highest order down; each step runs once (and frees what it saved)."""
+        run_step = cls.run_step
         for steps in reversed(tape):
             for step in steps:
-                step.run(grads, checkpointer)
+                run_step(step, grads, checkpointer, recorder)
         return grads
 
-    def cleanup(self, recorder: Recorder) -> None:
+    @staticmethod
+    def run_step(step: Step, grads: Gradients, checkpointer: Checkpointer, recorder: Observer) -> None:
+        """Consume the step's node's gradient and send one to each tracked parent, by its rule (Burn's `step`,
+        which takes the step by value: once it ran, what it saved is freed)."""
+        recorder.step_started(step)
+        node = step.node
+        saved = checkpointer.retrieve(step)  # the saved state, recomputed values included
+        grad = grads.consume(node)
+        node_id = node.id
+        for parent, rule, shape in zip(node.parents, step.rules, step.input_shapes, strict=True):
+            parent_grad = rule.fn(grad, saved)
+            if parent_grad.array.shape != shape:  # the input was broadcast
+                parent_grad = parent_grad.sum_to(shape)
+            grads.register(parent.id, parent_grad, node_id)
+        checkpointer.release(step)
+
+    def cleanup(self, recorder: Observer = NO_OBSERVER) -> None:
         """Burn's memory management after a backward: free every pending step that can no longer be
         useful (abandoned, or unavailable because a step it needs is gone)."""
-        self.memory.forget_decided(self.backward_count)
+        memory = self.memory
+        memory.forget_decided(self.backward_count)
         bytes_before = self.pool.bytes_in_use
-        freed = self.memory.free_unavailable_nodes(self.backward_count) if self.steps else []
+        freed = memory.useless_steps(self.steps) if self.steps else []
+        for node_id in freed:
+            self.free_step(node_id)
+            memory.step_freed(node_id, self.backward_count)
         recorder.swept(tuple(freed), bytes_before - self.pool.bytes_in_use)
-        self.strategy.prune(self.steps, self.memory.records)
+        self.strategy.prune(self.steps, memory.records)
 
-    # -- pictures ----------------------------------------------------------------------------------
-    def snapshot(self) -> GraphSnapshot:
-        return snapshots.snapshot(self)
-
-    def graph_of(self, root_id: NodeId) -> list[GraphNode]:
-        return snapshots.graph_of(self, root_id)
+    def free_step(self, node_id: NodeId) -> Step | None:
+        """Take a pending step off the server without running it, and free what it kept."""
+        step = self.steps.pop(node_id, None)
+        if step is not None:
+            step.free_saved()
+            self.strategy.prune(self.steps, self.memory.records)
+        return step

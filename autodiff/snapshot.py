@@ -1,10 +1,11 @@
 """Pictures of a server's graph: a snapshot of every node (for drawing), and a graph export that can
-be recomputed elsewhere (for the MLX cross-check), with what the pictures need of each node: its status
-and its forward value (kept whole when small, else summarised). Read-only: nothing here changes the server."""
+be recomputed elsewhere (for the MLX cross-check), with what the pictures need of each node: its status,
+its forward value (kept whole when small, else summarised) and what made it. Values and groups are kept
+by `Pictures`, an observer of the server's memory management, only on a device made with
+`keep_values=True`. Read-only: nothing here changes the server."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -14,19 +15,15 @@ import numpy as np
 from .errors import UnsupportedOperationError
 from .graph import NodeId, Requirement
 from .memory import MemoryUsage
-from .structure import GroupPath
+from .memory_management import NodeStatus
+from .observer import Observer
+from .structure import GroupPath, current_path
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
     from .server import AutodiffServer
 
-
-class NodeStatus(enum.Enum):
-    LIVE = "live"  # step pending, and a live tensor handle depends on it
-    ABANDONED = "abandoned"  # step pending, but no live tensor depends on it: held until a backward
-    CONSUMED = "consumed"  # step ran in a backward; its saved state is gone
-    FREED = "freed"  # freed without running: abandoned, unavailable, or a dropped leaf with no step
-    CONSTANT = "constant"  # an untracked leaf (from data, random, detach) with a live handle
+__all__ = ["GraphNode", "GraphSnapshot", "NodeSnapshot", "NodeStatus", "Pictures", "ValueSummary"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +45,29 @@ def keep_value(array: np.ndarray) -> np.ndarray | ValueSummary:
         return array.copy()
     with np.errstate(all="ignore"):
         return ValueSummary(tuple(array.shape), float(array.min()), float(array.mean()), float(array.max()))
+
+
+class Pictures(Observer):
+    """What the pictures keep of each node while the server remembers it: its forward value (see `keep_value`)
+    and what made it (`autodiff.structure`: a walk of the call stack). A copy and a walk per op: only on a
+    device made with `keep_values=True`."""
+
+    def __init__(self) -> None:
+        self.values: dict[NodeId, np.ndarray | ValueSummary] = {}
+        self.groups: dict[NodeId, GroupPath] = {}
+
+    def tracked(self, node_id: NodeId, buffer: Buffer) -> None:
+        self.values[node_id] = keep_value(buffer.to_numpy())
+        self.groups[node_id] = current_path()
+
+    def forgotten(self, node_id: NodeId) -> None:
+        self.values.pop(node_id, None)
+        self.groups.pop(node_id, None)
+
+
+def pictures_of(server: AutodiffServer) -> Pictures | None:
+    observer = server.memory.observer
+    return observer if isinstance(observer, Pictures) else None
 
 
 @dataclass(frozen=True)
@@ -95,6 +115,9 @@ class GraphNode:
 
 def snapshot(server: AutodiffServer) -> GraphSnapshot:
     memory = server.memory
+    pictures = pictures_of(server)
+    values = {} if pictures is None else pictures.values
+    groups = {} if pictures is None else pictures.groups
     needed = memory.needed_steps(server.steps)
     held = memory.held_bytes(server.steps)
     nodes = []
@@ -121,8 +144,8 @@ def snapshot(server: AutodiffServer) -> GraphSnapshot:
                 saved_bytes=0 if step is None else step.saved_bytes,
                 held_bytes=held.get(node_id, 0),
                 handle_alive=alive,
-                value=record.value,
-                group=record.group,
+                value=values.get(node_id),
+                group=groups.get(node_id, ()),
             )
         )
     return GraphSnapshot(tuple(nodes), tuple(sorted(server.steps)), server.pool.usage(), server.backward_count)
@@ -154,6 +177,6 @@ def graph_of(server: AutodiffServer, root_id: NodeId) -> list[GraphNode]:
                     f"{node_id!r} ({record.op}) is an input whose tensor was dropped: keep every input "
                     "in a variable to recompute the graph."
                 )
-            value = tensor.numpy()
+            value = tensor.data.to_numpy()
         nodes.append(GraphNode(node_id, record.op, record.node.requirement, record.inputs, record.forward, value))
     return nodes

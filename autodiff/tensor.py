@@ -1,9 +1,9 @@
-"""`Tensor`: every op's forward and its backward rules, side by side.
+"""`Tensor`: a value on a device and, on an autodiff device, its place in the graph.
 
-Each op computes its output on the device's buffers, then `_run_op` registers exactly one step
-on the autodiff server: an `OpsStep` (here `Step`) with the rules of the tracked inputs and
-only the saved tensors those rules need, or an `UntrackedOpsStep` when no input is tracked.
-In a rule, `g` is the gradient flowing into the op's output and `s` the saved tensors.
+Creation, metadata, graph control (require_grad, detach, backward, gradients) and one method per op. Each
+op's forward and its backward rules are in `autodiff/ops/` by family; `run_op` runs one and registers
+exactly one step on the autodiff server: an `OpsStep` (here `Step`) with the rules of the tracked inputs
+and only the saved tensors those rules need, or an `UntrackedOpsStep` when no input is tracked.
 """
 
 from __future__ import annotations
@@ -15,6 +15,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .checks import (
+    broadcast_shape,
+    check_dtype,
+    check_shape,
+    index,
+    int_list,
+    is_scalar,
+    reshaped,
+    scalar,
+    values_array,
+)
 from .device import Device, Distribution
 from .errors import (
     DeviceMismatchError,
@@ -28,19 +39,20 @@ from .errors import (
     excerpt,
 )
 from .grads import Gradients
-from .graph import Node, NodeId, Op, Requirement, Rule, Step, UntrackedOpsStep, per_constant
+from .graph import Node, NodeId, Requirement
+from .observer import NO_OBSERVER, Observer
+from .ops import arithmetic, elementwise, indexing, reduction, run_op
+from .ops import shape as shaping
 from .printing import format_array
-from .trace import NO_RECORDER
+from .values import REPR_VALUES, BoolTensor, IntTensor
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
-    from .trace import Recorder
 
-FLOAT_DTYPES = ("float32", "float64")
-REPR_VALUES = 64  # a repr shows every value up to this many, else only the shape
+__all__ = ["BoolTensor", "IntTensor", "Tensor"]
+
 Scalar = float | int
 Range = Sequence[int] | slice | range  # one dim's part: (start, end), slice(start, end) or range(start, end)
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 class Tensor:
@@ -55,7 +67,7 @@ class Tensor:
     @classmethod
     def from_floats(cls, data: object, device: Device, dtype: str = "float32") -> Tensor:
         """A tensor from (nested) lists of numbers of any rank, or a numpy array."""
-        _check_dtype(dtype)
+        check_dtype(dtype)
         try:
             array = np.array(data)
         except ValueError:
@@ -79,15 +91,15 @@ class Tensor:
 
     @classmethod
     def zeros(cls, shape: Sequence[int], device: Device, dtype: str = "float32") -> Tensor:
-        return cls._leaf(device.backend.full(_check_shape(shape), 0.0, _check_dtype(dtype)), device, "zeros")
+        return cls._leaf(device.backend.full(check_shape(shape), 0.0, check_dtype(dtype)), device, "zeros")
 
     @classmethod
     def ones(cls, shape: Sequence[int], device: Device, dtype: str = "float32") -> Tensor:
-        return cls._leaf(device.backend.full(_check_shape(shape), 1.0, _check_dtype(dtype)), device, "ones")
+        return cls._leaf(device.backend.full(check_shape(shape), 1.0, check_dtype(dtype)), device, "ones")
 
     @classmethod
     def random(cls, shape: Sequence[int], distribution: Distribution, device: Device, dtype: str = "float32") -> Tensor:
-        shape, dtype = _check_shape(shape), _check_dtype(dtype)
+        shape, dtype = check_shape(shape), check_dtype(dtype)
         if distribution.kind == "normal":
             buffer = device.backend.normal(shape, distribution.a, distribution.b, dtype)
         else:
@@ -108,7 +120,7 @@ class Tensor:
     @staticmethod
     def from_ints(data: object, device: Device) -> IntTensor:
         """Indices for `select`, `gather` and `scatter` (Burn's `Tensor<B, D, Int>`), e.g. [1, 0, 1]."""
-        array = _values_array(data, "from_ints", "iub", "whole numbers, e.g. [1, 0, 1]")
+        array = values_array(data, "from_ints", "iub", "whole numbers, e.g. [1, 0, 1]")
         if array.dtype.kind == "b":
             raise DTypeError("from_ints needs whole numbers, not True/False: use from_bools for a mask.")
         return IntTensor(device.backend.from_numpy(array.astype(np.int64)), device)
@@ -116,7 +128,7 @@ class Tensor:
     @staticmethod
     def from_bools(data: object, device: Device) -> BoolTensor:
         """A mask for `mask_fill` and `mask_where` (Burn's `Tensor<B, D, Bool>`), e.g. [[True, False]]."""
-        array = _values_array(data, "from_bools", "b", "True/False values, e.g. [[True, False]]")
+        array = values_array(data, "from_bools", "b", "True/False values, e.g. [[True, False]]")
         return BoolTensor(device.backend.from_numpy(array.astype(np.bool_)), device)
 
     @classmethod
@@ -126,7 +138,7 @@ class Tensor:
             return cls(buffer, device)
         node = Node(server.new_node_id(), (), 0, Requirement.Untracked)
         tensor = cls(buffer, device, node)
-        server.register_leaf(tensor, node, op)
+        server.register_leaf(node, buffer, tensor, op)
         return tensor
 
     # -- metadata --------------------------------------------------------------------------
@@ -207,7 +219,7 @@ class Tensor:
 
     # -- backward and gradients ----------------------------------------------------------------
     def backward(
-        self, recorder: Recorder | None = None, retain_graph: bool = False, into: Gradients | None = None
+        self, recorder: Observer | None = None, retain_graph: bool = False, into: Gradients | None = None
     ) -> Gradients:
         """Run backward from this tensor. `retain_graph` and `into` exist only on a device with the
         PyTorch memory policy (`autodiff(memory_policy="eager")`): `retain_graph=True` keeps every step
@@ -231,7 +243,7 @@ class Tensor:
                 "recompute the forward pass. (retain_graph and into are for comparing with PyTorch, on "
                 "autodiff(memory_policy='eager').)"
             )
-        return server.backward(self.node, self.data, NO_RECORDER if recorder is None else recorder, retain_graph, into)
+        return server.backward(self.node, self.data, NO_OBSERVER if recorder is None else recorder, retain_graph, into)
 
     def grad(self, grads: Gradients) -> Tensor | None:
         """This tensor's gradient in `grads`, as a tensor on the inner device (None when it has none)."""
@@ -250,112 +262,44 @@ class Tensor:
             raise ShapeMismatchError(f"The new gradient has shape {grad.dims()}, the tensor {self.dims()}.")
         grads.replace(self.node.id, grad.data)
 
-    # -- binary ops (numpy broadcasting; gradients summed back over broadcast dims) ----------
-    # Each op is an `Op`: its forward on buffers, then the backward rule of each input. An op with a
-    # number or a shape in it is built once per constant (`per_constant`).
-    _ADD = Op("add", lambda a, b: a + b, (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)), ("a", "b"))
-
-    @staticmethod
-    @per_constant
-    def _add_scalar(c: float) -> Op:
-        return Op(f"add_scalar({c:g})", lambda x: x + c, (Rule("grad", lambda g, s: g),))
-
+    # -- arithmetic (numpy broadcasting; gradients summed back over broadcast dims) ----------
     def __add__(self, other: Tensor | Scalar) -> Tensor:
         if isinstance(other, Tensor):
-            return _run_op(self._ADD, self._operands(other))
-        return _run_op(self._add_scalar(_scalar(other)), (self,))
+            return run_op(arithmetic.ADD, self._operands(other))
+        return run_op(arithmetic.add_scalar(scalar(other)), (self,))
 
     __radd__ = __add__
 
-    _SUB = Op("sub", lambda a, b: a - b, (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g)), ("a", "b"))
-
-    @staticmethod
-    @per_constant
-    def _sub_scalar(c: float) -> Op:
-        return Op(f"sub_scalar({c:g})", lambda x: x - c, (Rule("grad", lambda g, s: g),))
-
-    @staticmethod
-    @per_constant
-    def _rsub_scalar(c: float) -> Op:
-        return Op(f"rsub_scalar({c:g})", lambda x: c - x, (Rule("-grad", lambda g, s: -g),))
-
     def __sub__(self, other: Tensor | Scalar) -> Tensor:
         if isinstance(other, Tensor):
-            return _run_op(self._SUB, self._operands(other))
-        return _run_op(self._sub_scalar(_scalar(other)), (self,))
+            return run_op(arithmetic.SUB, self._operands(other))
+        return run_op(arithmetic.sub_scalar(scalar(other)), (self,))
 
     def __rsub__(self, other: Scalar) -> Tensor:
-        return _run_op(self._rsub_scalar(_scalar(other)), (self,))
-
-    _MUL = Op(
-        "mul", lambda a, b: a * b,
-        (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
-         Rule("grad * a", lambda g, s: g * s["a"], ("a",))),
-        ("a", "b"),
-    )  # fmt: skip
-
-    @staticmethod
-    @per_constant
-    def _mul_scalar(c: float) -> Op:
-        return Op(f"mul_scalar({c:g})", lambda x: x * c, (Rule(f"grad * {c:g}", lambda g, s: g * c),))
+        return run_op(arithmetic.rsub_scalar(scalar(other)), (self,))
 
     def __mul__(self, other: Tensor | Scalar) -> Tensor:
         if isinstance(other, Tensor):
-            return _run_op(self._MUL, self._operands(other))
-        return _run_op(self._mul_scalar(_scalar(other)), (self,))
+            return run_op(arithmetic.MUL, self._operands(other))
+        return run_op(arithmetic.mul_scalar(scalar(other)), (self,))
 
     __rmul__ = __mul__
 
-    _DIV = Op(
-        "div", lambda a, b: a / b,
-        (Rule("grad / b", lambda g, s: g / s["b"], ("b",)),
-         Rule("-grad * a / b²", lambda g, s: -g * s["a"] / (s["b"] * s["b"]), ("a", "b"))),
-        ("a", "b"),
-    )  # fmt: skip
-
-    @staticmethod
-    @per_constant
-    def _div_scalar(c: float) -> Op:
-        return Op(f"div_scalar({c:g})", lambda x: x / c, (Rule(f"grad / {c:g}", lambda g, s: g / c),))
-
-    @staticmethod
-    @per_constant
-    def _rdiv_scalar(c: float) -> Op:
-        return Op(
-            f"rdiv_scalar({c:g})", lambda x: c / x,
-            (Rule(f"-grad * {c:g} / x²", lambda g, s: -g * c / (s["x"] * s["x"]), ("x",)),),
-        )  # fmt: skip
-
     def __truediv__(self, other: Tensor | Scalar) -> Tensor:
         if isinstance(other, Tensor):
-            return _run_op(self._DIV, self._operands(other))
-        c = _scalar(other)
+            return run_op(arithmetic.DIV, self._operands(other))
+        c = scalar(other)
         if c == 0:
             raise NonFiniteError("Division by the number 0 gives infinity; divide by a non-zero number.")
-        return _run_op(self._div_scalar(c), (self,))
+        return run_op(arithmetic.div_scalar(c), (self,))
 
     def __rtruediv__(self, other: Scalar) -> Tensor:
-        return _run_op(self._rdiv_scalar(_scalar(other)), (self,))
-
-    @staticmethod
-    @per_constant
-    def _powf_scalar(p: float) -> Op:
-        return Op(
-            f"powf_scalar({p:g})", lambda x: x**p,
-            (Rule(f"grad * {p:g} * x^{p - 1:g}", lambda g, s: g * (s["x"] ** (p - 1) * p), ("x",)),),
-        )  # fmt: skip
+        return run_op(arithmetic.rdiv_scalar(scalar(other)), (self,))
 
     def __pow__(self, exponent: Scalar) -> Tensor:
-        if not _is_scalar(exponent):
+        if not is_scalar(exponent):
             raise UnsupportedOperationError("The exponent of ** must be a number, e.g. x ** 2.")
-        return _run_op(self._powf_scalar(_scalar(exponent)), (self,))
-
-    _MATMUL = Op(
-        "matmul", lambda a, b: a @ b,
-        (Rule("grad @ bᵀ", lambda g, s: g @ s["b"].swap_dims(-1, -2), ("b",)),
-         Rule("aᵀ @ grad", lambda g, s: s["a"].swap_dims(-1, -2) @ g, ("a",))),
-        ("a", "b"), compute_bound=True,
-    )  # fmt: skip
+        return run_op(arithmetic.powf_scalar(scalar(exponent)), (self,))
 
     def matmul(self, other: Tensor) -> Tensor:
         a, b = self._operands(other, broadcast=False)
@@ -369,134 +313,62 @@ class Tensor:
                 f"matmul cannot multiply {a.dims()} by {b.dims()}: the last dimension of the first "
                 f"({a.shape[-1]}) must equal the second-to-last of the second ({b.shape[-2]})."
             )
-        _broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul (batch dimensions)")
-        return _run_op(self._MATMUL, (a, b))
+        broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul (batch dimensions)")
+        return run_op(arithmetic.MATMUL, (a, b))
 
     __matmul__ = matmul
 
     # -- unary ops (the saved input is "x") ---------------------------------------------------------
-    _NEG = Op("neg", lambda x: -x, (Rule("-grad", lambda g, s: -g),))
-
     def __neg__(self) -> Tensor:
-        return _run_op(self._NEG, (self,))
+        return run_op(arithmetic.NEG, (self,))
 
     # Burn saves the input and recomputes exp(x) in backward (so are sqrt, tanh, sigmoid and relu).
-    _EXP = Op("exp", lambda x: x.exp(), (Rule("grad * exp(x)", lambda g, s: g * s["x"].exp(), ("x",)),))
-
     def exp(self) -> Tensor:
-        return _run_op(self._EXP, (self,))
-
-    _LOG = Op("log", lambda x: x.log(), (Rule("grad / x", lambda g, s: g / s["x"], ("x",)),))
+        return run_op(elementwise.EXP, (self,))
 
     def log(self) -> Tensor:
-        return _run_op(self._LOG, (self,))
-
-    _SQRT = Op(
-        "sqrt", lambda x: x.sqrt(), (Rule("grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0), ("x",)),)
-    )
+        return run_op(elementwise.LOG, (self,))
 
     def sqrt(self) -> Tensor:
-        return _run_op(self._SQRT, (self,))
-
-    _SIN = Op("sin", lambda x: x.sin(), (Rule("grad * cos(x)", lambda g, s: g * s["x"].cos(), ("x",)),))
+        return run_op(elementwise.SQRT, (self,))
 
     def sin(self) -> Tensor:
-        return _run_op(self._SIN, (self,))
-
-    _COS = Op("cos", lambda x: x.cos(), (Rule("-grad * sin(x)", lambda g, s: -g * s["x"].sin(), ("x",)),))
+        return run_op(elementwise.SIN, (self,))
 
     def cos(self) -> Tensor:
-        return _run_op(self._COS, (self,))
-
-    _TANH = Op("tanh", lambda x: x.tanh(), (Rule("grad * (1 - tanh(x)²)", lambda g, s: _tanh_rule(g, s["x"]), ("x",)),))
+        return run_op(elementwise.COS, (self,))
 
     def tanh(self) -> Tensor:
-        return _run_op(self._TANH, (self,))
-
-    _SIGMOID = Op(
-        "sigmoid", lambda x: x.sigmoid(),
-        (Rule("grad * σ(x) * (1 - σ(x))", lambda g, s: _sigmoid_rule(g, s["x"]), ("x",)),),
-    )  # fmt: skip
+        return run_op(elementwise.TANH, (self,))
 
     def sigmoid(self) -> Tensor:
-        return _run_op(self._SIGMOID, (self,))
-
-    _RELU = Op("relu", lambda x: x.relu(), (Rule("grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0), ("x",)),))
+        return run_op(elementwise.SIGMOID, (self,))
 
     def relu(self) -> Tensor:
-        return _run_op(self._RELU, (self,))
+        return run_op(elementwise.RELU, (self,))
 
     # -- reductions (as in Burn: sum/mean give shape [1], *_dim keep the dim with size 1) ----------
-    @staticmethod
-    @per_constant
-    def _sum(shape: tuple[int, ...]) -> Op:
-        return Op(
-            "sum", lambda x: x.sum(), (Rule("ones(shape) * grad", lambda g, s: g.expand(shape)),), compute_bound=True
-        )
-
     def sum(self) -> Tensor:
-        return _run_op(self._sum(self.data.shape), (self,))
-
-    @staticmethod
-    @per_constant
-    def _mean(shape: tuple[int, ...]) -> Op:
-        n = math.prod(shape)
-        return Op(
-            "mean", lambda x: x.sum() / n,
-            (Rule(f"ones(shape) * grad / {n}", lambda g, s: (g / n).expand(shape)),), compute_bound=True,
-        )  # fmt: skip
+        return run_op(reduction.sum_all(self.data.shape), (self,))
 
     def mean(self) -> Tensor:
-        return _run_op(self._mean(self.data.shape), (self,))
-
-    @staticmethod
-    @per_constant
-    def _sum_dim(shape: tuple[int, ...], dim: int) -> Op:
-        return Op(
-            f"sum_dim({dim})", lambda x: x.sum_dim(dim),
-            (Rule("grad expanded along dim", lambda g, s: g.expand(shape)),), compute_bound=True,
-        )  # fmt: skip
+        return run_op(reduction.mean_all(self.data.shape), (self,))
 
     def sum_dim(self, dim: int) -> Tensor:
-        return _run_op(self._sum_dim(self.data.shape, self._dim(dim)), (self,))
-
-    @staticmethod
-    @per_constant
-    def _mean_dim(shape: tuple[int, ...], dim: int) -> Op:
-        n = shape[dim]
-        return Op(
-            f"mean_dim({dim})", lambda x: x.sum_dim(dim) / n,
-            (Rule(f"grad / {n} expanded along dim", lambda g, s: (g / n).expand(shape)),), compute_bound=True,
-        )  # fmt: skip
+        return run_op(reduction.sum_dim(self.data.shape, self._dim(dim)), (self,))
 
     def mean_dim(self, dim: int) -> Tensor:
-        return _run_op(self._mean_dim(self.data.shape, self._dim(dim)), (self,))
+        return run_op(reduction.mean_dim(self.data.shape, self._dim(dim)), (self,))
 
     # -- shape ops (views: no new allocation) ------------------------------------------------------
-    @staticmethod
-    @per_constant
-    def _reshape(original: tuple[int, ...], target: tuple[int, ...], name: str) -> Op:
-        return Op(
-            name, lambda x: x.reshape(target),
-            (Rule("grad reshaped back", lambda g, s: g.reshape(original)),),
-        )  # fmt: skip
-
     def reshape(self, shape: Sequence[int]) -> Tensor:
         if not isinstance(shape, (list, tuple)) or not all(isinstance(d, numbers.Integral) for d in shape):
             raise ShapeMismatchError("reshape takes a list of sizes, e.g. x.reshape([3, 1]).")
-        target = _reshaped(self.shape, [int(d) for d in shape])
+        target = reshaped(self.shape, [int(d) for d in shape])
         return self._shaped(target, f"reshape({list(target)})")
 
-    @staticmethod
-    @per_constant
-    def _swap_dims(d1: int, d2: int) -> Op:
-        return Op(
-            f"swap_dims({d1}, {d2})", lambda x: x.swap_dims(d1, d2),
-            (Rule("grad with dims swapped back", lambda g, s: g.swap_dims(d1, d2)),),
-        )  # fmt: skip
-
     def swap_dims(self, dim1: int, dim2: int) -> Tensor:
-        return _run_op(self._swap_dims(self._dim(dim1), self._dim(dim2)), (self,))
+        return run_op(shaping.swap_dims(self._dim(dim1), self._dim(dim2)), (self,))
 
     def transpose(self) -> Tensor:
         if len(self.shape) < 2:
@@ -504,119 +376,57 @@ class Tensor:
         return self.swap_dims(-2, -1)
 
     # -- Burn's elementwise ops (burn-autodiff ops/tensor.rs: each saves its input, as exp does) -------------
-    _ABS = Op("abs", lambda x: x.abs(), (Rule("grad * sign(x)", lambda g, s: g * s["x"].sign(), ("x",)),))
-
     def abs(self) -> Tensor:
-        return _run_op(self._ABS, (self,))
-
-    _SIGN = Op("sign", lambda x: x.sign(), (Rule("0 (sign is flat)", lambda g, s: g * 0.0),))
+        return run_op(elementwise.ABS, (self,))
 
     def sign(self) -> Tensor:
-        return _run_op(self._SIGN, (self,))
-
-    _RECIP = Op("recip", lambda x: 1.0 / x, (Rule("-grad / x²", lambda g, s: -g / (s["x"] * s["x"]), ("x",)),))
+        return run_op(elementwise.SIGN, (self,))
 
     def recip(self) -> Tensor:
-        return _run_op(self._RECIP, (self,))
-
-    _TAN = Op(
-        "tan", lambda x: x.transcendental("tan"),
-        (Rule("grad * (1 + tan(x)²)", lambda g, s: g * (_squared(s["x"].transcendental("tan")) + 1.0), ("x",)),),
-    )  # fmt: skip
+        return run_op(elementwise.RECIP, (self,))
 
     def tan(self) -> Tensor:
-        return _run_op(self._TAN, (self,))
-
-    _SINH = Op(
-        "sinh", lambda x: x.transcendental("sinh"),
-        (Rule("grad * cosh(x)", lambda g, s: g * s["x"].transcendental("cosh"), ("x",)),),
-    )  # fmt: skip
+        return run_op(elementwise.TAN, (self,))
 
     def sinh(self) -> Tensor:
-        return _run_op(self._SINH, (self,))
-
-    _COSH = Op(
-        "cosh", lambda x: x.transcendental("cosh"),
-        (Rule("grad * sinh(x)", lambda g, s: g * s["x"].transcendental("sinh"), ("x",)),),
-    )  # fmt: skip
+        return run_op(elementwise.SINH, (self,))
 
     def cosh(self) -> Tensor:
-        return _run_op(self._COSH, (self,))
-
-    _ASIN = Op(
-        "asin", lambda x: x.transcendental("arcsin"),
-        (Rule("grad / sqrt(1 - x²)", lambda g, s: g / (1.0 - _squared(s["x"])).sqrt(), ("x",)),),
-    )  # fmt: skip
+        return run_op(elementwise.COSH, (self,))
 
     def asin(self) -> Tensor:
-        return _run_op(self._ASIN, (self,))
-
-    _ACOS = Op(
-        "acos", lambda x: x.transcendental("arccos"),
-        (Rule("-grad / sqrt(1 - x²)", lambda g, s: -g / (1.0 - _squared(s["x"])).sqrt(), ("x",)),),
-    )  # fmt: skip
+        return run_op(elementwise.ASIN, (self,))
 
     def acos(self) -> Tensor:
-        return _run_op(self._ACOS, (self,))
-
-    _ATAN = Op(
-        "atan", lambda x: x.transcendental("arctan"),
-        (Rule("grad / (1 + x²)", lambda g, s: g / (_squared(s["x"]) + 1.0), ("x",)),),
-    )  # fmt: skip
+        return run_op(elementwise.ACOS, (self,))
 
     def atan(self) -> Tensor:
-        return _run_op(self._ATAN, (self,))
-
-    _ERF = Op(
-        "erf", lambda x: x.transcendental("erf"),
-        (Rule("grad * 2/√π * exp(-x²)", lambda g, s: g * ((-_squared(s["x"])).exp() * _TWO_OVER_SQRT_PI), ("x",)),),
-    )  # fmt: skip
+        return run_op(elementwise.ATAN, (self,))
 
     def erf(self) -> Tensor:
-        return _run_op(self._ERF, (self,))
-
-    _LOG1P = Op(
-        "log1p", lambda x: x.transcendental("log1p"), (Rule("grad / (1 + x)", lambda g, s: g / (s["x"] + 1.0), ("x",)),)
-    )
+        return run_op(elementwise.ERF, (self,))
 
     def log1p(self) -> Tensor:
-        return _run_op(self._LOG1P, (self,))
-
-    _POWF = Op(
-        "powf", lambda a, b: a**b,
-        (Rule("grad * b * a^(b-1)", lambda g, s: g * s["b"] * s["a"] ** (s["b"] - 1.0), ("a", "b")),
-         Rule("grad * a^b * ln(a)", lambda g, s: g * s["y"] * s["a"].log(), ("a", "y"))),
-        ("a", "b"),
-    )  # fmt: skip
+        return run_op(elementwise.LOG1P, (self,))
 
     def powf(self, exponent: Tensor) -> Tensor:
         """Elementwise `self ** exponent` with a tensor exponent (Burn's `powf`); `powf_scalar` or `**` for a number."""
-        return _run_op(self._POWF, self._operands(exponent))
+        return run_op(arithmetic.POWF, self._operands(exponent))
 
     def powf_scalar(self, exponent: Scalar) -> Tensor:
         return self**exponent
 
-    @staticmethod
-    @per_constant
-    def _clamp(low: float | None, high: float | None) -> Op:
-        name = "clamp" if low is not None and high is not None else "clamp_min" if low is not None else "clamp_max"
-        bounds = ", ".join(f"{b:g}" for b in (low, high) if b is not None)
-        return Op(
-            f"{name}({bounds})", lambda x: x.clamp(low, high),
-            (Rule("grad where x is inside the bounds", lambda g, s: g * s["x"].inside(low, high), ("x",)),),
-        )  # fmt: skip
-
     def clamp(self, min: Scalar, max: Scalar) -> Tensor:
-        low, high = _scalar(min), _scalar(max)
+        low, high = scalar(min), scalar(max)
         if low > high:
             raise ShapeMismatchError(f"clamp needs min <= max, got min={low:g} and max={high:g}.")
-        return _run_op(self._clamp(low, high), (self,))
+        return run_op(elementwise.clamp(low, high), (self,))
 
     def clamp_min(self, min: Scalar) -> Tensor:
-        return _run_op(self._clamp(_scalar(min), None), (self,))
+        return run_op(elementwise.clamp(scalar(min), None), (self,))
 
     def clamp_max(self, max: Scalar) -> Tensor:
-        return _run_op(self._clamp(None, _scalar(max)), (self,))
+        return run_op(elementwise.clamp(None, scalar(max)), (self,))
 
     # -- comparisons: boolean tensors, for masks (no gradient flows through a comparison) ----------------
     def greater_elem(self, value: Scalar) -> BoolTensor:
@@ -647,27 +457,16 @@ class Tensor:
         if isinstance(other, Tensor):
             a, b = self._operands(other)
             return BoolTensor(a.data.compare(b.data, how), self.device)
-        return BoolTensor(self.data.compare(_scalar(other), how), self.device)
+        return BoolTensor(self.data.compare(scalar(other), how), self.device)
 
     # -- Burn's reductions (compute-bound: kept, not recomputed, under balanced checkpointing) -------------
-    @staticmethod
-    @per_constant
-    def _extreme_dim(dim: int, largest: bool) -> Op:
-        which = "max" if largest else "min"
-        return Op(
-            f"{which}_dim({dim})", lambda x: x.extreme_dim(dim, largest),
-            (Rule(f"grad at the first arg{which} along dim",
-                  lambda g, s: g * s["x"].first_extreme_mask(dim, largest), ("x",)),),
-            compute_bound=True,
-        )  # fmt: skip
-
     def max_dim(self, dim: int) -> Tensor:
         """The largest value along `dim`, which keeps size 1 (Burn's `max_dim`); the gradient goes to the
         first largest element, as Burn's argmax picks it."""
-        return _run_op(self._extreme_dim(self._dim(dim), True), (self,))
+        return run_op(reduction.extreme_dim(self._dim(dim), True), (self,))
 
     def min_dim(self, dim: int) -> Tensor:
-        return _run_op(self._extreme_dim(self._dim(dim), False), (self,))
+        return run_op(reduction.extreme_dim(self._dim(dim), False), (self,))
 
     def max(self) -> Tensor:
         """The largest value, shape [1]: a reshape to one dim and `max_dim(0)`, as Burn's default `float_max`."""
@@ -676,92 +475,43 @@ class Tensor:
     def min(self) -> Tensor:
         return self.reshape([-1]).min_dim(0)
 
-    @staticmethod
-    @per_constant
-    def _prod_dim(dim: int) -> Op:
-        return Op(
-            f"prod_dim({dim})", lambda x: x.prod_dim(dim),
-            (Rule("grad * product of the others along dim", lambda g, s: g * s["x"].prod_of_others(dim), ("x",)),),
-            compute_bound=True,
-        )  # fmt: skip
-
     def prod_dim(self, dim: int) -> Tensor:
         """The product along `dim`, which keeps size 1. Its gradient multiplies the other elements instead of
         dividing the product by each one, so a zero gives the right gradient (Burn divides: NaN there)."""
-        return _run_op(self._prod_dim(self._dim(dim)), (self,))
+        return run_op(reduction.prod_dim(self._dim(dim)), (self,))
 
     def prod(self) -> Tensor:
         return self.reshape([-1]).prod_dim(0)
 
-    @staticmethod
-    @per_constant
-    def _cumsum(dim: int) -> Op:
-        return Op(
-            f"cumsum({dim})", lambda x: x.cumsum(dim),
-            (Rule("cumsum of grad from the end", lambda g, s: g.reverse_cumsum(dim)),), compute_bound=True,
-        )  # fmt: skip
-
     def cumsum(self, dim: int) -> Tensor:
-        return _run_op(self._cumsum(self._dim(dim)), (self,))
+        return run_op(reduction.cumsum(self._dim(dim)), (self,))
 
     # -- Burn's shape ops ---------------------------------------------------------------------------------
-    @staticmethod
-    @per_constant
-    def _permute(axes: tuple[int, ...]) -> Op:
-        inverse = tuple(axes.index(d) for d in range(len(axes)))
-        return Op(
-            f"permute({list(axes)})", lambda x: x.permute(axes),
-            (Rule("grad permuted back", lambda g, s: g.permute(inverse)),),
-        )  # fmt: skip
-
     def permute(self, axes: Sequence[int]) -> Tensor:
         rank = len(self.shape)
-        dims = tuple(self._dim(d) for d in _int_list(axes, "permute", "x.permute([1, 0])"))
+        dims = tuple(self._dim(d) for d in int_list(axes, "permute", "x.permute([1, 0])"))
         if sorted(dims) != list(range(rank)):
             raise ShapeMismatchError(f"permute needs each of the {rank} dims once, got {excerpt(list(axes))}.")
-        return _run_op(self._permute(dims), (self,))
-
-    @staticmethod
-    @per_constant
-    def _expand(original: tuple[int, ...], target: tuple[int, ...]) -> Op:
-        return Op(
-            f"expand({list(target)})", lambda x: x.expand(target),
-            (Rule("grad summed over the expanded dims", lambda g, s: g.sum_to(original)),),
-        )  # fmt: skip
+        return run_op(shaping.permute(dims), (self,))
 
     def expand(self, shape: Sequence[int]) -> Tensor:
         """Broadcast to `shape` (new leading dims, or size-1 dims stretched), as Burn's `expand`."""
-        target = _check_shape(shape)
-        if len(target) < len(self.shape) or _broadcast_shape(self.shape, target, "expand") != target:
+        target = check_shape(shape)
+        if len(target) < len(self.shape) or broadcast_shape(self.shape, target, "expand") != target:
             raise ShapeMismatchError(
                 f"Cannot expand shape {self.dims()} to {list(target)}: only size-1 dims stretch, and dims are "
                 "added in front."
             )
-        return _run_op(self._expand(self.shape, target), (self,))
-
-    @staticmethod
-    @per_constant
-    def _repeat_dim(dim: int, times: int) -> Op:
-        return Op(
-            f"repeat_dim({dim}, {times})", lambda x: x.tile_dim(dim, times),
-            (Rule(f"grad summed over the {times} copies", lambda g, s: g.sum_tiles(dim, times)),),
-        )  # fmt: skip
+        return run_op(shaping.expand(self.shape, target), (self,))
 
     def repeat_dim(self, dim: int, times: int) -> Tensor:
         if not isinstance(times, numbers.Integral) or isinstance(times, bool) or times < 1:
             raise ShapeMismatchError(f"repeat_dim repeats a positive number of times, got {excerpt(times)}.")
-        return _run_op(self._repeat_dim(self._dim(dim), int(times)), (self,))
-
-    @staticmethod
-    @per_constant
-    def _flip(axes: tuple[int, ...]) -> Op:
-        return Op(
-            f"flip({list(axes)})", lambda x: x.flip(axes), (Rule("grad flipped back", lambda g, s: g.flip(axes)),)
-        )
+        return run_op(shaping.repeat_dim(self._dim(dim), int(times)), (self,))
 
     def flip(self, axes: Sequence[int]) -> Tensor:
-        dims = tuple(sorted({self._dim(d) for d in _int_list(axes, "flip", "x.flip([0])")}))
-        return _run_op(self._flip(dims), (self,))
+        dims = tuple(sorted({self._dim(d) for d in int_list(axes, "flip", "x.flip([0])")}))
+        return run_op(shaping.flip(dims), (self,))
 
     def unsqueeze(self, rank: int) -> Tensor:
         """Add size-1 dims in front up to `rank` dims (Burn's `unsqueeze::<D2>()`)."""
@@ -786,33 +536,13 @@ class Tensor:
         return self._shaped(self.shape[:d] + self.shape[d + 1 :], f"squeeze({d})")
 
     def _shaped(self, target: tuple[int, ...], name: str) -> Tensor:
-        return _run_op(self._reshape(self.shape, target, name), (self,))
+        return run_op(shaping.reshape(self.shape, target, name), (self,))
 
     # -- Burn's indexing ops ------------------------------------------------------------------------------
-    @staticmethod
-    @per_constant
-    def _slice(shape: tuple[int, ...], ranges: tuple[tuple[int, int], ...]) -> Op:
-        index = tuple(slice(a, b) for a, b in ranges)
-        return Op(
-            f"slice({_ranges_text(ranges)})", lambda x: x.index(index),
-            (Rule("grad placed in zeros of the input's shape", lambda g, s: g.placed(shape, index)),),
-        )  # fmt: skip
-
     def slice(self, ranges: Sequence[Range]) -> Tensor:
         """The part of the tensor in `ranges`, one (start, end) pair per leading dim, end excluded (Burn's
         `slice([0..1, 0..2])` is `slice([(0, 1), (0, 2)])`)."""
-        return _run_op(self._slice(self.shape, self._ranges(ranges)), (self,))
-
-    @staticmethod
-    @per_constant
-    def _slice_assign(ranges: tuple[tuple[int, int], ...]) -> Op:
-        index = tuple(slice(a, b) for a, b in ranges)
-        return Op(
-            f"slice_assign({_ranges_text(ranges)})", lambda x, v: x.assigned(index, v),
-            (Rule("grad, zero in the assigned part", lambda g, s: g.assigned(index, 0.0)),
-             Rule("grad in the assigned part", lambda g, s: g.index(index))),
-            ("x", "values"),
-        )  # fmt: skip
+        return run_op(indexing.slice_of(self.shape, self._ranges(ranges)), (self,))
 
     def slice_assign(self, ranges: Sequence[Range], values: Tensor) -> Tensor:
         """This tensor with the part in `ranges` replaced by `values` (a new tensor; Burn's `slice_assign`)."""
@@ -821,22 +551,7 @@ class Tensor:
         part = tuple(b - a for a, b in checked) + self.shape[len(checked) :]
         if v.shape != part:
             raise ShapeMismatchError(f"slice_assign's values have shape {v.dims()}, the part {list(part)}.")
-        return _run_op(self._slice_assign(checked), (x, v))
-
-    @staticmethod
-    @per_constant
-    def _cat(sizes: tuple[int, ...], dim: int, rank: int) -> Op:
-        starts = [sum(sizes[:k]) for k in range(len(sizes))]
-        parts = [_dim_index(rank, dim, slice(a, a + n)) for a, n in zip(starts, sizes, strict=True)]
-
-        def forward(first: Buffer, *rest: Buffer) -> Buffer:
-            return first.concatenate(rest, dim)
-
-        return Op(
-            f"cat(dim={dim})", forward,
-            tuple(_part_rule(k, part) for k, part in enumerate(parts)),
-            tuple(f"x{k}" for k in range(len(sizes))),
-        )  # fmt: skip
+        return run_op(indexing.slice_assign(checked), (x, v))
 
     @staticmethod
     def cat(tensors: Sequence[Tensor], dim: int) -> Tensor:
@@ -855,59 +570,34 @@ class Tensor:
                 )
         if len(tensors) == 1:
             return first
-        return _run_op(Tensor._cat(tuple(t.shape[d] for t in tensors), d, len(first.shape)), tuple(tensors))
+        return run_op(shaping.cat(tuple(t.shape[d] for t in tensors), d, len(first.shape)), tuple(tensors))
 
     def select(self, dim: int, indices: IntTensor) -> Tensor:
         """The slices at `indices` along `dim` (a rank-1 IntTensor; Burn's `select`); repeated indices are
         allowed and their gradients add up."""
         d = self._dim(dim)
-        index = self._indices(indices, d, rank=1)
-        shape, at = self.shape, (slice(None),) * d + (index.array,)
-        op = Op(
-            f"select(dim={d})",
-            lambda x: x.take(d, index),
-            (Rule("grad added at the indices", lambda g, s: g.zeros(shape).added_at(at, g)),),
-        )  # a fresh op: its rule holds this call's indices
-        return _run_op(op, (self,))
+        chosen = self._indices(indices, d, rank=1)
+        return run_op(indexing.select(d, chosen, self.shape), (self,))
 
     def gather(self, dim: int, indices: IntTensor) -> Tensor:
         """out[i][j] = x[i][indices[i][j]] for dim 1 (Burn's `gather`): `indices` has this tensor's rank and
         its sizes except along `dim`."""
         d = self._dim(dim)
-        index = self._indices(indices, d, rank=len(self.shape))
-        shape, at = self.shape, self.data.index_grid(d, index)
-        op = Op(
-            f"gather(dim={d})",
-            lambda x: x.take_along(d, index),
-            (Rule("grad added at the indices", lambda g, s: g.zeros(shape).added_at(at, g)),),
-        )  # a fresh op: its rule holds this call's indices
-        return _run_op(op, (self,))
+        chosen = self._indices(indices, d, rank=len(self.shape))
+        return run_op(indexing.gather(d, chosen, self.shape, self.data.index_grid(d, chosen)), (self,))
 
     def scatter(self, dim: int, indices: IntTensor, values: Tensor) -> Tensor:
         """This tensor with `values` *added* at `indices` along `dim` (Burn's `scatter`, which sums)."""
         d = self._dim(dim)
-        index = self._indices(indices, d, rank=len(self.shape))
+        chosen = self._indices(indices, d, rank=len(self.shape))
         x, v = self._operands(values, broadcast=False)
         if v.shape != indices.shape:
             raise ShapeMismatchError(f"scatter's values have shape {v.dims()}, its indices {indices.dims()}.")
-        at = self.data.index_grid(d, index)
-        op = Op(
-            f"scatter(dim={d})",
-            lambda a, b: a.added_at(at, b),
-            (Rule("grad", lambda g, s: g), Rule("grad at the indices", lambda g, s: g.take_along(d, index))),
-            ("x", "values"),
-        )  # a fresh op: its rules hold this call's indices
-        return _run_op(op, (x, v))
+        return run_op(indexing.scatter(d, chosen, self.data.index_grid(d, chosen)), (x, v))
 
     def mask_fill(self, mask: BoolTensor, value: Scalar) -> Tensor:
         """`value` where `mask` is true, this tensor's values elsewhere (Burn's `mask_fill`)."""
-        m, c = self._mask(mask), _scalar(value)
-        op = Op(
-            f"mask_fill({c:g})",
-            lambda x: x.where(m, c),
-            (Rule("grad, zero where the mask is true", lambda g, s: g.where(m, 0.0)),),
-        )  # a fresh op: its rule holds this call's mask
-        return _run_op(op, (self,))
+        return run_op(indexing.mask_fill(self._mask(mask), scalar(value)), (self,))
 
     def mask_where(self, mask: BoolTensor, source: Tensor) -> Tensor:
         """`source` where `mask` is true, this tensor's values elsewhere (Burn's `mask_where`)."""
@@ -915,13 +605,7 @@ class Tensor:
         x, src = self._operands(source, broadcast=False)
         if src.shape != x.shape:
             raise ShapeMismatchError(f"mask_where's source has shape {src.dims()}, the tensor {x.dims()}.")
-        op = Op(
-            "mask_where", lambda a, b: a.where(m, b),
-            (Rule("grad where the mask is false", lambda g, s: g.where(m, 0.0)),
-             Rule("grad where the mask is true", lambda g, s: g.only_where(m))),
-            ("x", "source"),
-        )  # fmt: skip
-        return _run_op(op, (x, src))
+        return run_op(indexing.mask_where(m), (x, src))
 
     def _ranges(self, ranges: Sequence[Range]) -> tuple[tuple[int, int], ...]:
         if not isinstance(ranges, (list, tuple)) or not 0 < len(ranges) <= len(self.shape):
@@ -942,7 +626,7 @@ class Tensor:
                 pair = (r[0], r[1])
             else:
                 raise ShapeMismatchError(f"The range for dim {d} is {excerpt(r)}; write it as (start, end).")
-            start, end = (_index(v, f"slice's range for dim {d}") for v in pair)
+            start, end = (index(v, f"slice's range for dim {d}") for v in pair)
             n = self.shape[d]
             start, end = start + n if start < 0 else start, end + n if end < 0 else end  # Burn counts -1 from the end
             if not 0 <= start < end <= n:
@@ -1002,7 +686,7 @@ class Tensor:
                 f"Cannot combine a {self.dtype} tensor with a {other.dtype} tensor; create both with the same dtype."
             )
         if broadcast and self.data.array.shape != other.data.array.shape:
-            _broadcast_shape(self.data.shape, other.data.shape, "this operation")
+            broadcast_shape(self.data.shape, other.data.shape, "this operation")
         return self, other
 
     def _dim(self, dim: int) -> int:
@@ -1012,229 +696,3 @@ class Tensor:
                 f"Dimension {dim} does not exist: this tensor has {rank} dims (shape {self.dims()})."
             )
         return int(dim) % rank
-
-
-_UNTRACKED, _GRAD_IN_BACKWARD = Requirement.Untracked, Requirement.GradInBackward
-
-
-def _run_op(op: Op, inputs: tuple[Tensor, ...]) -> Tensor:
-    """Run an op's forward; on an autodiff device register its one step, in Burn's stages (`OpsPrep`):
-    `prepare` (the inputs' nodes, the output's order, which inputs are tracked), then untracked (a step
-    that only marks the node) or `stateful` (the tracked inputs' rules and only the saved tensors they
-    need: an operand is kept only when the other one is tracked), `memory_bound` (an elementwise op, whose
-    outputs balanced checkpointing recomputes) and `parents` (what a recomputation starts from)."""
-    first = inputs[0]
-    device = first.device
-    server = device.server
-    # prepare. The one fast path: every op runs through here and nearly every op has one or two inputs,
-    # gathered without loops (gathered by a loop, the benchmark's seed graph ran about 10% slower).
-    nodes: tuple[Node, ...]
-    tracked: tuple[int, ...]
-    if len(inputs) == 1:
-        out = op.forward(first.data)
-        a = first.node
-        if server is None or a is None:  # a tensor has a node exactly when its device has a server
-            return Tensor(out, device)
-        nodes = (a,)
-        order = a.order + 1
-        tracked = (0,) if a.requirement is not _UNTRACKED else ()
-    elif len(inputs) == 2:
-        out = op.forward(first.data, inputs[1].data)
-        a, b = first.node, inputs[1].node
-        if server is None or a is None or b is None:
-            return Tensor(out, device)
-        nodes = (a, b)
-        order = (a.order if a.order > b.order else b.order) + 1
-        a_tracked, b_tracked = a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED
-        tracked = (0, 1) if a_tracked and b_tracked else (0,) if a_tracked else (1,) if b_tracked else ()
-    else:  # cat: any number of inputs
-        out = op.forward(*(t.data for t in inputs))
-        if server is None:
-            return Tensor(out, device)
-        nodes = tuple(_node_of(t) for t in inputs)
-        order = max(n.order for n in nodes) + 1
-        tracked = tuple(k for k, n in enumerate(nodes) if n.requirement is not _UNTRACKED)
-    step: Step
-    if not tracked:  # untracked
-        node = Node(server.new_node_id(), (), order, _UNTRACKED, memory_bound=not op.compute_bound)
-        step = UntrackedOpsStep(node, op.name)
-    else:  # stateful
-        every = len(tracked) == len(nodes)
-        if every:
-            parents, rules, needs = nodes, op.rules, op.needs
-            shapes = tuple([t.data.array.shape for t in inputs])
-        elif len(tracked) == 1:  # a tracked input beside untracked ones (a weight times data)
-            k = tracked[0]
-            parents, rules, needs = (nodes[k],), (op.rules[k],), op.sources[k]
-            shapes = (inputs[k].data.array.shape,)
-        else:
-            parents, rules = tuple(nodes[k] for k in tracked), tuple(op.rules[k] for k in tracked)
-            needs = tuple(dict.fromkeys(source for k in tracked for source in op.sources[k]))
-            shapes = tuple(inputs[k].data.array.shape for k in tracked)
-        # memory_bound: unless an input is untracked (an untracked parent cannot be checkpointed: Burn then
-        # treats the op as compute-bound)
-        memory_bound = every and not op.compute_bound
-        node = Node(server.new_node_id(), parents, order, _GRAD_IN_BACKWARD, memory_bound=memory_bound)
-        saved = {name: out if source < 0 else inputs[source].data for name, source in needs}
-        step = Step(node, op.name, rules, shapes, saved)
-        server.strategy.checkpoint(step, op, nodes, inputs)  # parents
-    tensor = Tensor(out, device, node)
-    ids = (nodes[0].id,) if len(nodes) == 1 else tuple([n.id for n in nodes])
-    server.register(tensor, step, ids, op.forward)
-    return tensor
-
-
-def _node_of(tensor: Tensor) -> Node:
-    if tensor.node is None:  # inputs share a device, so a server means every input has a node
-        raise DeviceMismatchError("A tensor without a graph node was combined with tensors of an autodiff device.")
-    return tensor.node
-
-
-def _tanh_rule(g: Buffer, x: Buffer) -> Buffer:
-    y = x.tanh()
-    return g * (1.0 - y * y)
-
-
-def _sigmoid_rule(g: Buffer, x: Buffer) -> Buffer:
-    y = x.sigmoid()
-    return g * y * (1.0 - y)
-
-
-def _is_scalar(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _scalar(value: object) -> float:
-    if type(value) is not float and not _is_scalar(value):
-        raise UnsupportedOperationError(
-            f"Cannot combine a tensor with a value of type {type(value).__name__}; use a number or a Tensor."
-        )
-    c = float(value)  # type: ignore[arg-type]
-    if not math.isfinite(c):
-        raise NonFiniteError(f"The number {c} is not finite; use a finite number.")
-    return c
-
-
-def _check_dtype(dtype: str) -> str:
-    if dtype not in FLOAT_DTYPES:
-        raise DTypeError(f"Unsupported dtype {excerpt(dtype)}: use 'float32' (the default) or 'float64'.")
-    return dtype
-
-
-def _check_shape(shape: Sequence[int]) -> tuple[int, ...]:
-    if (
-        not isinstance(shape, (list, tuple))
-        or not shape
-        or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and int(d) > 0 for d in shape)
-    ):
-        raise ShapeMismatchError(f"A shape is a non-empty list of positive sizes, e.g. [2, 3]; got {excerpt(shape)}.")
-    return tuple(int(d) for d in shape)
-
-
-def _reshaped(shape: tuple[int, ...], target: list[int]) -> tuple[int, ...]:
-    """The shape `reshape(target)` gives (one -1 is inferred), or a clear error."""
-    size = math.prod(shape)
-    known = math.prod(d for d in target if d != -1)
-    if target.count(-1) == 1 and known > 0 and size % known == 0:
-        target = [size // known if d == -1 else d for d in target]
-    if any(d <= 0 for d in target) or math.prod(target) != size:
-        raise ShapeMismatchError(
-            f"Cannot reshape a tensor of shape {list(shape)} ({size} values) into {excerpt(target)}."
-        )
-    return tuple(target)
-
-
-def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(a, b))
-    except ValueError:
-        raise ShapeMismatchError(
-            f"Shapes {list(a)} and {list(b)} do not match for {what}: each dimension must be equal, "
-            "or 1 in one of them (broadcasting)."
-        ) from None
-
-
-class _Values:
-    """Integer or boolean values on a device, for the indices and masks of indexing ops (Burn's `Int` and
-    `Bool` tensors, only as far as those ops need them): never tracked, no arithmetic."""
-
-    __slots__ = ("data", "device")
-    kind = ""
-
-    def __init__(self, data: Buffer, device: Device) -> None:
-        self.data = data
-        self.device = device
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.data.shape)
-
-    def dims(self) -> list[int]:
-        return list(self.data.shape)
-
-    def numpy(self) -> np.ndarray:
-        return self.data.to_numpy()
-
-    def tolist(self) -> list:
-        return self.data.to_numpy().tolist()
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}({self.tolist()})"
-            if self.data.array.size <= REPR_VALUES
-            else (f"{type(self).__name__}(shape={self.dims()})")
-        )
-
-
-class IntTensor(_Values):
-    """Indices (int64): made by `Tensor.from_ints`, read by `select`, `gather` and `scatter`."""
-
-    __slots__ = ()
-
-
-class BoolTensor(_Values):
-    """A mask: made by `Tensor.from_bools` or a comparison (`x.greater_elem(0.0)`), read by `mask_fill` and
-    `mask_where`."""
-
-    __slots__ = ()
-
-    def bool_not(self) -> BoolTensor:
-        return BoolTensor(self.data.compare(0.0, "eq"), self.device)
-
-
-def _values_array(data: object, kind: str, accept: str, example: str) -> np.ndarray:
-    try:
-        array = np.array(data)
-    except ValueError:
-        raise ShapeMismatchError("The nested lists are ragged: every row must have the same length.") from None
-    if array.size == 0 or array.dtype.kind not in accept:
-        raise DTypeError(f"{kind} needs (nested) lists of {example}, got {excerpt(data)}.")
-    return array.reshape(array.shape or (1,))
-
-
-def _squared(x: Buffer) -> Buffer:
-    return x * x
-
-
-def _index(value: object, what: str) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise ShapeMismatchError(f"{what} takes whole numbers, got {excerpt(value)}.")
-    return int(value)
-
-
-def _int_list(values: object, what: str, example: str) -> list[int]:
-    if not isinstance(values, (list, tuple)) or not values:
-        raise ShapeMismatchError(f"{what} takes a list of dims, e.g. {example}.")
-    return [_index(v, what) for v in values]
-
-
-def _dim_index(rank: int, dim: int, part: slice) -> tuple[slice, ...]:
-    return tuple(part if d == dim else slice(None) for d in range(rank))
-
-
-def _part_rule(k: int, part: tuple[slice, ...]) -> Rule:
-    return Rule(f"grad's part {k}", lambda g, s: g.index(part))
-
-
-def _ranges_text(ranges: tuple[tuple[int, int], ...]) -> str:
-    return ", ".join(f"{a}..{b}" for a, b in ranges)

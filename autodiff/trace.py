@@ -1,7 +1,7 @@
 """Typed events of one backward pass, so a UI can replay it step by step.
 
-Backward tells a `Recorder` what happens, hook by hook; the default one does nothing, so a backward
-nobody watches pays a call per hook and nothing else. Pass a `BackwardRecorder` to
+Backward tells an `Observer` (`observer.py`) what happens, hook by hook; the default one does nothing, so a
+backward nobody watches pays a call per hook and nothing else. Pass a `BackwardRecorder` to
 `backward(recorder=...)` to keep the events. Values are copied to numpy when recorded, so the trace
 stays valid after the engine frees or reuses its buffers. Each event declares its `kind`, the name a reader
 matches on (the stage's contract in autodiff/stage/events.py): renaming a class is then a visible change, not a
@@ -18,10 +18,10 @@ import numpy as np
 
 from .graph import NodeId
 from .memory import MemoryUsage
+from .observer import Observer
 
 if TYPE_CHECKING:
     from .backends.base import Buffer
-    from .grads import Gradients
     from .graph import Step
     from .memory import MemoryPool
 
@@ -116,39 +116,7 @@ Event = (
 )
 
 
-class Recorder:
-    """What a backward tells whoever watches it, one hook per moment. This one watches nothing: it is the
-    default, so the server's backward reads the same with or without a recorder."""
-
-    def tape_built(self, root: NodeId, tape: list[list[Step]]) -> None:
-        pass
-
-    def step_started(self, step: Step) -> None:
-        pass
-
-    def recomputed(self, node_id: NodeId, op: str) -> None:
-        pass
-
-    def gradient_registered(self, node_id: NodeId, source: NodeId | None, grad: Buffer, total: Buffer) -> None:
-        pass
-
-    def gradient_consumed(self, node_id: NodeId, kept: bool) -> None:
-        pass
-
-    def saved_state_freed(self, step: Step, bytes_before: int, pool: MemoryPool) -> None:
-        pass
-
-    def swept(self, node_ids: tuple[NodeId, ...], bytes_released: int) -> None:
-        pass
-
-    def backward_finished(self, pool: MemoryPool, grads: Gradients) -> None:
-        pass
-
-
-NO_RECORDER = Recorder()
-
-
-class BackwardRecorder(Recorder):
+class BackwardRecorder(Observer):
     """Collects the events of one backward, in the order they happened."""
 
     def __init__(self) -> None:
@@ -188,8 +156,8 @@ class BackwardRecorder(Recorder):
     def swept(self, node_ids: tuple[NodeId, ...], bytes_released: int) -> None:
         self.record(SweepFreed(node_ids, bytes_released))
 
-    def backward_finished(self, pool: MemoryPool, grads: Gradients) -> None:
-        self.record(BackwardFinished(pool.usage(), tuple(grads.node_ids()), pool.peak_bytes))
+    def backward_finished(self, pool: MemoryPool, gradient_ids: tuple[NodeId, ...]) -> None:
+        self.record(BackwardFinished(pool.usage(), gradient_ids, pool.peak_bytes))
 
     def container_after(self, index: int) -> dict[NodeId, np.ndarray | TensorPreview]:
         """The `Gradients` entries after events[0..index] (inclusive) have happened."""

@@ -264,7 +264,7 @@ def record_program(
         ad.record_memory_history(max_entries=memory_entries)
     tensors, provenance = traced_build(program, ad)
     before = ad.snapshot()
-    graph = ad.server.graph_of(tensors["loss"].node_id)
+    graph = ad.graph_of(tensors["loss"].node_id)
     recorder = BackwardRecorder()
     grads = tensors["loss"].backward(recorder=recorder)
     names = {**provenance.names, **node_names(tensors)}  # what it returns names a node last

@@ -12,6 +12,7 @@ import pytest
 
 from autodiff import Device, Distribution, Tensor, UnsupportedOperationError
 from autodiff.memory_viz import dump_snapshot
+from autodiff.observer import NO_OBSERVER
 from course.programs import memory_forward
 from course.scenarios import MemoryRow, abandoned_graphs_experiment, memory_experiment
 
@@ -154,7 +155,7 @@ def test_bytes_held_before_recording_started_are_one_block_of_their_own():
 
 def test_recording_is_off_by_default_and_stops():
     ad = Device.numpy().autodiff()
-    assert ad.memory_history is None and ad.backend.pool.history is None
+    assert ad.memory_history is None and ad.backend.pool.observer is NO_OBSERVER
     with pytest.raises(UnsupportedOperationError, match="record_memory_history"):
         ad.memory_snapshot()
     ad.record_memory_history(max_entries=5)

@@ -233,9 +233,9 @@ def test_the_device_names_its_memory_policy_and_checkpointing_strategy_objects()
 
 
 def test_a_recorder_hears_each_moment_of_a_backward(ad):
-    from autodiff.trace import Recorder
+    from autodiff.observer import Observer
 
-    class Counting(Recorder):
+    class Counting(Observer):
         def __init__(self) -> None:
             self.heard: list[str] = []
 

@@ -1,0 +1,76 @@
+"""One-input elementwise ops. As Burn's (burn-autodiff `ops/tensor.rs`), each saves its input and recomputes
+what its rule needs from it: exp(x) is computed again in backward, not kept."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..graph import Op, Rule, per_constant
+from .base import unary
+
+if TYPE_CHECKING:
+    from ..backends.base import Buffer
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _squared(x: Buffer) -> Buffer:
+    return x * x
+
+
+def _tanh_rule(g: Buffer, x: Buffer) -> Buffer:
+    y = x.tanh()
+    return g * (1.0 - y * y)
+
+
+def _sigmoid_rule(g: Buffer, x: Buffer) -> Buffer:
+    y = x.sigmoid()
+    return g * y * (1.0 - y)
+
+
+EXP = unary("exp", lambda x: x.exp(), "grad * exp(x)", lambda g, x: g * x.exp())
+LOG = unary("log", lambda x: x.log(), "grad / x", lambda g, x: g / x)
+SQRT = unary("sqrt", lambda x: x.sqrt(), "grad / (2 * sqrt(x))", lambda g, x: g / (x.sqrt() * 2.0))
+SIN = unary("sin", lambda x: x.sin(), "grad * cos(x)", lambda g, x: g * x.cos())
+COS = unary("cos", lambda x: x.cos(), "-grad * sin(x)", lambda g, x: -g * x.sin())
+TANH = unary("tanh", lambda x: x.tanh(), "grad * (1 - tanh(x)²)", _tanh_rule)
+SIGMOID = unary("sigmoid", lambda x: x.sigmoid(), "grad * σ(x) * (1 - σ(x))", _sigmoid_rule)
+RELU = unary("relu", lambda x: x.relu(), "grad * (x > 0)", lambda g, x: g * (x > 0.0))
+ABS = unary("abs", lambda x: x.abs(), "grad * sign(x)", lambda g, x: g * x.sign())
+SIGN = Op("sign", lambda x: x.sign(), (Rule("0 (sign is flat)", lambda g, s: g * 0.0),))
+RECIP = unary("recip", lambda x: 1.0 / x, "-grad / x²", lambda g, x: -g / (x * x))
+TAN = unary(
+    "tan",
+    lambda x: x.transcendental("tan"),
+    "grad * (1 + tan(x)²)",
+    lambda g, x: g * (_squared(x.transcendental("tan")) + 1.0),
+)
+SINH = unary("sinh", lambda x: x.transcendental("sinh"), "grad * cosh(x)", lambda g, x: g * x.transcendental("cosh"))
+COSH = unary("cosh", lambda x: x.transcendental("cosh"), "grad * sinh(x)", lambda g, x: g * x.transcendental("sinh"))
+ASIN = unary(
+    "asin", lambda x: x.transcendental("arcsin"), "grad / sqrt(1 - x²)", lambda g, x: g / (1.0 - _squared(x)).sqrt()
+)
+ACOS = unary(
+    "acos", lambda x: x.transcendental("arccos"), "-grad / sqrt(1 - x²)", lambda g, x: -g / (1.0 - _squared(x)).sqrt()
+)
+ATAN = unary("atan", lambda x: x.transcendental("arctan"), "grad / (1 + x²)", lambda g, x: g / (_squared(x) + 1.0))
+ERF = unary(
+    "erf",
+    lambda x: x.transcendental("erf"),
+    "grad * 2/√π * exp(-x²)",
+    lambda g, x: g * ((-_squared(x)).exp() * _TWO_OVER_SQRT_PI),
+)
+LOG1P = unary("log1p", lambda x: x.transcendental("log1p"), "grad / (1 + x)", lambda g, x: g / (x + 1.0))
+
+
+@per_constant
+def clamp(low: float | None, high: float | None) -> Op:
+    name = "clamp" if low is not None and high is not None else "clamp_min" if low is not None else "clamp_max"
+    bounds = ", ".join(f"{b:g}" for b in (low, high) if b is not None)
+    return unary(
+        f"{name}({bounds})",
+        lambda x: x.clamp(low, high),
+        "grad where x is inside the bounds",
+        lambda g, x: g * x.inside(low, high),
+    )
