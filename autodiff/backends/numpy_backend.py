@@ -6,7 +6,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import Array, Backend, Buffer, Shape
+from .base import ROUNDED, Array, Backend, Buffer, Shape
+
+# float64 values need no rounding: the same float64 kernel, without the cast into a new output array
+_FLOAT64 = np.dtype(np.float64)
+_IN_FLOAT64 = {name: getattr(np, name) for name in ROUNDED if hasattr(np, name) and isinstance(getattr(np, name), np.ufunc)}
 
 
 class NumpyBuffer(Buffer):
@@ -19,6 +23,14 @@ class NumpyBuffer(Buffer):
 
     def to_numpy(self) -> np.ndarray:
         return np.array(self.array, copy=True)
+
+    def _rounded(self, function: str) -> Array:
+        array = self.array
+        if array.dtype is _FLOAT64:
+            ufunc = _IN_FLOAT64.get(function)
+            if ufunc is not None:
+                return ufunc(array)
+        return ROUNDED[function](array, np.empty_like(array))
 
     def _view(self, array: Array) -> Buffer:
         # numpy copies when a reshape cannot be a view: then it is a new allocation.

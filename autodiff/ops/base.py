@@ -42,52 +42,59 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
     """Run `op` on `inputs` (tensors of one device); on an autodiff device, register its one step."""
     first = inputs[0]
     device = first.device
-    values = tuple([t.data for t in inputs])
+    # nearly every op has one or two inputs: gathered without a loop (every op runs through here)
+    values = (first.data,) if len(inputs) == 1 else tuple([t.data for t in inputs])
     out = op.forward(*values)
     server = device.server
     if server is None:  # a tensor has a node exactly when its device has a server
         return type(first)(out, device)
-    nodes, order = _prepare(inputs)
-    tracked = [k for k, n in enumerate(nodes) if n.requirement is not _UNTRACKED]
+    nodes, order, tracked = _prepare(inputs)
     if tracked:
-        node, step = _stateful(op, server.new_node_id(), nodes, order, tracked, values, out)
+        node = _stateful_node(server.new_node_id(), nodes, order, tracked, op)
+        step = Step(node, op.name, *_stateful(op, nodes, tracked, values, out))
         server.strategy.checkpoint(step, op, nodes, values)
     else:
         node = Node(server.new_node_id(), (), order, _UNTRACKED, memory_bound=not op.compute_bound)
         step = UntrackedOpsStep(node, op.name)
     output = type(first)(out, device, node)
-    server.register(node, out, output, step, tuple([n.id for n in nodes]), op.forward)
+    server.register(node, out, output, step, (nodes[0].id,) if len(nodes) == 1 else tuple([n.id for n in nodes]),
+                    op.forward)  # fmt: skip
     return output
 
 
-def _prepare(inputs: tuple[Operand, ...]) -> tuple[tuple[Node, ...], int]:
-    """The inputs' nodes, and the output's order: 1 + the highest order among them."""
+def _prepare(inputs: tuple[Operand, ...]) -> tuple[tuple[Node, ...], int, tuple[int, ...]]:
+    """The inputs' nodes, the output's order (1 + the highest order among them) and which inputs are tracked."""
+    if len(inputs) == 1:
+        a = _node_of(inputs[0])
+        return (a,), a.order + 1, ((0,) if a.requirement is not _UNTRACKED else ())
     nodes = tuple([_node_of(t) for t in inputs])
-    return nodes, max([n.order for n in nodes]) + 1
+    tracked = tuple([k for k, n in enumerate(nodes) if n.requirement is not _UNTRACKED])
+    return nodes, max([n.order for n in nodes]) + 1, tracked
+
+
+def _stateful_node(node_id: NodeId, nodes: tuple[Node, ...], order: int, tracked: tuple[int, ...], op: Op) -> Node:
+    """The output's node: its parents are the tracked inputs. Memory-bound when elementwise with every input
+    tracked (an untracked input cannot be checkpointed: Burn then treats the op as compute-bound)."""
+    every = len(tracked) == len(nodes)
+    parents = nodes if every else tuple([nodes[k] for k in tracked])
+    return Node(node_id, parents, order, _GRAD_IN_BACKWARD, memory_bound=every and not op.compute_bound)
 
 
 def _stateful(
-    op: Op,
-    node_id: NodeId,
-    nodes: tuple[Node, ...],
-    order: int,
-    tracked: list[int],
-    values: tuple[Buffer, ...],
-    out: Buffer,
-) -> tuple[Node, Step]:
-    """The node and step of an op with a tracked input: the tracked inputs' rules, and the saved tensors they
-    need. Every input tracked: memory-bound when elementwise (an untracked input cannot be checkpointed, so
-    Burn then treats the op as compute-bound)."""
-    every = len(tracked) == len(nodes)
-    if every:
-        parents, rules, needs = nodes, op.rules, op.needs
+    op: Op, nodes: tuple[Node, ...], tracked: tuple[int, ...], values: tuple[Buffer, ...], out: Buffer
+) -> tuple[tuple[Rule, ...], tuple[tuple[int, ...], ...], dict[str, Buffer]]:
+    """The step's rules, the tracked inputs' shapes and the saved tensors the rules need: an operand is kept
+    only when the other one is tracked."""
+    if len(tracked) == len(nodes):
+        rules, needs = op.rules, op.needs
     else:
-        parents, rules = tuple([nodes[k] for k in tracked]), tuple([op.rules[k] for k in tracked])
+        rules = tuple([op.rules[k] for k in tracked])
         needs = tuple(dict.fromkeys(source for k in tracked for source in op.sources[k]))
-    shapes = tuple([values[k].array.shape for k in tracked])
-    node = Node(node_id, parents, order, _GRAD_IN_BACKWARD, memory_bound=every and not op.compute_bound)
-    saved = {name: out if source < 0 else values[source] for name, source in needs}
-    return node, Step(node, op.name, rules, shapes, saved)
+    shapes = (values[0].array.shape,) if len(values) == 1 else tuple([values[k].array.shape for k in tracked])
+    saved = {}
+    for name, source in needs:
+        saved[name] = out if source < 0 else values[source]
+    return rules, shapes, saved
 
 
 def _node_of(tensor: Operand) -> Node:
