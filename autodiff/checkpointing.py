@@ -75,11 +75,14 @@ class BalancedCheckpointing(CheckpointStrategy):
         """A saved tensor made by a tracked elementwise node becomes a recipe (that node's id); the inputs
         an elementwise step would be recomputed from are kept as checkpoints."""
         producers = {"y": step.node} | {name: nodes[k] for k, name in enumerate(op.names[: len(inputs)])}
+        recipes = {}
         for name in list(step.saved):
             producer = producers[name]
             if producer.memory_bound and producer.requirement.is_tracked:
                 del step.saved[name]
-                step.recipes[name] = producer.id
+                recipes[name] = producer.id
+        if recipes:
+            step.recipes = recipes
         if step.node.memory_bound:
             for node, value in zip(nodes, inputs, strict=True):
                 if not (node.memory_bound and node.requirement.is_tracked):

@@ -117,6 +117,9 @@ def per_constant(build: Callable[..., Op]) -> Callable[..., Op]:
     return op
 
 
+_NONE: dict = {}  # a freed step's saved tensors and recipes: shared, never written
+
+
 class Step:
     """A registered operation awaiting backward (Burn's `OpsStep`). The server runs it once
     (`AutodiffServer.run_step`): it consumes its node's gradient, sends one to each tracked parent by
@@ -131,15 +134,15 @@ class Step:
         rules: tuple[Rule, ...],
         input_shapes: tuple[tuple[int, ...], ...],
         saved: dict[str, Buffer],
-        recipes: dict[str, NodeId] | None = None,
     ) -> None:
         self.node = node
         self.op = op
         self.rules = rules  # one per tracked parent, aligned with node.parents
         self.input_shapes = input_shapes  # aligned with node.parents
         self.saved = saved
-        # balanced checkpointing: saved names whose value is recomputed from this node in backward
-        self.recipes = {} if recipes is None else recipes
+        # balanced checkpointing: saved names whose value is recomputed from this node in backward (the
+        # strategy gives a step its own table when it has one: this empty one is shared, never written)
+        self.recipes: dict[str, NodeId] = _NONE
 
     @property
     def saved_bytes(self) -> int:
@@ -148,8 +151,8 @@ class Step:
         return sum(owners.values())
 
     def free_saved(self) -> None:
-        self.saved = {}
-        self.recipes = {}
+        self.saved = _NONE
+        self.recipes = _NONE
 
 
 class RootStep(Step):

@@ -94,7 +94,8 @@ def memory_budget(budget: MemoryBudget) -> Iterator[MemoryBudget]:
 
 
 class MemoryPool:
-    """The live-buffer counter of one device (shared by its autodiff device)."""
+    """The live-buffer counter of one device (shared by its autodiff device). Each `Buffer` counts itself
+    in when it is made and out when its last reference goes (`backends/base.py`), and tells the observer."""
 
     __slots__ = ("bytes_in_use", "allocations", "peak_bytes", "budget", "observer")
 
@@ -104,24 +105,6 @@ class MemoryPool:
         self.peak_bytes = 0
         self.budget = _BUDGET.get()
         self.observer: Observer = NO_OBSERVER  # a memory history while the device records one
-
-    def allocate(self, nbytes: int, owner: object = None) -> None:
-        """`owner` (the buffer) is only told to the observer (a memory history tells buffers apart by it)."""
-        budget = self.budget
-        if budget is not None:
-            budget.take(nbytes)
-        self.bytes_in_use += nbytes
-        self.allocations += 1
-        if self.bytes_in_use > self.peak_bytes:
-            self.peak_bytes = self.bytes_in_use
-        self.observer.allocated(owner, nbytes)
-
-    def release(self, nbytes: int, owner: object = None) -> None:
-        if self.budget is not None:
-            self.budget.give_back(nbytes)
-        self.bytes_in_use -= nbytes
-        self.allocations -= 1
-        self.observer.released(owner, nbytes)
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.bytes_in_use

@@ -49,33 +49,25 @@ _CONSUMED, _FREED = NodeStatus.CONSUMED, NodeStatus.FREED
 Steps = Mapping[NodeId, Step]  # the server's pending steps, as memory management reads them
 
 
-class NodeRecord:
-    """One node as the server remembers it, for the sweep, recomputation and snapshots."""
+class NodeRecord(weakref.ref[Handle]):
+    """One node as the server remembers it, for the sweep, recomputation and snapshots. A record is a weak
+    reference to what holds the node (its tensor): `record()` is that handle while it lives, else None; the
+    server is told when it goes if it asked (one object per node, not a record and a reference). Made by
+    `GraphMemoryManagement.track`, which sets every field."""
 
-    __slots__ = ("node", "op", "shape", "inputs", "forward", "handle", "outcome", "outcome_in", "users", "removed")
-
-    def __init__(
-        self,
-        node: Node,
-        op: str,
-        shape: tuple[int, ...],
-        inputs: tuple[NodeId, ...],
-        handle: weakref.ref[Handle],
-        forward: Callable[..., Buffer] | None,
-    ) -> None:
-        self.node = node
-        self.op = op
-        self.shape = shape
-        self.inputs = inputs
-        self.forward = forward  # the op's forward on buffers, so a graph can be recomputed elsewhere
-        self.handle = handle  # the tensor that holds the node: alive while a handle refers to the node
-        self.outcome: NodeStatus | None = None  # CONSUMED or FREED once its step has left the server
-        self.outcome_in = -1  # the backward that decided it (records are forgotten one backward later)
-        self.users = 0  # records that list this node among their inputs
-        # Burn removes a node from its graph when its step is consumed with no tensor referring to it, or
-        # freed: steps that need it can never run again, and the next cleanup frees them (unavailable).
-        # Never a leaf: a leaf has no step to run, so a path through it needs nothing that was consumed.
-        self.removed = False
+    __slots__ = ("node", "op", "shape", "inputs", "forward", "outcome", "outcome_in", "users", "removed")
+    node: Node
+    op: str
+    shape: tuple[int, ...]
+    inputs: tuple[NodeId, ...]
+    forward: Callable[..., Buffer] | None  # the op's forward on buffers, so a graph can be recomputed elsewhere
+    outcome: NodeStatus | None  # CONSUMED or FREED once its step has left the server
+    outcome_in: int  # the backward that decided it (records are forgotten one backward later)
+    users: int  # records that list this node among their inputs
+    # Burn removes a node from its graph when its step is consumed with no tensor referring to it, or freed:
+    # steps that need it can never run again, and the next cleanup frees them (unavailable). Never a leaf: a
+    # leaf has no step to run, so a path through it needs nothing that was consumed.
+    removed: bool
 
 
 class MemoryPolicy:
@@ -116,7 +108,7 @@ class EagerFreeing(MemoryPolicy):
         while stack:
             current = stack.pop()
             record = memory.records.get(current)
-            if record is None or record.handle() is not None or steps.is_needed(current):
+            if record is None or record() is not None or steps.is_needed(current):
                 continue
             step = free(current)
             if step is not None:
@@ -179,7 +171,7 @@ class GraphMemoryManagement:
         node: Node,
         value: Buffer,
         handle: Handle,
-        on_drop: Callable[[weakref.ref], None] | None,
+        on_drop: Callable[[NodeRecord], None] | None,
         op: str,
         inputs: tuple[NodeId, ...] = (),
         forward: Callable[..., Buffer] | None = None,
@@ -188,11 +180,13 @@ class GraphMemoryManagement:
         tensor), watched through a weak reference, `on_drop` called when it goes."""
         records = self.records
         node_id = node.id
-        records[node_id] = NodeRecord(node, op, value.array.shape, inputs, weakref.ref(handle, on_drop), forward)
+        record = records[node_id] = NodeRecord(handle, on_drop)
+        record.node, record.op, record.shape, record.inputs = node, op, value.array.shape, inputs
+        record.forward, record.outcome, record.outcome_in, record.users, record.removed = forward, None, -1, 0, False
         for input_id in inputs:
-            record = records.get(input_id)
-            if record is not None:
-                record.users += 1
+            used = records.get(input_id)
+            if used is not None:
+                used.users += 1
         self.observer.tracked(node_id, value)
 
     def retrack_as_leaf(self, node: Node) -> None:
@@ -215,7 +209,7 @@ class GraphMemoryManagement:
         record = self.records.get(node_id)
         if record is not None:
             record.outcome, record.outcome_in = outcome, backward
-            record.removed = record.node.order > 0 and (outcome is _FREED or record.handle() is None)
+            record.removed = record.node.order > 0 and (outcome is _FREED or record() is None)
             self._decided.append(record)
 
     # -- forgetting ------------------------------------------------------------------------------------
@@ -236,7 +230,7 @@ class GraphMemoryManagement:
             used = self.records.get(input_id)
             if used is not None:
                 used.users -= 1
-                if used.users == 0 and used.handle() is None and _is_constant(used):
+                if used.users == 0 and used() is None and _is_constant(used):
                     self.forget(input_id)
 
     # -- the cleanup at the end of a backward --------------------------------------------------------
@@ -264,7 +258,7 @@ class GraphMemoryManagement:
     def needed_steps(self, steps: Steps, unavailable: AbstractSet[NodeId] = frozenset()) -> set[NodeId]:
         """Pending steps that are a live handle's own or one of its ancestors."""
         records = self.records
-        stack = [i for i in steps if i not in unavailable and records[i].handle() is not None]
+        stack = [i for i in steps if i not in unavailable and records[i]() is not None]
         needed: set[NodeId] = set()
         while stack:
             node_id = stack.pop()
@@ -283,7 +277,7 @@ class GraphMemoryManagement:
             node_id = record.node.id
             if records.get(node_id) is not record:
                 continue  # already forgotten
-            if record.outcome_in < backward and record.handle() is None:
+            if record.outcome_in < backward and record() is None:
                 self.forget(node_id)
             else:
                 self._decided.append(record)
@@ -304,7 +298,7 @@ class GraphMemoryManagement:
     def live_values(self) -> Iterator[Buffer]:
         """The buffers of the tensors still alive (a handle holds its value as `data`)."""
         for record in self.records.values():
-            handle = record.handle()
+            handle = record()
             if handle is not None:
                 yield handle.data
 

@@ -13,7 +13,6 @@ autodiff device has its own server, so two users in one process never meet.
 from __future__ import annotations
 
 import copy
-import weakref
 from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,7 @@ from .errors import TapeConsumedError
 from .grads import Gradients
 from .graph import Node, NodeId, RootStep, Step, tape_of
 from .memory import MemoryPool
-from .memory_management import CountedSteps, GraphMemoryManagement, Handle, LazyFreeing, MemoryPolicy
+from .memory_management import CountedSteps, GraphMemoryManagement, Handle, LazyFreeing, MemoryPolicy, NodeRecord
 from .observer import NO_OBSERVER, Observer
 
 if TYPE_CHECKING:
@@ -59,7 +58,7 @@ class AutodiffServer:
 
     def register_leaf(self, node: Node, value: Buffer, handle: Handle, op: str) -> None:
         """A leaf's node, held by `handle` (its tensor); its drop is always watched (a constant is forgotten)."""
-        self.memory.track(node, value, handle, self._on_drop(node.id), op)
+        self.memory.track(node, value, handle, self._dropped, op)
         self.pool.observer.leaf(value, node.id, op)
 
     def register(
@@ -72,7 +71,7 @@ class AutodiffServer:
         forward: Callable[..., Buffer] | None = None,
     ) -> None:
         """An op's output (`value`, held by `handle`) and its one step (tracked or untracked)."""
-        on_drop = self._on_drop(node.id) if self._watch_op_outputs else None
+        on_drop = self._dropped if self._watch_op_outputs else None
         self.memory.track(node, value, handle, on_drop, step.op, inputs, forward)
         self.steps[node.id] = step
         self.pool.observer.registered(value, step, self.strategy.checkpoints)
@@ -83,11 +82,9 @@ class AutodiffServer:
         self.steps[node.id] = RootStep(node)
         self.pool.observer.parameter(node.id)
 
-    def _on_drop(self, node_id: NodeId) -> Callable[[weakref.ref], None]:
-        def dropped(_: weakref.ref) -> None:
-            self.policy.to_free_on_drop(self.memory, node_id, self.steps, self.free_step)
-
-        return dropped
+    def _dropped(self, record: NodeRecord) -> None:
+        """The tensor that held a watched node was dropped: the policy says what to free."""
+        self.policy.to_free_on_drop(self.memory, record.node.id, self.steps, self.free_step)
 
     # -- backward ----------------------------------------------------------------------------------
     def backward(

@@ -124,7 +124,7 @@ def snapshot(server: AutodiffServer) -> GraphSnapshot:
     for node_id in sorted(memory.records):
         record = memory.records[node_id]
         step = server.steps.get(node_id)
-        alive = record.handle() is not None
+        alive = record() is not None
         if step is not None:
             status = NodeStatus.LIVE if node_id in needed else NodeStatus.ABANDONED
         elif record.outcome is not None:
@@ -171,7 +171,7 @@ def graph_of(server: AutodiffServer, root_id: NodeId) -> list[GraphNode]:
         record = records[node_id]
         value = None
         if record.forward is None:
-            tensor = record.handle()
+            tensor = record()
             if tensor is None:
                 raise UnsupportedOperationError(
                     f"{node_id!r} ({record.op}) is an input whose tensor was dropped: keep every input "

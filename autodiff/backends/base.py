@@ -61,13 +61,26 @@ class Buffer:
         self.base = base  # a view keeps its base alive and owns no bytes of its own
         self.owned_bytes = 0
         if base is None:
+            # counted here, not in a call to the pool: every op's output and every gradient passes through
             nbytes = array.nbytes
-            pool.allocate(nbytes, self)  # may refuse (a memory budget): then nothing is counted
+            if pool.budget is not None:
+                pool.budget.take(nbytes)  # may refuse: then nothing is counted
+            in_use = pool.bytes_in_use = pool.bytes_in_use + nbytes
+            pool.allocations += 1
+            if in_use > pool.peak_bytes:
+                pool.peak_bytes = in_use
             self.owned_bytes = nbytes
+            pool.observer.allocated(self, nbytes)
 
     def __del__(self) -> None:
-        if self.owned_bytes:
-            self.pool.release(self.owned_bytes, self)
+        nbytes = self.owned_bytes
+        if nbytes:
+            pool = self.pool
+            if pool.budget is not None:
+                pool.budget.give_back(nbytes)
+            pool.bytes_in_use -= nbytes
+            pool.allocations -= 1
+            pool.observer.released(self, nbytes)
 
     # -- what a backend provides ------------------------------------------------------------
     @property

@@ -10,7 +10,9 @@ from .base import ROUNDED, Array, Backend, Buffer, Shape
 
 # float64 values need no rounding: the same float64 kernel, without the cast into a new output array
 _FLOAT64 = np.dtype(np.float64)
-_IN_FLOAT64 = {name: getattr(np, name) for name in ROUNDED if hasattr(np, name) and isinstance(getattr(np, name), np.ufunc)}
+_IN_FLOAT64 = {
+    name: getattr(np, name) for name in ROUNDED if hasattr(np, name) and isinstance(getattr(np, name), np.ufunc)
+}
 
 
 class NumpyBuffer(Buffer):

@@ -43,7 +43,8 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
     first = inputs[0]
     device = first.device
     # nearly every op has one or two inputs: gathered without a loop (every op runs through here)
-    values = (first.data,) if len(inputs) == 1 else tuple([t.data for t in inputs])
+    n = len(inputs)
+    values = (first.data,) if n == 1 else (first.data, inputs[1].data) if n == 2 else tuple([t.data for t in inputs])
     out = op.forward(*values)
     server = device.server
     if server is None:  # a tensor has a node exactly when its device has a server
@@ -57,8 +58,8 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
         node = Node(server.new_node_id(), (), order, _UNTRACKED, memory_bound=not op.compute_bound)
         step = UntrackedOpsStep(node, op.name)
     output = type(first)(out, device, node)
-    server.register(node, out, output, step, (nodes[0].id,) if len(nodes) == 1 else tuple([n.id for n in nodes]),
-                    op.forward)  # fmt: skip
+    ids = (nodes[0].id,) if n == 1 else (nodes[0].id, nodes[1].id) if n == 2 else tuple([x.id for x in nodes])
+    server.register(node, out, output, step, ids, op.forward)
     return output
 
 
@@ -67,6 +68,13 @@ def _prepare(inputs: tuple[Operand, ...]) -> tuple[tuple[Node, ...], int, tuple[
     if len(inputs) == 1:
         a = _node_of(inputs[0])
         return (a,), a.order + 1, ((0,) if a.requirement is not _UNTRACKED else ())
+    if len(inputs) == 2:
+        a, b = _node_of(inputs[0]), _node_of(inputs[1])
+        a_tracked, b_tracked = a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED
+        tracked: tuple[int, ...] = (
+            (0, 1) if a_tracked and b_tracked else (0,) if a_tracked else (1,) if b_tracked else ()
+        )
+        return (a, b), (a.order if a.order > b.order else b.order) + 1, tracked
     nodes = tuple([_node_of(t) for t in inputs])
     tracked = tuple([k for k, n in enumerate(nodes) if n.requirement is not _UNTRACKED])
     return nodes, max([n.order for n in nodes]) + 1, tracked
@@ -90,7 +98,7 @@ def _stateful(
     else:
         rules = tuple([op.rules[k] for k in tracked])
         needs = tuple(dict.fromkeys(source for k in tracked for source in op.sources[k]))
-    shapes = (values[0].array.shape,) if len(values) == 1 else tuple([values[k].array.shape for k in tracked])
+    shapes = (values[tracked[0]].array.shape,) if len(tracked) == 1 else tuple([values[k].array.shape for k in tracked])
     saved = {}
     for name, source in needs:
         saved[name] = out if source < 0 else values[source]
