@@ -10,9 +10,16 @@
 (e) Python heap growth over 10,000 forward+backward iterations of the seed graph, per memory policy
     (tracemalloc); target: flat.
 (f) the seed graph with its memory history recorded and not (the default), side by side, and what not recording
-    costs: the `is not None` checks one forward+backward makes, times one check's time; target: below 1%.
+    costs: the calls of the observer that does nothing one forward+backward makes, times one call's time.
 (g) the seed graph with keep_values=False (the course's case: no values kept, no structure recorded) side by side
     with keep_values=True (each node's value copied and what made it recorded: a walk of the call stack), per op.
+(h) HIPS autograd's `benchmarks/bench_core.py` shapes, float64, the engine's default device with nothing recording,
+    side by side with PyTorch eager (one thread) and `autograd` itself where they are installed: 50 chained `sin`
+    on a scalar, and fan-out/fan-in (each level sends x to many products and adds them back, then a `sin`).
+(i) per op (forward + backward) for both shapes at 50 and 5,000 ops, the ratio to PyTorch (target: at most 1.0);
+    the chain at 100 and 100,000 ops, the flatness ratio (target: at most 1.2).
+(j) memory retained per recorded op while a 20,000-op chain waits for its backward: the process's resident memory
+    for the engine and for PyTorch (the same measure), and the Python heap the engine holds (tracemalloc).
 
 Run: python bench/engine.py
 """
@@ -27,6 +34,7 @@ import timeit
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -213,15 +221,17 @@ def recording_section() -> None:
     once()
     history = ad.memory_history
     assert history is not None
-    # each allocation and release checks once, each registration of a node or a gradient once
+    # each allocation and release calls the pool's observer once, each registration of a node or a gradient once
     gradients = sum(e.action == "alloc" and e.allocation.role == "gradient" for e in history.events)
-    checks = history.recorded + (ad.server.nodes_created - nodes) + gradients
-    scope = {"pool": Device.numpy().backend.pool}
-    check = min(timeit.repeat("pool.history is not None", globals=scope, repeat=7, number=1_000_000)) / 1e6
-    empty = min(timeit.repeat("pool", globals=scope, repeat=7, number=1_000_000)) / 1e6
-    cost = checks * max(check - empty, 0.0)
-    print(f"    not recording costs {checks} checks per fwd+bwd, {(check - empty) * 1e9:.1f} ns each: "
-          f"{cost * 1e9:.0f} ns, {cost / off_time:.2%} of its time (target < 1%)")  # fmt: skip
+    calls = history.recorded + (ad.server.nodes_created - nodes) + gradients
+    scope = {"observer": Device.numpy().backend.pool.observer, "buffer": object()}
+    call = min(timeit.repeat("observer.allocated(buffer, 8)", globals=scope, repeat=7, number=1_000_000)) / 1e6
+    empty = min(timeit.repeat("observer, buffer", globals=scope, repeat=7, number=1_000_000)) / 1e6
+    cost = calls * max(call - empty, 0.0)
+    print(
+        f"    not recording costs {calls} calls of the observer that does nothing per fwd+bwd, "
+        f"{(call - empty) * 1e9:.1f} ns each: {cost * 1e9:.0f} ns, {cost / off_time:.2%} of its time"
+    )
 
 
 def seed_graph_kept(keep_values: bool) -> Callable[[], object]:
@@ -236,6 +246,142 @@ def structure_section() -> None:
     print(f"(g) seed graph fwd+bwd, keep_values=False {off * 1e6:.1f} us ({off / ops * 1e6:.1f} us per op), "
           f"keep_values=True (values and structure recorded) {on * 1e6:.1f} us ({on / ops * 1e6:.1f} us per op), "
           f"recording costs {(on - off) / ops * 1e6:.1f} us per op")  # fmt: skip
+
+
+def sin_chain(ops: int) -> Callable[[], object]:
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([2.0], ad, dtype="float64").require_grad()
+
+    def run() -> object:
+        y = x
+        for _ in range(ops):
+            y = y.sin()
+        return x.grad(y.backward())
+
+    return run
+
+
+def fan_out_fan_in(x: Any, ops: int, sin: Callable[[Any], Any] = lambda t: t.sin()) -> Any:
+    """`fan_op_count(ops)` ops in levels: x goes to `width` products `x * k`, which are added back, then a `sin`."""
+    width = 5 if ops <= 100 else 250
+    for _ in range(max(1, ops // (2 * width))):
+        total = x * 1.0
+        for k in range(1, width):
+            total = total + x * float(k + 1)
+        x = sin(total)
+    return x
+
+
+def fan_engine(ops: int) -> Callable[[], object]:
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([0.001], ad, dtype="float64").require_grad()
+    return lambda: x.grad(fan_out_fan_in(x, ops).backward())
+
+
+def torch_runs(ops: int) -> tuple[Callable[[], object], Callable[[], object]] | None:
+    """The chain and fan-out/fan-in in PyTorch eager, one thread (None without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    x = torch.tensor([2.0], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor([0.001], dtype=torch.float64, requires_grad=True)
+
+    def chain() -> object:
+        x.grad = None
+        y = x
+        for _ in range(ops):
+            y = y.sin()
+        y.sum().backward()
+        return x.grad
+
+    def fan() -> object:
+        w.grad = None
+        fan_out_fan_in(w, ops).sum().backward()
+        return w.grad
+
+    return chain, fan
+
+
+def autograd_runs(ops: int) -> tuple[Callable[[], object], Callable[[], object]] | None:
+    try:
+        import autograd
+        import autograd.numpy as anp
+    except ImportError:
+        return None
+
+    def chain(x: Any) -> Any:
+        for _ in range(ops):
+            x = anp.sin(x)
+        return x
+
+    chain_grad, fan_grad = autograd.grad(chain), autograd.grad(lambda x: fan_out_fan_in(x, ops, anp.sin))
+    return (lambda: chain_grad(2.0)), (lambda: fan_grad(0.001))
+
+
+def per_op_section() -> None:
+    number = {50: 200, 5_000: 3}
+    for ops in (50, 5_000):
+        engine_runs = [sin_chain(ops), fan_engine(ops)]
+        references = torch_runs(ops)
+        others = autograd_runs(ops)
+        runs = engine_runs + list(references or ()) + list(others or ())
+        times = best_of_each(runs, repeat=7, number=number[ops])
+        fan_ops = fan_op_count(ops)
+        for case, k, count in (("chained sin", 0, ops), ("fan-out/fan-in", 1, fan_ops)):
+            line = f"    {case}, {count:,} ops: engine {times[k] / count * 1e6:.2f} us/op"
+            if references is not None:
+                line += f", torch {times[2 + k] / count * 1e6:.2f} us/op, ratio {times[k] / times[2 + k]:.2f}x"
+            if others is not None:
+                line += f", HIPS autograd {times[len(runs) - 2 + k] / count * 1e6:.2f} us/op"
+            print(line + " (target: ratio <= 1.0)")
+        if ops == 50:
+            print(f"    (HIPS's own case, 50 chained sin, forward+backward: engine {times[0] * 1e6:.0f} us"
+                  + (f", torch {times[2] * 1e6:.0f} us" if references else "")
+                  + (f", autograd {times[len(runs) - 2] * 1e6:.0f} us" if others else "") + ")")  # fmt: skip
+
+
+def fan_op_count(ops: int) -> int:
+    width = 5 if ops <= 100 else 250
+    return max(1, ops // (2 * width)) * (2 * width)
+
+
+def flatness_section() -> None:
+    small, large = best_of(sin_chain(100), repeat=7, number=100) / 100, best_of(sin_chain(100_000), 3, 1) / 100_000
+    print(f"(i) chained sin per op at 100 ops {small * 1e6:.2f} us, at 100,000 ops {large * 1e6:.2f} us: "
+          f"flatness {large / small:.2f}x (target <= 1.2)")  # fmt: skip
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+
+def retained_section(ops: int = 20_000) -> None:
+    gc.collect()
+    ad = Device.numpy().autodiff()
+    x = Tensor.from_floats([2.0], ad, dtype="float64").require_grad()
+    before, heap_before = resident_bytes(), (tracemalloc.start(), tracemalloc.get_traced_memory()[0])[1]
+    y = x
+    for _ in range(ops):
+        y = y.sin()
+    engine_rss, heap = resident_bytes() - before, tracemalloc.get_traced_memory()[0] - heap_before
+    tracemalloc.stop()
+    line = f"(j) retained per recorded op: engine {engine_rss / ops:.0f} B resident, {heap / ops:.0f} B of Python heap"
+    del y
+    try:
+        import torch
+    except ImportError:
+        print(line + "; torch not installed")
+        return
+    t = torch.tensor([2.0], dtype=torch.float64, requires_grad=True)
+    before = resident_bytes()
+    z = t
+    for _ in range(ops):
+        z = z.sin()
+    print(line + f"; torch {(resident_bytes() - before) / ops:.0f} B resident")
+    del z
 
 
 def heap_growth(policy: str, iterations: int = 10_000) -> tuple[int, int]:
@@ -310,6 +456,10 @@ def main() -> None:
               f"{total / 1024:+.1f} KiB after 10,000 (target: flat)")  # fmt: skip
     recording_section()
     structure_section()
+    print("(h) HIPS autograd's bench_core shapes, per op, forward + backward:")
+    per_op_section()
+    flatness_section()
+    retained_section()
 
 
 if __name__ == "__main__":

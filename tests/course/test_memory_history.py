@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import inspect
 import pickle
+import pickletools
 from collections.abc import Iterator
 
 import pytest
 
 from autodiff import Device, Distribution, Tensor, UnsupportedOperationError
-from autodiff.memory_viz import dump_snapshot
+from autodiff.memory_viz import dump_snapshot, snapshot_bytes
 from autodiff.observer import NO_OBSERVER
 from course.programs import memory_forward
 from course.scenarios import MemoryRow, abandoned_graphs_experiment, memory_experiment
@@ -105,7 +106,12 @@ def test_snapshot_is_plain_data_that_pickles_back_the_same(tmp_path):
     assert pickle.loads(pickle.dumps(snapshot)) == snapshot
     path = tmp_path / "snapshot.pickle"
     dump_snapshot(ad, path)
-    dumped = pickle.loads(path.read_bytes())
+    data = path.read_bytes()
+    # memory_viz reads protocols up to 4 (Python 3.14 writes 5 by default): the first opcode says which
+    for written in (data, snapshot_bytes(ad)):
+        opcode, protocol, _ = next(pickletools.genops(written))
+        assert (opcode.name, protocol) == ("PROTO", 4)
+    dumped = pickle.loads(data)
     assert dumped["segments"] == snapshot["segments"]
     assert dumped["device_traces"][0][:-1] == snapshot["device_traces"][0][:-1]  # the last: when it was taken
     trace = snapshot["device_traces"][0]
