@@ -20,8 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("server", ("server",)),
     ("observers", ("trace", "memory_history", "structure", "snapshot")),
     ("device", ("device",)),
-    ("ops and Tensor", ("checks", "values", "ops.base", "ops.arithmetic", "ops.elementwise", "ops.reduction",
-                        "ops.shape", "ops.indexing", "ops", "tensor")),  # fmt: skip
+    ("ops and Tensor", ("checks", "values", "ops.*", "ops", "tensor")),
     ("library", ("activation", "module", "loss", "memory_viz", "crosscheck", "__init__")),
     ("pictures", ("stage.*", "stage", "notebook")),
 )
