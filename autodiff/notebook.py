@@ -29,6 +29,7 @@ except ImportError as missing:  # the engine alone is numpy only; the widget is 
     ) from missing
 
 from . import BackwardRecorder, Gradients, GraphSnapshot, Tensor, UntrackedBackwardError
+from .snapshot import snapshot as snapshot_of
 from .stage import GRAPHVIZ, STAGE_CSS, StagePayload, replay_payload, static_payload, wire, with_view
 from .stage.naming import node_names
 from .stage.payload import hosted_module
@@ -97,7 +98,7 @@ def replay(loss: Tensor, names: dict[str, object] | None = None, exercise: bool 
     after `names` (variable name -> tensor), by default the caller's variables (the notebook's). With `exercise`,
     each step asks what it sends before showing it."""
     server = _server_of(loss, "replay")
-    before = _graph_snapshot(server.snapshot(), server, loss)
+    before = _graph_snapshot(snapshot_of(server), server, loss)
     called = _names_in(before, server, names if names is not None else _callers_variables())
     recorder = BackwardRecorder()
     grads = loss.backward(recorder=recorder)
@@ -107,7 +108,7 @@ def replay(loss: Tensor, names: dict[str, object] | None = None, exercise: bool 
 def graph(tensor: Tensor, names: dict[str, object] | None = None) -> Stage:
     """Draw the graph that made `tensor`, as it is now (no backward runs): each node's value, state and gradient."""
     server = _server_of(tensor, "graph")
-    snapshot = _graph_snapshot(server.snapshot(), server, tensor)
+    snapshot = _graph_snapshot(snapshot_of(server), server, tensor)
     return Stage(
         static_payload(snapshot, _names_in(snapshot, server, names if names is not None else _callers_variables()))
     )

@@ -58,7 +58,7 @@ class AutodiffServer:
 
     def register_leaf(self, node: Node, value: Buffer, handle: Handle, op: str) -> None:
         """A leaf's node, held by `handle` (its tensor); its drop is always watched (a constant is forgotten)."""
-        self.memory.track(node, value, handle, self._dropped, op)
+        self.memory.track(node, value, handle, self.dropped, op)
         self.pool.observer.leaf(value, node.id, op)
 
     def register(
@@ -71,7 +71,7 @@ class AutodiffServer:
         forward: Callable[..., Buffer] | None = None,
     ) -> None:
         """An op's output (`value`, held by `handle`) and its one step (tracked or untracked)."""
-        on_drop = self._dropped if self._watch_op_outputs else None
+        on_drop = self.dropped if self._watch_op_outputs else None
         self.memory.track(node, value, handle, on_drop, step.op, inputs, forward)
         self.steps[node.id] = step
         self.pool.observer.registered(value, step, self.strategy.checkpoints)
@@ -82,7 +82,7 @@ class AutodiffServer:
         self.steps[node.id] = RootStep(node)
         self.pool.observer.parameter(node.id)
 
-    def _dropped(self, record: NodeRecord) -> None:
+    def dropped(self, record: NodeRecord) -> None:
         """The tensor that held a watched node was dropped: the policy says what to free."""
         self.policy.to_free_on_drop(self.memory, record.node.id, self.steps, self.free_step)
 

@@ -12,8 +12,7 @@ from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
-from autodiff import MemoryBudgetError
-from autodiff.memory import MemoryPool, memory_budget
+from autodiff import MemoryBudget, MemoryBudgetError
 from playground import PlaygroundError, RunResult
 from playground.interpreter import source_lines
 from playground.workers import Job
@@ -61,17 +60,26 @@ def _session_active() -> bool:
     return ctx is None or not runtime.exists() or runtime.get_instance().is_active_session(ctx.session_id)
 
 
+class Charge:
+    """Bytes counted against a memory budget while this object lives: given back when it goes (a newer result
+    replaces it, or the session's state is dropped)."""
+
+    def __init__(self, budget: MemoryBudget, nbytes: int) -> None:
+        self.budget, self.nbytes = budget, 0
+        budget.take(nbytes)  # may refuse: then nothing is counted
+        self.nbytes = nbytes
+
+    def __del__(self) -> None:
+        self.budget.give_back(self.nbytes)
+
+
 def hold_result(result: RunResult) -> bool:
     """Keep `result` in the session, its size counted against the session's memory budget (the previous
     result's charge is given back first). False, with a sentence on the page, when it does not fit."""
-    previous = st.session_state.pop(RESULT_CHARGE, None)
-    if previous is not None:
-        previous.release(previous.bytes_in_use)
+    st.session_state.pop(RESULT_CHARGE, None)  # its charge is given back as it goes
     st.session_state.pop("playground_result", None)
-    with memory_budget(session_budget()):
-        charge = MemoryPool()
     try:
-        charge.allocate(result.reply_bytes)
+        charge = Charge(session_budget(), result.reply_bytes)
     except MemoryBudgetError as error:
         st.error(f"This run's result does not fit in your session's memory. {error}")
         return False
