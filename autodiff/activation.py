@@ -24,10 +24,11 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 @per_constant
 def _softmax(dim: int) -> Op:
     return Op(
-        f"softmax(dim={dim})", lambda x: x.softmax(dim),
+        f"softmax(dim={dim})",
+        lambda x: x.softmax(dim),
         (Rule("y * (grad - sum(grad * y, dim))", lambda g, s: s["y"] * (g - (g * s["y"]).sum_dim(dim)), ("y",)),),
         compute_bound=True,
-    )  # fmt: skip
+    )
 
 
 def softmax(tensor: Tensor, dim: int) -> Tensor:
@@ -38,10 +39,11 @@ def softmax(tensor: Tensor, dim: int) -> Tensor:
 @per_constant
 def _log_softmax(dim: int) -> Op:
     return Op(
-        f"log_softmax(dim={dim})", lambda x: x.log_softmax(dim),
+        f"log_softmax(dim={dim})",
+        lambda x: x.log_softmax(dim),
         (Rule("grad - exp(y) * sum(grad, dim)", lambda g, s: g - s["y"].exp() * g.sum_dim(dim), ("y",)),),
         compute_bound=True,
-    )  # fmt: skip
+    )
 
 
 def log_softmax(tensor: Tensor, dim: int) -> Tensor:
@@ -68,9 +70,10 @@ def gelu(tensor: Tensor) -> Tensor:
 
 
 _LOG_SIGMOID = Op(
-    "log_sigmoid", lambda x: x.log_sigmoid(),
+    "log_sigmoid",
+    lambda x: x.log_sigmoid(),
     (Rule("grad * σ(-x)", lambda g, s: g * (-s["x"]).sigmoid(), ("x",)),),
-)  # fmt: skip
+)
 
 
 def log_sigmoid(tensor: Tensor) -> Tensor:

@@ -198,8 +198,7 @@ class MemoryHistory(Observer):
         trace: list[dict[str, Any]] = []
         for event in self.events:
             a = event.allocation
-            entry = {"addr": a.address, "size": a.size, "stream": 0, "time_us": event.time_us,
-                     "category": a.category}  # fmt: skip
+            entry = {"addr": a.address, "size": a.size, "stream": 0, "time_us": event.time_us, "category": a.category}
             if event.action == "alloc":
                 frames = _viz_frames(a, a.frames)
                 trace.append({"action": "segment_alloc", **entry, "frames": frames})
@@ -210,8 +209,17 @@ class MemoryHistory(Observer):
                     trace.append({"action": action, **entry, "frames": frames})
         # memory_viz's viewer fails when categories are given and none is "unknown": this entry (a snapshot
         # was taken, an action of its format) always carries one
-        trace.append({"action": "snapshot", "addr": 0, "size": 0, "stream": 0, "frames": [], "category": "unknown",
-                      "time_us": self._now()})  # fmt: skip
+        trace.append(
+            {
+                "action": "snapshot",
+                "addr": 0,
+                "size": 0,
+                "stream": 0,
+                "frames": [],
+                "category": "unknown",
+                "time_us": self._now(),
+            }
+        )
         segments = [_segment(a.address, a.size, _viz_frames(a, a.frames)) for a in self.live]
         unseen = bytes_in_use - sum(a.size for a in self._live.values())
         if unseen > 0:  # buffers allocated before recording started, still held: one block, its frames unknown
@@ -266,12 +274,24 @@ class MemoryHistory(Observer):
 def _viz_frames(allocation: Allocation, frames: tuple[Frame, ...]) -> list[dict[str, Any]]:
     """memory_viz's frames, innermost first, after one that says what the buffer is (its viewer shows frames
     on hover, so a student sees the node there too)."""
-    what = {"filename": "autodiff", "line": allocation.node if allocation.node is not None else 0,
-            "name": allocation.describe()}  # fmt: skip
+    what = {
+        "filename": "autodiff",
+        "line": allocation.node if allocation.node is not None else 0,
+        "name": allocation.describe(),
+    }
     return [what, *({"filename": f.filename, "line": f.line, "name": f.name} for f in frames)]
 
 
 def _segment(address: int, size: int, frames: list[dict[str, Any]]) -> dict[str, Any]:
     block = {"size": size, "requested_size": size, "state": "active_allocated", "frames": frames}
-    return {"device": 0, "address": address, "total_size": size, "allocated_size": size, "active_size": size,
-            "requested_size": size, "stream": 0, "segment_type": "large", "blocks": [block]}  # fmt: skip
+    return {
+        "device": 0,
+        "address": address,
+        "total_size": size,
+        "allocated_size": size,
+        "active_size": size,
+        "requested_size": size,
+        "stream": 0,
+        "segment_type": "large",
+        "blocks": [block],
+    }

@@ -144,8 +144,11 @@ def _names_in(snapshot: GraphSnapshot, server: Any, variables: dict[str, object]
     """The variables that hold this graph's own tensors: node ids are counted per device, so a tensor of another
     device (an earlier cell's) must not name a node; IPython's output history (`_`, `_2`) names nothing."""
     ids = {int(node.id) for node in snapshot.nodes}
-    own = {name: value for name, value in variables.items()
-           if isinstance(value, Tensor) and value.device.server is server and not name.startswith("_")}  # fmt: skip
+    own = {
+        name: value
+        for name, value in variables.items()
+        if isinstance(value, Tensor) and value.device.server is server and not name.startswith("_")
+    }
     return {node_id: name for node_id, name in node_names(own).items() if node_id in ids}
 
 

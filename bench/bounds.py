@@ -47,15 +47,19 @@ def server(*args: str) -> Iterator[tuple[str, int]]:
 
 
 def floods() -> None:
-    print(f"{'client limit':28} {'sent':>7} {'status':>6} {'answer s':>8} {'RSS before':>10} {'peak':>6} "
-          f"{'settled':>7} {'kept':>6} {'health during':>13} {'x goal':>6}")  # fmt: skip
+    print(
+        f"{'client limit':28} {'sent':>7} {'status':>6} {'answer s':>8} {'RSS before':>10} {'peak':>6} "
+        f"{'settled':>7} {'kept':>6} {'health during':>13} {'x goal':>6}"
+    )
     for limit, args in LIMITS.items():
         with server(*args) as (url, pid):
             for name, payload in FLOODS.items():
                 f = flood_gradient_values(url, pid, payload)
-                print(f"{limit:28} {name:>7} {f.status:>6} {f.seconds:8.2f} {f.rss_before_mib:8.0f} MiB "
-                      f"{f.rss_peak_mib:6.0f} {f.rss_after_mib:7.0f} {f.rss_after_mib - f.rss_before_mib:+6.0f} "
-                      f"{f.health_during_s * 1000:10.0f} ms {f.health_during_s / HEALTH_GOAL_S:6.2f}")  # fmt: skip
+                print(
+                    f"{limit:28} {name:>7} {f.status:>6} {f.seconds:8.2f} {f.rss_before_mib:8.0f} MiB "
+                    f"{f.rss_peak_mib:6.0f} {f.rss_after_mib:7.0f} {f.rss_after_mib - f.rss_before_mib:+6.0f} "
+                    f"{f.health_during_s * 1000:10.0f} ms {f.health_during_s / HEALTH_GOAL_S:6.2f}"
+                )
     print("status 0: the server closed the connection before reading the whole body; 'kept' is RSS settled - before")
 
 
@@ -64,9 +68,11 @@ def websocket_floods() -> None:
         with server(*args) as (url, pid):
             for size in (23_000_000, 2_000_000, 900_000):
                 answer, w, before, after = flood_over_websocket(url, pid, "1," * (size // 2))
-                print(f"WebSocket, {limit:28} {size / 1e6:5.1f} MB: {answer:32} RSS {before:.0f} -> "
-                      f"peak {w.rss_peak_mib:.0f}, settled {after:.0f} MiB; "
-                      f"slowest health {w.health_s * 1000:.0f} ms")  # fmt: skip
+                print(
+                    f"WebSocket, {limit:28} {size / 1e6:5.1f} MB: {answer:32} RSS {before:.0f} -> "
+                    f"peak {w.rss_peak_mib:.0f}, settled {after:.0f} MiB; "
+                    f"slowest health {w.health_s * 1000:.0f} ms"
+                )
 
 
 def frozen_program() -> None:
@@ -78,9 +84,11 @@ def frozen_program() -> None:
         before = rss_mib(pid)
         run = {"widget_state": {"playground_editor": EXPONENTIAL_COMPARE}, "trigger": {"key": "playground_run"}}
         _, w = watched(url, pid, lambda: session.interact(**run))
-        print(f"frozen program: answered in {w.seconds:.1f} s; slowest health {w.health_s * 1000:.0f} ms "
-              f"({w.health_s / HEALTH_GOAL_S:.2f}x the goal); server RSS {before:.0f} MiB, "
-              f"peak {w.rss_peak_mib:.0f} MiB")  # fmt: skip
+        print(
+            f"frozen program: answered in {w.seconds:.1f} s; slowest health {w.health_s * 1000:.0f} ms "
+            f"({w.health_s / HEALTH_GOAL_S:.2f}x the goal); server RSS {before:.0f} MiB, "
+            f"peak {w.rss_peak_mib:.0f} MiB"
+        )
 
 
 def issue_31() -> None:
@@ -88,38 +96,54 @@ def issue_31() -> None:
         log = Path(folder) / "server.log"
         with streamlit_server(log, ("--server.enableAgentApi", "true"), with_pid=True) as (url, pid):
             d = probes.download_flood(url, log)
-            print(f"2. 100 requests for Checkpointing's replay on one WebSocket: {d.builds} build(s) (100 before), "
-                  f"{d.answers} answers, {d.distinct_files} distinct file; another visitor's lesson opened in "
-                  f"{d.other_page_s:.2f} s (1.4-4.2 s before)")  # fmt: skip
+            print(
+                f"2. 100 requests for Checkpointing's replay on one WebSocket: {d.builds} build(s) (100 before), "
+                f"{d.answers} answers, {d.distinct_files} distinct file; another visitor's lesson opened in "
+                f"{d.other_page_s:.2f} s (1.4-4.2 s before)"
+            )
             c = probes.clear_cache_cost(url, pid)
-            print(f"5. Memory policies, server CPU: first open {c.cold_s:.2f} s, two reruns {c.warm_s:.2f} s, the same "
-                  f"two with a visitor's clear_cache between {c.cleared_s:.2f} s (recomputed before)")  # fmt: skip
-            for page, label, heading in (("traversal", "Program", b"Backward traversal"), ("play", "Examples",
-                                         b"Playground")):  # fmt: skip
+            print(
+                f"5. Memory policies, server CPU: first open {c.cold_s:.2f} s, two reruns {c.warm_s:.2f} s, the same "
+                f"two with a visitor's clear_cache between {c.cleared_s:.2f} s (recomputed before)"
+            )
+            for page, label, heading in (
+                ("traversal", "Program", b"Backward traversal"),
+                ("play", "Examples", b"Playground"),
+            ):
                 f = probes.forged_choice(url, log, page, label, heading, "<b>forged</b>")
-                print(f"7. a forged {label!r} on {page}: page answered {f.page_answered}, alert {f.alert}, "
-                      f"value echoed {f.value_echoed}, tracebacks in the log {f.tracebacks}")  # fmt: skip
+                print(
+                    f"7. a forged {label!r} on {page}: page answered {f.page_answered}, alert {f.alert}, "
+                    f"value echoed {f.value_echoed}, tracebacks in the log {f.tracebacks}"
+                )
         with streamlit_server(log) as url:
             q = probes.playground_flood(url)
-            print(f"3. 63 Playground sessions from one address: another address's run answered in "
-                  f"{q.waited_s:.1f} s (37.4 s with one queue for all; ~5 min in the report), {q.refused} runs "
-                  "refused at once")  # fmt: skip
+            print(
+                f"3. 63 Playground sessions from one address: another address's run answered in "
+                f"{q.waited_s:.1f} s (37.4 s with one queue for all; ~5 min in the report), {q.refused} runs "
+                "refused at once"
+            )
         with streamlit_server(log, with_pid=True) as (url, pid):
             m = probes.checkpointing_sessions(url, pid)
-            print(f"1. 150 Checkpointing sessions in {m.opened_s:.1f} s: RSS {m.baseline_mib:.0f} -> peak "
-                  f"{m.peak_mib:.0f} -> {m.settled_mib:.0f} MiB after they left (1,177 -> 2,264 MiB "
-                  "before)")  # fmt: skip
+            print(
+                f"1. 150 Checkpointing sessions in {m.opened_s:.1f} s: RSS {m.baseline_mib:.0f} -> peak "
+                f"{m.peak_mib:.0f} -> {m.settled_mib:.0f} MiB after they left (1,177 -> 2,264 MiB "
+                "before)"
+            )
     with deployment(replicas=1, port=_free_port(), first_replica_port=_free_port()) as single:
         port = int(single.url.rsplit(":", 1)[1])
         h = probes.half_open(port, single.prefix / "error.log")
-        print(f"4. 1,100 half-sent requests through nginx: health {h.health_worst_s * 1000:.0f} ms at worst, the "
-              f"page {h.page_s * 1000:.0f} ms, a WebSocket opened {h.websocket_opened}, nginx's log "
-              f"+{h.log_growth_bytes} bytes (the bare server: health timed out, +197 MB of log)")  # fmt: skip
+        print(
+            f"4. 1,100 half-sent requests through nginx: health {h.health_worst_s * 1000:.0f} ms at worst, the "
+            f"page {h.page_s * 1000:.0f} ms, a WebSocket opened {h.websocket_opened}, nginx's log "
+            f"+{h.log_growth_bytes} bytes (the bare server: health timed out, +197 MB of log)"
+        )
         st = probes.static_loop(port, single.replicas[0].process.pid, PER_CLIENT)
-        print(f"6. the Graphviz module looped on {PER_CLIENT} connections for {st.seconds:.1f} s: {st.served} served "
-              f"({st.served / st.seconds:.0f}/s; 141/s before), {st.refused} refused, replica CPU "
-              f"{st.replica_cpu_s:.2f} s (18.4 of 20 s before), another client's file in "
-              f"{st.other_client_s * 1000:.0f} ms; a page load's 100 files: {st.page_load_ok} served")  # fmt: skip
+        print(
+            f"6. the Graphviz module looped on {PER_CLIENT} connections for {st.seconds:.1f} s: {st.served} served "
+            f"({st.served / st.seconds:.0f}/s; 141/s before), {st.refused} refused, replica CPU "
+            f"{st.replica_cpu_s:.2f} s (18.4 of 20 s before), another client's file in "
+            f"{st.other_client_s * 1000:.0f} ms; a page load's 100 files: {st.page_load_ok} served"
+        )
 
 
 def main() -> None:

@@ -319,15 +319,20 @@ class ClassRun:
         for n in range(1, presses + 1):
             await asyncio.sleep(max(0.0, start + (n - 1) * PRESS_GAP_S - time.perf_counter()))
             self.presses.append(time.perf_counter())
-            response = await teacher.post(f"{self.url}/class/api/step", params={"room": self.code},
-                                          headers={"X-Class-Teacher": self.key}, json={"step": n})  # fmt: skip
+            response = await teacher.post(
+                f"{self.url}/class/api/step",
+                params={"room": self.code},
+                headers={"X-Class-Teacher": self.key},
+                json={"step": n},
+            )
             if response.status_code != 200:
                 self.errors[f"step: HTTP {response.status_code}"] += 1
         everyone = lambda: all(s.arrivals and s.arrivals[-1][1] >= presses for s in self.students)  # noqa: E731
         await self.until(everyone, 10, "the last step on every stage")
         self.opened[1] = time.perf_counter()
-        asked = await asyncio.to_thread(self.room.open_question, self.code, self.key, presses, self.question.kind,
-                                        self.question.key)  # fmt: skip
+        asked = await asyncio.to_thread(
+            self.room.open_question, self.code, self.key, presses, self.question.kind, self.question.key
+        )
         n = len(self.students)
         await self.until(lambda: self.counted(asked.id, 1) >= n, self.answer_window_s + 30, "vote 1's answers")
         await asyncio.to_thread(self.room.close_vote, self.code, self.key, asked.id)
@@ -368,8 +373,9 @@ class ClassRun:
                 if vote not in s.sent or s.sent[vote][1] != row.answer:
                     found.differing += 1
                     continue
-                shown = next((when for when, q, seen in self.tallies if q == question and seen.get(vote, 0) >= rank),
-                             None)  # fmt: skip
+                shown = next(
+                    (when for when, q, seen in self.tallies if q == question and seen.get(vote, 0) >= rank), None
+                )
                 if shown is None:
                     found.missing += 1
                 else:
@@ -413,9 +419,15 @@ class Measured:
     errors: Counter[str]
 
 
-async def run_class(url: str, database: str, count: int, presses: int, answer_window_s: float,
-                    server_pids: list[int], others: dict[str, int]
-                    ) -> tuple[ClassRun, dict[str, float], AnswerDelays]:  # fmt: skip
+async def run_class(
+    url: str,
+    database: str,
+    count: int,
+    presses: int,
+    answer_window_s: float,
+    server_pids: list[int],
+    others: dict[str, int],
+) -> tuple[ClassRun, dict[str, float], AnswerDelays]:
     room = Classroom(open_store(database))
     run = ClassRun(url, room, count, answer_window_s)
     async with httpx.AsyncClient(timeout=LONG_POLL_TIMEOUT) as teacher:
@@ -423,14 +435,21 @@ async def run_class(url: str, database: str, count: int, presses: int, answer_wi
         run.spawn(run.watch(teacher))
         await run.until(lambda: all(s.arrivals for s in run.students), 30, "every stage's first answer")
         await asyncio.sleep(1.0)
-        before = {"server": sum(cpu_seconds(pid) for pid in server_pids), "load": time.process_time(),
-                  **{name: tree_cpu(pid) for name, pid in others.items()}}  # fmt: skip
+        before = {
+            "server": sum(cpu_seconds(pid) for pid in server_pids),
+            "load": time.process_time(),
+            **{name: tree_cpu(pid) for name, pid in others.items()},
+        }
         start = time.perf_counter()
         asked = await run.teach(teacher, presses)
         window = time.perf_counter() - start
-        spent = {"server": sum(cpu_seconds(pid) for pid in server_pids) - before["server"],
-                 "load": time.process_time() - before["load"], "window": window, "start": start,
-                 **{name: tree_cpu(pid) - before[name] for name, pid in others.items()}}  # fmt: skip
+        spent = {
+            "server": sum(cpu_seconds(pid) for pid in server_pids) - before["server"],
+            "load": time.process_time() - before["load"],
+            "window": window,
+            "start": start,
+            **{name: tree_cpu(pid) - before[name] for name, pid in others.items()},
+        }
         await run.close()
     shown = run.answer_delays(asked)
     room.store.close()
@@ -454,10 +473,12 @@ async def replay_on_trivial_page(run: ClassRun, start: float, window_s: float, t
                     await asyncio.sleep(max(0.0, begun + (when - start) - time.perf_counter()))
                     await loop.run_in_executor(pool, session.interact)
 
-            await asyncio.gather(*(
-                replay(session, [t for t in s.calls if start <= t <= start + window_s])
-                for session, s in zip(sessions, run.students, strict=True)
-            ))  # fmt: skip
+            await asyncio.gather(
+                *(
+                    replay(session, [t for t in s.calls if start <= t <= start + window_s])
+                    for session, s in zip(sessions, run.students, strict=True)
+                )
+            )
             await asyncio.sleep(max(0.0, begun + window_s - time.perf_counter()))
             return cpu_seconds(pid) - before
 
@@ -475,16 +496,33 @@ def measure(config: Config, count: int, presses: int, answer_window_s: float) ->
         delays, all_moved, missing = run.press_delays()
         trivial = asyncio.run(replay_on_trivial_page(run, spent["start"], spent["window"], tmp))
     return Measured(
-        config, count, delays, all_moved, missing, shown,
+        config,
+        count,
+        delays,
+        all_moved,
+        missing,
+        shown,
         [t - run.opened[vote] for vote, drawn in run.forms.items() for t in drawn],
-        sum(len(s.sent) for s in run.students), spent["window"], spent["server"],
-        {name: spent[name] for name in others}, spent["load"], trivial, load_average, run.errors,
-    )  # fmt: skip
+        sum(len(s.sent) for s in run.students),
+        spent["window"],
+        spent["server"],
+        {name: spent[name] for name in others},
+        spent["load"],
+        trivial,
+        load_average,
+        run.errors,
+    )
 
 
 def machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.machine())  # fmt: skip
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.machine(),
+    )
     return f"{os.cpu_count()} CPUs ({model})"
 
 
@@ -495,33 +533,46 @@ def spread(values: list[float]) -> str:
 
 
 def report(results: list[Measured]) -> None:
-    print(f"# Class mode under load, {time.strftime('%Y-%m-%d %H:%M %Z')}; {machine()}; Python "
-          f"{platform.python_version()}; goals: p95 <= {GOAL_S:g} s for (a) and (b)")  # fmt: skip
-    print("| configuration | students | (a) press → every stage, p50 / p95 / max | (b) answer → histogram, "
-          "p50 / p95 / max | (c) server CPU: s a second, ms a second a student | trivial page, same calls: ms a "
-          "second a student | nginx, PostgreSQL: s a second | load generator: s a second |")  # fmt: skip
+    print(
+        f"# Class mode under load, {time.strftime('%Y-%m-%d %H:%M %Z')}; {machine()}; Python "
+        f"{platform.python_version()}; goals: p95 <= {GOAL_S:g} s for (a) and (b)"
+    )
+    print(
+        "| configuration | students | (a) press → every stage, p50 / p95 / max | (b) answer → histogram, "
+        "p50 / p95 / max | (c) server CPU: s a second, ms a second a student | trivial page, same calls: ms a "
+        "second a student | nginx, PostgreSQL: s a second | load generator: s a second |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for m in results:
         w, n = m.window_s, m.students
         others = ", ".join(f"{name} {cpu / w:.3f}" for name, cpu in m.other_cpu.items()) or "—"
         cells = [
-            m.config.name, str(n), f"{spread(m.presses)} s", f"{spread(m.answers.shown)} s",
-            f"{m.server_cpu / w:.3f}, {m.server_cpu / w / n * 1000:.1f}", f"{m.trivial_cpu / w / n * 1000:.1f}", others,
+            m.config.name,
+            str(n),
+            f"{spread(m.presses)} s",
+            f"{spread(m.answers.shown)} s",
+            f"{m.server_cpu / w:.3f}, {m.server_cpu / w / n * 1000:.1f}",
+            f"{m.trivial_cpu / w / n * 1000:.1f}",
+            others,
             f"{m.load_cpu / w:.3f}",
-        ]  # fmt: skip
+        ]
         print(f"| {' | '.join(cells)} |")
     for m in results:
-        goals = ", ".join(f"{name} p95 {'met' if values and p95(values) <= GOAL_S else 'NOT met'}"
-                          for name, values in (("(a)", m.presses), ("(b)", m.answers.shown)))  # fmt: skip
+        goals = ", ".join(
+            f"{name} p95 {'met' if values and p95(values) <= GOAL_S else 'NOT met'}"
+            for name, values in (("(a)", m.presses), ("(b)", m.answers.shown))
+        )
         notes = [
-            f"load average before {m.load_average}", f"{m.window_s:.0f} s window",
+            f"load average before {m.load_average}",
+            f"{m.window_s:.0f} s window",
             f"{len(m.presses)} press arrivals ({m.press_missing} missing)",
             f"press → the last stage {spread(m.all_moved)} s",
             f"vote opened → a student's form drawn (the follow, then the page's rerun) {spread(m.forms)} s",
             f"{len(m.answers.shown)} of {m.answers_sent} answers sent seen on the histogram ({m.answers.missing} "
             f"missing, {m.answers.differing} in the store differing from what was sent)",
-            f"send → stored (the page's rerun) {spread(m.answers.stored)} s", goals,
-        ] + ([f"errors: {dict(m.errors)}"] if m.errors else [])  # fmt: skip
+            f"send → stored (the page's rerun) {spread(m.answers.stored)} s",
+            goals,
+        ] + ([f"errors: {dict(m.errors)}"] if m.errors else [])
         print(f"- {m.config.name}: " + "; ".join(notes))
 
 

@@ -53,8 +53,14 @@ TRIVIAL_PAGE = 'import streamlit as st\n\nst.title("A trivial page")\nst.write("
 
 def agent_api(ttl_s: int) -> tuple[str, ...]:
     """Server arguments: the agent API on (test servers only), idle sessions closed after `ttl_s`."""
-    return ("--server.enableAgentApi", "true", "--server.agentSessionTTL", str(ttl_s),
-            "--server.agentMaxSessions", "1000")  # fmt: skip
+    return (
+        "--server.enableAgentApi",
+        "true",
+        "--server.agentSessionTTL",
+        str(ttl_s),
+        "--server.agentMaxSessions",
+        "1000",
+    )
 
 
 LOAD_SERVER = agent_api(30)
@@ -126,8 +132,10 @@ def floor(sessions: int) -> None:
         lock = threading.Lock()
         together([threading.Thread(target=trivial_student, args=(url, k, results, lock)) for k in range(sessions)])
     opens = results["lesson"]
-    print(f"{sessions:>3} students on a trivial page, one process (the floor): page opens "
-          f"p50 {statistics.median(opens):.2f} s, p95 {p95(opens):.2f} s")  # fmt: skip
+    print(
+        f"{sessions:>3} students on a trivial page, one process (the floor): page opens "
+        f"p50 {statistics.median(opens):.2f} s, p95 {p95(opens):.2f} s"
+    )
 
 
 def browsers_open_lesson(url: str, count: int, seen: list[float]) -> None:
@@ -210,11 +218,13 @@ def measure(sessions: int, replicas: int) -> None:
         per_session = (sum(rss_mib(pid) for pid in pids) - baseline) / sessions
     lesson, run = results["lesson"], results["playground"]
     where = "one process" if replicas == 0 else f"{replicas} replicas behind nginx"
-    print(f"{sessions:>3} students on {where} ({elapsed:5.1f} s): lesson opens p50 {statistics.median(lesson):.2f} s, "
-          f"p95 {p95(lesson):.2f} s | Playground run (queue included) p50 {statistics.median(run):.2f} s, "
-          f"p95 {p95(run):.2f} s | server CPU {server_cpu:.1f} s, load generator CPU {load_cpu:.1f} s | "
-          f"server memory {per_session:.1f} MiB a student"
-          + (f" | Chromium lesson opens {', '.join(f'{s:.1f}' for s in chromium)} s" if chromium else ""))  # fmt: skip
+    print(
+        f"{sessions:>3} students on {where} ({elapsed:5.1f} s): lesson opens p50 {statistics.median(lesson):.2f} s, "
+        f"p95 {p95(lesson):.2f} s | Playground run (queue included) p50 {statistics.median(run):.2f} s, "
+        f"p95 {p95(run):.2f} s | server CPU {server_cpu:.1f} s, load generator CPU {load_cpu:.1f} s | "
+        f"server memory {per_session:.1f} MiB a student"
+        + (f" | Chromium lesson opens {', '.join(f'{s:.1f}' for s in chromium)} s" if chromium else "")
+    )
 
 
 def page_costs(opens: int, rounds: int = 3) -> None:

@@ -214,8 +214,10 @@ def seed_graph_recorded(max_entries: int | None) -> tuple[Callable[[], object], 
 def recording_section() -> None:
     (off, _), (on, _) = seed_graph_recorded(None), seed_graph_recorded(1000)
     off_time, on_time = best_of_each([off, on], repeat=7, number=2000)
-    print(f"(f) seed graph fwd+bwd, memory history not recorded {off_time * 1e6:.1f} us, recorded "
-          f"{on_time * 1e6:.1f} us, ratio {on_time / off_time:.2f}x")  # fmt: skip
+    print(
+        f"(f) seed graph fwd+bwd, memory history not recorded {off_time * 1e6:.1f} us, recorded "
+        f"{on_time * 1e6:.1f} us, ratio {on_time / off_time:.2f}x"
+    )
     once, ad = seed_graph_recorded(10_000)
     nodes = ad.server.nodes_created
     once()
@@ -243,9 +245,11 @@ def seed_graph_kept(keep_values: bool) -> Callable[[], object]:
 def structure_section() -> None:
     ops = 4  # x*x, x*3, +, sum: the nodes one forward makes
     off, on = best_of_each([seed_graph_kept(False), seed_graph_kept(True)], repeat=7, number=2000)
-    print(f"(g) seed graph fwd+bwd, keep_values=False {off * 1e6:.1f} us ({off / ops * 1e6:.1f} us per op), "
-          f"keep_values=True (values and structure recorded) {on * 1e6:.1f} us ({on / ops * 1e6:.1f} us per op), "
-          f"recording costs {(on - off) / ops * 1e6:.1f} us per op")  # fmt: skip
+    print(
+        f"(g) seed graph fwd+bwd, keep_values=False {off * 1e6:.1f} us ({off / ops * 1e6:.1f} us per op), "
+        f"keep_values=True (values and structure recorded) {on * 1e6:.1f} us ({on / ops * 1e6:.1f} us per op), "
+        f"recording costs {(on - off) / ops * 1e6:.1f} us per op"
+    )
 
 
 def sin_chain(ops: int) -> Callable[[], object]:
@@ -337,9 +341,12 @@ def per_op_section() -> None:
                 line += f", HIPS autograd {times[len(runs) - 2 + k] / count * 1e6:.2f} us/op"
             print(line + " (target: ratio <= 1.0)")
         if ops == 50:
-            print(f"    (HIPS's own case, 50 chained sin, forward+backward: engine {times[0] * 1e6:.0f} us"
-                  + (f", torch {times[2] * 1e6:.0f} us" if references else "")
-                  + (f", autograd {times[len(runs) - 2] * 1e6:.0f} us" if others else "") + ")")  # fmt: skip
+            print(
+                f"    (HIPS's own case, 50 chained sin, forward+backward: engine {times[0] * 1e6:.0f} us"
+                + (f", torch {times[2] * 1e6:.0f} us" if references else "")
+                + (f", autograd {times[len(runs) - 2] * 1e6:.0f} us" if others else "")
+                + ")"
+            )
 
 
 def fan_op_count(ops: int) -> int:
@@ -349,8 +356,10 @@ def fan_op_count(ops: int) -> int:
 
 def flatness_section() -> None:
     small, large = best_of(sin_chain(100), repeat=7, number=100) / 100, best_of(sin_chain(100_000), 3, 1) / 100_000
-    print(f"(i) chained sin per op at 100 ops {small * 1e6:.2f} us, at 100,000 ops {large * 1e6:.2f} us: "
-          f"flatness {large / small:.2f}x (target <= 1.2)")  # fmt: skip
+    print(
+        f"(i) chained sin per op at 100 ops {small * 1e6:.2f} us, at 100,000 ops {large * 1e6:.2f} us: "
+        f"flatness {large / small:.2f}x (target <= 1.2)"
+    )
 
 
 def resident_bytes() -> int:
@@ -410,13 +419,17 @@ def heap_growth(policy: str, iterations: int = 10_000) -> tuple[int, int]:
 
 
 def main() -> None:
-    print(f"# {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")  # fmt: skip
+    print(
+        f"# {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}, numpy {np.__version__}"
+    )
     torch_run = seed_graph_torch()
     if torch_run is None:
         engine, floor = best_of_each([seed_graph_engine(), seed_graph_floor()], repeat=7, number=2000)
-        print(f"(a) seed graph fwd+bwd: engine {engine * 1e6:.1f} us, bare floor {floor * 1e6:.1f} us; "
-              "torch not installed, no ratio")  # fmt: skip
+        print(
+            f"(a) seed graph fwd+bwd: engine {engine * 1e6:.1f} us, bare floor {floor * 1e6:.1f} us; "
+            "torch not installed, no ratio"
+        )
     else:
         import torch
 
@@ -452,8 +465,10 @@ def main() -> None:
     mlx_section()
     for policy in ("lazy", "eager"):
         early, total = heap_growth(policy)
-        print(f"(e) Python heap growth, {policy} policy: {early / 1024:+.1f} KiB after 1,000 iterations, "
-              f"{total / 1024:+.1f} KiB after 10,000 (target: flat)")  # fmt: skip
+        print(
+            f"(e) Python heap growth, {policy} policy: {early / 1024:+.1f} KiB after 1,000 iterations, "
+            f"{total / 1024:+.1f} KiB after 10,000 (target: flat)"
+        )
     recording_section()
     structure_section()
     print("(h) HIPS autograd's bench_core shapes, per op, forward + backward:")

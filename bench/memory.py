@@ -49,8 +49,10 @@ def main() -> None:
         print(f"{CHECKPOINTING_PROGRAMS[key].title}:")
         for label, policy, checkpointing in CONFIGURATIONS:
             before, peak, seconds = measure(key, policy, checkpointing)
-            print(f"  {label:<38} held at backward {before / 1024:9.1f} KiB, peak {peak / 1024:9.1f} KiB, "
-                  f"forward+backward {seconds * 1e3:7.2f} ms")  # fmt: skip
+            print(
+                f"  {label:<38} held at backward {before / 1024:9.1f} KiB, peak {peak / 1024:9.1f} KiB, "
+                f"forward+backward {seconds * 1e3:7.2f} ms"
+            )
 
 
 if __name__ == "__main__":

@@ -96,9 +96,11 @@ def main() -> None:
         interpreted = best_of(lambda s=source: run_program(s), repeat=7, number=number)
         direct = best_of(api, repeat=7, number=number)
         recorded = best_of(lambda a=api: a(record=True), repeat=7, number=number)
-        print(f"  {label:<24} interpreter {interpreted * 1e3:6.2f} ms | API {direct * 1e3:6.2f} ms: "
-              f"{interpreted / direct:.2f}x | API recording the same pictures {recorded * 1e3:6.2f} ms: "
-              f"{interpreted / recorded:.2f}x")  # fmt: skip
+        print(
+            f"  {label:<24} interpreter {interpreted * 1e3:6.2f} ms | API {direct * 1e3:6.2f} ms: "
+            f"{interpreted / direct:.2f}x | API recording the same pictures {recorded * 1e3:6.2f} ms: "
+            f"{interpreted / recorded:.2f}x"
+        )
 
     isolation()
 
@@ -116,8 +118,10 @@ def isolation() -> None:
             # machine they would slow the (lower-priority) worker that runs next
             worker = statistics.median(timed(lambda s=source: run_through(s)) for _ in range(15))
             inside = statistics.median(timed(lambda s=source: run_program(s)) for _ in range(15))
-            print(f"  {label:<24} in process {inside * 1e3:7.2f} ms | worker {worker * 1e3:7.2f} ms: "
-                  f"overhead {(worker - inside) * 1e3:6.2f} ms")  # fmt: skip
+            print(
+                f"  {label:<24} in process {inside * 1e3:7.2f} ms | worker {worker * 1e3:7.2f} ms: "
+                f"overhead {(worker - inside) * 1e3:6.2f} ms"
+            )
         source = EXAMPLES["Seed: gradients after backward"]
         start = time.perf_counter()
         jobs = [pool.submit(f"student-{k}", source, Limits()) for k in range(20)]

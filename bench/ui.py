@@ -62,8 +62,7 @@ def server_side() -> None:
     for page in PAGES:
         print(f"  {page:<24} {rerun_ms(page):7.1f} ms")
     for key in PROGRAMS:
-        ms = rerun_ms("traversal", lambda at, k=key: at.selectbox(key="traversal_program_widget")
-                      .set_value(k).run())  # fmt: skip
+        ms = rerun_ms("traversal", lambda at, k=key: at.selectbox(key="traversal_program_widget").set_value(k).run())
         print(f"  traversal:{key:<15} {ms:7.1f} ms")
 
 

@@ -138,8 +138,13 @@ class ClassRoutes:
             code, secret = _credential(request, header)
             await view(code, secret)  # refused before it may wait: a visitor without the room's secret holds nothing
             if self.watcher.visitors >= MAX_WAITING:
-                return JSONResponse({"error": "This server is following as many visitors as it can; "
-                                     "your page tries again in a moment."}, status_code=503)  # fmt: skip
+                return JSONResponse(
+                    {
+                        "error": "This server is following as many visitors as it can; "
+                        "your page tries again in a moment."
+                    },
+                    status_code=503,
+                )
             since = _since(request.query_params.get("since"), len(pick((0, 0))))
             waited = await self._wait_while_connected(request, code, lambda current: pick(current) != since)
             if not waited:

@@ -102,11 +102,19 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
                     upstream = np.broadcast_to(upstream.reshape(()), event.value.shape)
                 forward = by_id[node].value if node in by_id else None
                 wrong = [("sign", -event.value), ("forward_value", forward), ("no_local_derivative", upstream)]
-                found.append(Question(
-                    key=f"sends:{at}:{slot}", kind="sends", node=node, event=at,
-                    prompt=f"What does the step of {called[int(started.node_id)]} send to {called[node]}?",
-                    values=event.value, names=frozenset(), wrong=_usable(wrong, event.value),
-                    intermediates=frozenset()))  # fmt: skip
+                found.append(
+                    Question(
+                        key=f"sends:{at}:{slot}",
+                        kind="sends",
+                        node=node,
+                        event=at,
+                        prompt=f"What does the step of {called[int(started.node_id)]} send to {called[node]}?",
+                        values=event.value,
+                        names=frozenset(),
+                        wrong=_usable(wrong, event.value),
+                        intermediates=frozenset(),
+                    )
+                )
                 slot += 1
             if isinstance(event.total, np.ndarray):
                 totals[node] = event.total
@@ -116,23 +124,53 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
         node, total = int(leaf.id), totals[int(leaf.id)]
         wrong: list[tuple[str, object]] = [("sign", -total), ("forward_value", leaf.value)]
         wrong += [("one_path", partial) for partial in _partial_sums(contributions[node])]
-        found.append(Question(
-            key=f"grad:{node}", kind="leaf_grad", node=node, event=end,
-            prompt=f"What is {called[node]}'s gradient after the backward?", values=total, names=frozenset(),
-            wrong=_usable(wrong, total), intermediates=frozenset()))  # fmt: skip
+        found.append(
+            Question(
+                key=f"grad:{node}",
+                kind="leaf_grad",
+                node=node,
+                event=end,
+                prompt=f"What is {called[node]}'s gradient after the backward?",
+                values=total,
+                names=frozenset(),
+                wrong=_usable(wrong, total),
+                intermediates=frozenset(),
+            )
+        )
     for leaf in before.nodes:  # a leaf that asked for its gradient and that no path from the loss reaches: None
         if leaf.requirement is Requirement.Grad and int(leaf.id) not in totals:
-            found.append(Question(
-                key=f"grad:{int(leaf.id)}", kind="leaf_grad", node=int(leaf.id), event=end,
-                prompt=f"What is {called[int(leaf.id)]}'s gradient after the backward? (numbers, or None)",
-                values=None, names=frozenset(), wrong=(), intermediates=frozenset()))  # fmt: skip
+            found.append(
+                Question(
+                    key=f"grad:{int(leaf.id)}",
+                    kind="leaf_grad",
+                    node=int(leaf.id),
+                    event=end,
+                    prompt=f"What is {called[int(leaf.id)]}'s gradient after the backward? (numbers, or None)",
+                    values=None,
+                    names=frozenset(),
+                    wrong=(),
+                    intermediates=frozenset(),
+                )
+            )
     kept = frozenset(names[int(n.id)] for n in leaves if int(n.id) in names)
-    held_none = frozenset(name for node_id, name in names.items()
-                          if node_id in by_id and by_id[node_id].requirement is Requirement.GradInBackward)  # fmt: skip
-    found.append(Question(
-        key="remaining", kind="remaining", node=None, event=end, values=None, names=kept, wrong=(),
-        prompt="Which of the named tensors still hold a gradient after the backward? (names, or none)",
-        intermediates=held_none))  # fmt: skip
+    held_none = frozenset(
+        name
+        for node_id, name in names.items()
+        if node_id in by_id and by_id[node_id].requirement is Requirement.GradInBackward
+    )
+    found.append(
+        Question(
+            key="remaining",
+            kind="remaining",
+            node=None,
+            event=end,
+            values=None,
+            names=kept,
+            wrong=(),
+            prompt="Which of the named tensors still hold a gradient after the backward? (names, or none)",
+            intermediates=held_none,
+        )
+    )
     return found
 
 

@@ -476,8 +476,11 @@ class CheckpointingComparison:
         plain, balanced = self.runs["none"], self.runs["balanced"]
 
         def leaf_grads(run: ProgramRun) -> dict[str, np.ndarray | None]:
-            return {name: None if (g := t.grad(run.grads)) is None else g.numpy() for name, t in run.tensors.items()
-                    if t.is_require_grad}  # fmt: skip
+            return {
+                name: None if (g := t.grad(run.grads)) is None else g.numpy()
+                for name, t in run.tensors.items()
+                if t.is_require_grad
+            }
 
         a, b = leaf_grads(plain), leaf_grads(balanced)
         return a.keys() == b.keys() and all(
@@ -513,9 +516,11 @@ def checkpointing_lesson(key: str, backend: str = "numpy") -> CheckpointingLesso
         balanced.recorder,
         balanced.names,
         balanced.lines,
-        [recorded_memory(label, run.device, short_names(run.before.nodes, run.names))
-         for label, run in zip(CHECKPOINTING_STRATEGIES.values(), comparison.runs.values(), strict=True)],
-    )  # fmt: skip
+        [
+            recorded_memory(label, run.device, short_names(run.before.nodes, run.names))
+            for label, run in zip(CHECKPOINTING_STRATEGIES.values(), comparison.runs.values(), strict=True)
+        ],
+    )
 
 
 def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, object]]:

@@ -75,21 +75,35 @@ def gradient_consumption(ad: Device) -> ConsumptionRun:
     x, unused, h, loss = seed_program(ad).values()
     grads = loss.backward()
     rows = [
-        GradRow("x.grad", format_option(x.grad(grads)),
-                "x is a leaf that asked for its gradient (require_grad, Burn's Grad): its step keeps it; both paths "
-                "(x·x and x·3) added up."),
-        GradRow("h.grad", format_option(h.grad(grads)),
-                "h is an op output (Burn's GradInBackward: its gradient lives only during backward): its step "
-                "consumed (removed) it."),
-        GradRow("loss.grad", format_dims(loss.grad(grads)),
-                "The loss is an op output too: its seed gradient was consumed by its own step."),
-        GradRow("unused.grad", format_option(unused.grad(grads)),
-                "unused is not an ancestor of the loss: backward never registered a gradient for it."),
-        GradRow("x.grad_remove", format_option(x.grad_remove(grads)),
-                "grad_remove takes the gradient out of the container and returns it."),
-        GradRow("x.grad again", format_option(x.grad(grads)),
-                "It was removed, so the container no longer has it."),
-    ]  # fmt: skip
+        GradRow(
+            "x.grad",
+            format_option(x.grad(grads)),
+            "x is a leaf that asked for its gradient (require_grad, Burn's Grad): its step keeps it; both paths "
+            "(x·x and x·3) added up.",
+        ),
+        GradRow(
+            "h.grad",
+            format_option(h.grad(grads)),
+            "h is an op output (Burn's GradInBackward: its gradient lives only during backward): its step "
+            "consumed (removed) it.",
+        ),
+        GradRow(
+            "loss.grad",
+            format_dims(loss.grad(grads)),
+            "The loss is an op output too: its seed gradient was consumed by its own step.",
+        ),
+        GradRow(
+            "unused.grad",
+            format_option(unused.grad(grads)),
+            "unused is not an ancestor of the loss: backward never registered a gradient for it.",
+        ),
+        GradRow(
+            "x.grad_remove",
+            format_option(x.grad_remove(grads)),
+            "grad_remove takes the gradient out of the container and returns it.",
+        ),
+        GradRow("x.grad again", format_option(x.grad(grads)), "It was removed, so the container no longer has it."),
+    ]
     return ConsumptionRun(ad, x, unused, h, loss, grads, rows)
 
 

@@ -204,9 +204,14 @@ class Training:
         self.stopped = self._update(grads)
         del grads
         iteration = Iteration(
-            self.iterations + 1, loss, accuracy, tape, abandoned, pending.memory,
+            self.iterations + 1,
+            loss,
+            accuracy,
+            tape,
+            abandoned,
+            pending.memory,
             self.ad.memory_usage(),
-        )  # fmt: skip
+        )
         self.history.append(iteration)
         return iteration
 

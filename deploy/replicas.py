@@ -61,10 +61,26 @@ class Replica:
         script_args = ("--", "--database", self.database) if self.database else ()  # the app's, after Streamlit's
         with open(self.log, "a") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(self.port),
-                 "--server.address", "127.0.0.1", "--server.headless", "true", *extra_args, *script_args],
-                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "streamlit",
+                    "run",
+                    "app.py",
+                    "--server.port",
+                    str(self.port),
+                    "--server.address",
+                    "127.0.0.1",
+                    "--server.headless",
+                    "true",
+                    *extra_args,
+                    *script_args,
+                ],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
         self.failed_checks = 0
 
     def healthy(self, seconds: float = 2.0) -> bool:
@@ -116,9 +132,16 @@ def nginx_config(
     class_servers = "\n".join(f"        server 127.0.0.1:{r.port} max_fails=0;" for r in replicas)
     names = "\n".join(f'        "~(^|, )127\\.0\\.0\\.1:{r.port}$" "{r.name}";' for r in replicas)
     return TEMPLATE.read_text().format(
-        prefix=prefix, servers=servers, class_servers=class_servers, replica_names=names, listen=f"{listen}:{port}",
-        per_client=per_client, connections=CONNECTIONS, open_files=2 * CONNECTIONS + 64, static_root=ROOT / "static",
-    )  # fmt: skip
+        prefix=prefix,
+        servers=servers,
+        class_servers=class_servers,
+        replica_names=names,
+        listen=f"{listen}:{port}",
+        per_client=per_client,
+        connections=CONNECTIONS,
+        open_files=2 * CONNECTIONS + 64,
+        static_root=ROOT / "static",
+    )
 
 
 def workers_per_replica(replicas: int, cores: int | None = None) -> int:

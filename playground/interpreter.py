@@ -102,22 +102,75 @@ class RunResult:
 
 
 TENSOR_METHODS = {
-    "require_grad", "backward", "grad", "grad_remove", "grad_replace", "detach", "without_autodiff",
-    "sum", "mean", "sum_dim", "mean_dim", "matmul", "reshape", "transpose", "swap_dims",
-    "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "tolist", "dims", "item",
+    "require_grad",
+    "backward",
+    "grad",
+    "grad_remove",
+    "grad_replace",
+    "detach",
+    "without_autodiff",
+    "sum",
+    "mean",
+    "sum_dim",
+    "mean_dim",
+    "matmul",
+    "reshape",
+    "transpose",
+    "swap_dims",
+    "exp",
+    "log",
+    "sqrt",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "tolist",
+    "dims",
+    "item",
     # Burn's ops whose output is never larger than their input (expand, repeat_dim and cat are not here: the
     # element limit is checked on an op's result, after it is made)
-    "abs", "sign", "recip", "tan", "sinh", "cosh", "asin", "acos", "atan", "erf", "log1p", "powf", "powf_scalar",
-    "clamp", "clamp_min", "clamp_max", "max_dim", "min_dim", "max", "min", "prod", "prod_dim", "cumsum",
-    "permute", "flip", "unsqueeze", "unsqueeze_dim", "squeeze", "slice",
-}  # fmt: skip
+    "abs",
+    "sign",
+    "recip",
+    "tan",
+    "sinh",
+    "cosh",
+    "asin",
+    "acos",
+    "atan",
+    "erf",
+    "log1p",
+    "powf",
+    "powf_scalar",
+    "clamp",
+    "clamp_min",
+    "clamp_max",
+    "max_dim",
+    "min_dim",
+    "max",
+    "min",
+    "prod",
+    "prod_dim",
+    "cumsum",
+    "permute",
+    "flip",
+    "unsqueeze",
+    "unsqueeze_dim",
+    "squeeze",
+    "slice",
+}
 TENSOR_PROPERTIES = {"is_tracked", "is_require_grad", "node_id", "shape", "dtype"}
 TENSOR_CONSTRUCTORS = {"from_floats", "zeros", "ones", "random", "from_inner"}
 DISTRIBUTIONS = {"uniform", "normal"}
 BINARY = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.Pow: operator.pow, ast.MatMult: operator.matmul,
-}  # fmt: skip
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.MatMult: operator.matmul,
+}
 NUMBER_LIMIT = 1e15
 
 
@@ -188,13 +241,26 @@ class _Interpreter:
         self.named: dict[int, str] = {}  # every tensor ever bound to a variable: the last name it had
         self.remembered: dict[int, str] = {}  # each node's expression, as of the last backward
         self.globals: dict[str, Any] = {
-            "ad": self.ad, "device": self.ad, "inner": self.inner, "Tensor": _TensorClass(),
-            "Distribution": _DistributionClass(), "None": None, "True": True, "False": False,
-        }  # fmt: skip
+            "ad": self.ad,
+            "device": self.ad,
+            "inner": self.inner,
+            "Tensor": _TensorClass(),
+            "Distribution": _DistributionClass(),
+            "None": None,
+            "True": True,
+            "False": False,
+        }
         self.functions: dict[str, Callable[..., Any]] = {
-            "print": self._print, "range": self._range, "len": len, "float": float, "int": int,
-            "abs": abs, "min": min, "max": max, **self._module_functions(),
-        }  # fmt: skip
+            "print": self._print,
+            "range": self._range,
+            "len": len,
+            "float": float,
+            "int": int,
+            "abs": abs,
+            "min": min,
+            "max": max,
+            **self._module_functions(),
+        }
         self.node: ast.AST | None = None  # where we are, for error positions
         self.depth = 0  # how deeply the evaluation nests (expressions, loops and calls)
         self.locals: dict[str, Any] | None = None  # the running function's variables; None at the top level
@@ -236,11 +302,14 @@ class _Interpreter:
             self.node = statement
             self.result.statements += 1
             if self.result.statements > self.limits.statements:
-                raise self._error(f"The program ran more than {self.limits.statements:,} statements.",
-                                  "Use fewer loop iterations.")  # fmt: skip
+                raise self._error(
+                    f"The program ran more than {self.limits.statements:,} statements.", "Use fewer loop iterations."
+                )
             if time.monotonic() > self.deadline:
-                raise self._error(f"The program ran longer than {self.limits.seconds:g} seconds.",
-                                  "Use smaller tensors or fewer iterations.")  # fmt: skip
+                raise self._error(
+                    f"The program ran longer than {self.limits.seconds:g} seconds.",
+                    "Use smaller tensors or fewer iterations.",
+                )
             made = self.ad.server.nodes_created
             self._statement(statement)
             for node_id in range(made, self.ad.server.nodes_created):  # the innermost statement's (it ran first)
@@ -343,8 +412,10 @@ class _Interpreter:
         """Run a function's body with its own local variables; its nodes carry its "function" frame."""
         if len(args) != len(function.parameters):
             wanted = len(function.parameters)
-            raise self._error(f"`{function.name}` takes {wanted} argument{'s' if wanted != 1 else ''} "
-                              f"({', '.join(function.parameters)}); this call passes {len(args)}.")  # fmt: skip
+            raise self._error(
+                f"`{function.name}` takes {wanted} argument{'s' if wanted != 1 else ''} "
+                f"({', '.join(function.parameters)}); this call passes {len(args)}."
+            )
         if self.depth > self.limits.nesting:
             raise self._calls_too_deep()
         saved, self.locals = self.locals, dict(zip(function.parameters, args, strict=True))
@@ -363,9 +434,10 @@ class _Interpreter:
             self.locals, self.loops = saved, loops
 
     def _calls_too_deep(self) -> PlaygroundError:
-        return self._error(f"Function calls nest more than {self.limits.nesting} levels deep (with the expressions "
-                           "inside them).",
-                           "A function that calls itself needs a way to stop; usually a loop is simpler.")  # fmt: skip
+        return self._error(
+            f"Function calls nest more than {self.limits.nesting} levels deep (with the expressions inside them).",
+            "A function that calls itself needs a way to stop; usually a loop is simpler.",
+        )
 
     # -- expressions -----------------------------------------------------------------------------
     def _eval(self, node: ast.expr) -> Any:
@@ -375,8 +447,10 @@ class _Interpreter:
             if self.depth > self.limits.nesting:
                 if self.calls:
                     raise self._calls_too_deep()
-                raise self._error(f"The program nests more than {self.limits.nesting} levels deep.",
-                                  "Split long expressions into several assignments.")  # fmt: skip
+                raise self._error(
+                    f"The program nests more than {self.limits.nesting} levels deep.",
+                    "Split long expressions into several assignments.",
+                )
             return self._expression(node)
         finally:
             self.depth -= 1
@@ -471,8 +545,11 @@ class _Interpreter:
         except (TypeError, ValueError):
             return  # the engine explains a malformed shape
         if count > self.limits.elements_per_tensor:
-            raise self._error(f"A tensor of shape {list(shape)} has {count:,} values; the limit is "
-                              f"{self.limits.elements_per_tensor:,}.", "Use smaller shapes.")  # fmt: skip
+            raise self._error(
+                f"A tensor of shape {list(shape)} has {count:,} values; the limit is "
+                f"{self.limits.elements_per_tensor:,}.",
+                "Use smaller shapes.",
+            )
 
     def _call(self, node: ast.Call) -> Any:
         if node.keywords:
@@ -539,8 +616,9 @@ class _Interpreter:
                 data, device = args
                 count = _count_values(data, self.limits.elements_per_tensor)  # before numpy converts anything
                 if count > self.limits.elements_per_tensor:
-                    raise self._error(f"from_floats got more than {self.limits.elements_per_tensor:,} values.",
-                                      "Use smaller data.")  # fmt: skip
+                    raise self._error(
+                        f"from_floats got more than {self.limits.elements_per_tensor:,} values.", "Use smaller data."
+                    )
                 return Tensor.from_floats(data, device)
             if name == "from_inner":
                 return Tensor.from_inner(*args)
@@ -610,8 +688,10 @@ class _Interpreter:
                 if not isinstance(value, int | float) or isinstance(value, bool):
                     raise self._error(f"Distribution.{name} takes two numbers, like Distribution.{name}(0.0, 1.0).")
                 if not math.isfinite(value) or abs(value) > NUMBER_LIMIT:
-                    raise self._error(f"Distribution.{name} needs finite numbers below {NUMBER_LIMIT:g}.",
-                                      "Use numbers like 0.0 and 1.0.")  # fmt: skip
+                    raise self._error(
+                        f"Distribution.{name} needs finite numbers below {NUMBER_LIMIT:g}.",
+                        "Use numbers like 0.0 and 1.0.",
+                    )
             return getattr(Distribution, name)(a, b)
 
         return _named(make, name)
@@ -622,9 +702,11 @@ class _Interpreter:
             # every tracked node may get a gradient of its own size: refuse before anything is allocated
             estimate = sum(math.prod(n.shape) * 4 for n in before.nodes if n.requirement.is_tracked)
             if before.memory.bytes_in_use + estimate > self.limits.bytes_held:
-                raise self._error(f"This backward would need about {estimate / 2**20:.0f} MiB for its gradients; "
-                                  f"the limit is {self.limits.bytes_held / 2**20:.0f} MiB in all.",
-                                  "Use smaller tensors, or fewer operations before the backward.")  # fmt: skip
+                raise self._error(
+                    f"This backward would need about {estimate / 2**20:.0f} MiB for its gradients; "
+                    f"the limit is {self.limits.bytes_held / 2**20:.0f} MiB in all.",
+                    "Use smaller tensors, or fewer operations before the backward.",
+                )
             names = self._names()
             self.remembered.update(expressions(before.nodes, names))  # for nodes a later sweep removes
             recorder = BackwardRecorder()
@@ -646,26 +728,32 @@ class _Interpreter:
             raise self._error("`range` takes one to three whole numbers, like `range(10)`.")
         values = range(*args)
         if len(values) > self.limits.loop_iterations:
-            raise self._error(f"A loop may run at most {self.limits.loop_iterations:,} times; this one would run "
-                              f"{len(values):,}.", "Use a smaller range.")  # fmt: skip
+            raise self._error(
+                f"A loop may run at most {self.limits.loop_iterations:,} times; this one would run {len(values):,}.",
+                "Use a smaller range.",
+            )
         return values
 
     # -- limits and errors -----------------------------------------------------------------------
     def _count_list_values(self, count: int) -> None:
         self.list_values += count
         if self.list_values > self.limits.list_values:
-            raise self._error(f"The program's lists hold more than {self.limits.list_values:,} numbers.",
-                              "Keep data in tensors; call tolist() only on small ones.")  # fmt: skip
+            raise self._error(
+                f"The program's lists hold more than {self.limits.list_values:,} numbers.",
+                "Keep data in tensors; call tolist() only on small ones.",
+            )
 
     def _check_budget(self) -> None:
         trace = self.result.backward.recorder.bytes_recorded if self.result.backward else 0  # the replay's copies
         held = self.ad.memory_usage().bytes_in_use + trace
         if held > self.limits.bytes_held:
-            raise self._error(f"The program holds {held / 2**20:.1f} MiB; the limit is "
-                              f"{self.limits.bytes_held / 2**20:.0f} MiB (its tensors, and the replay of its last "
-                              "backward).",
-                              "Drop tensors you no longer need (`del loss`), run a backward to free abandoned "
-                              "graphs, or use smaller shapes.")  # fmt: skip
+            raise self._error(
+                f"The program holds {held / 2**20:.1f} MiB; the limit is "
+                f"{self.limits.bytes_held / 2**20:.0f} MiB (its tensors, and the replay of its last "
+                "backward).",
+                "Drop tensors you no longer need (`del loss`), run a backward to free abandoned "
+                "graphs, or use smaller shapes.",
+            )
         if self.ad.server.nodes_created > self.limits.nodes:
             raise self._error(
                 f"The program created more than {self.limits.nodes:,} graph nodes.",
@@ -690,44 +778,66 @@ class _Interpreter:
         for kinds, message, hint in UNSUPPORTED:
             if isinstance(node, kinds):
                 return self._error(message, hint)
-        return self._error("This kind of Python is not supported in the Playground.",
-                           "Use assignments, arithmetic, calls of the engine's methods, `for i in range(n):`, "
-                           "`def` functions, `del` and `print`.")  # fmt: skip
+        return self._error(
+            "This kind of Python is not supported in the Playground.",
+            "Use assignments, arithmetic, calls of the engine's methods, `for i in range(n):`, "
+            "`def` functions, `del` and `print`.",
+        )
 
 
 # What the Playground says of the Python it does not run, in words (never a parser class's name), with what to write
 UNSUPPORTED: list[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str, str]] = [
-    ((ast.Import, ast.ImportFrom), "Imports are not available in the Playground.",
-     "Everything you need is already here."),
-    (ast.Subscript, "Indexing (`x[0]`) is not supported in the Playground.",
-     "Use the tensor's own methods (`slice`, `sum_dim`, `reshape`), or print the whole value."),
+    (
+        (ast.Import, ast.ImportFrom),
+        "Imports are not available in the Playground.",
+        "Everything you need is already here.",
+    ),
+    (
+        ast.Subscript,
+        "Indexing (`x[0]`) is not supported in the Playground.",
+        "Use the tensor's own methods (`slice`, `sum_dim`, `reshape`), or print the whole value.",
+    ),
     (ast.While, "`while` loops are not supported; use `for … in range(n)`.", "A `for` loop always stops."),
-    ((ast.If, ast.IfExp, ast.Match), "Decisions (`if`, `match`) are not supported in the Playground.",
-     "A program here always builds the same graph: write the case you want to see."),
-    (ast.Compare, "Comparisons (`<`, `==`, `in`, ...) are not supported in the Playground.",
-     "Print the values and compare them by eye."),
+    (
+        (ast.If, ast.IfExp, ast.Match),
+        "Decisions (`if`, `match`) are not supported in the Playground.",
+        "A program here always builds the same graph: write the case you want to see.",
+    ),
+    (
+        ast.Compare,
+        "Comparisons (`<`, `==`, `in`, ...) are not supported in the Playground.",
+        "Print the values and compare them by eye.",
+    ),
     (ast.BoolOp, "`and` and `or` are not supported in the Playground.", ""),
     (ast.Lambda, "`lambda` is not supported; define a function with `def name(x): return ...`.", ""),
-    ((ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
-     "Comprehensions (`[... for ...]`) are not supported; use a `for i in range(n):` loop.", ""),
+    (
+        (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp),
+        "Comprehensions (`[... for ...]`) are not supported; use a `for i in range(n):` loop.",
+        "",
+    ),
     ((ast.Dict, ast.Set), "Dictionaries and sets are not supported; use one variable per value.", ""),
     (ast.ClassDef, "Classes are not supported; use functions (`def name(x): ...`).", ""),
     (ast.AsyncFunctionDef, "`async def` is not supported; write `def name(x): ...`.", ""),
-    ((ast.Await, ast.Yield, ast.YieldFrom, ast.AsyncFor, ast.AsyncWith),
-     "`async`, `await` and `yield` are not supported; write a plain function that returns its result.", ""),
+    (
+        (ast.Await, ast.Yield, ast.YieldFrom, ast.AsyncFor, ast.AsyncWith),
+        "`async`, `await` and `yield` are not supported; write a plain function that returns its result.",
+        "",
+    ),
     ((ast.With,), "`with` blocks are not supported in the Playground.", "Write the statements without it."),
     ((ast.Try,), "`try` is not supported: the Playground shows each error with its line.", ""),
     ((ast.Raise, ast.Assert), "`raise` and `assert` are not supported; print what you want to check.", ""),
-    ((ast.Global, ast.Nonlocal), "`global` and `nonlocal` are not supported.",
-     "Pass values into a function and `return` what it computes."),
+    (
+        (ast.Global, ast.Nonlocal),
+        "`global` and `nonlocal` are not supported.",
+        "Pass values into a function and `return` what it computes.",
+    ),
     ((ast.Break, ast.Continue), "`break` and `continue` are not supported; choose the loop's `range` instead.", ""),
-    (ast.JoinedStr, "f-strings are not supported; pass several values to `print`, like `print(\"loss\", loss)`.",
-     ""),
+    (ast.JoinedStr, 'f-strings are not supported; pass several values to `print`, like `print("loss", loss)`.', ""),
     (ast.NamedExpr, "`:=` is not supported; assign on a line of its own.", ""),
     (ast.Starred, "`*` unpacking is not supported here; pass values one by one.", ""),
     ((ast.AnnAssign,), "Type annotations are not supported; write `x = ...`.", ""),
     (ast.Slice, "Slices (`a:b`) are not supported; use the tensor's `slice` method.", ""),
-]  # fmt: skip
+]
 
 
 def _kind(value: Any) -> str:

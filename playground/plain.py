@@ -37,11 +37,21 @@ DTYPES = ("float32", "float64")
 RECORDS: dict[str, type] = {
     cls.__name__: cls
     for cls in (
-        GraphSnapshot, NodeSnapshot, MemoryUsage, trace.TapeBuilt, trace.StepStarted, trace.GradientRegistered,
-        trace.GradientConsumed, trace.Recomputed, trace.SavedStateFreed, trace.SweepFreed, trace.BackwardFinished,
-        ValueSummary, GroupFrame,
+        GraphSnapshot,
+        NodeSnapshot,
+        MemoryUsage,
+        trace.TapeBuilt,
+        trace.StepStarted,
+        trace.GradientRegistered,
+        trace.GradientConsumed,
+        trace.Recomputed,
+        trace.SavedStateFreed,
+        trace.SweepFreed,
+        trace.BackwardFinished,
+        ValueSummary,
+        GroupFrame,
     )
-}  # fmt: skip
+}
 ENUMS: dict[str, type[enum.Enum]] = {"Requirement": Requirement, "NodeStatus": NodeStatus}
 
 
@@ -133,17 +143,23 @@ def result_to_plain(result: RunResult) -> dict[str, Any]:
     backward = result.backward
     return {
         "output": [clean_text(line[:LINE_CHARS]) for line in result.output[:OUTPUT_LINES]],
-        "error": None if error is None else
-        {"message": clean_text(cut(error.message)), "line": error.line, "column": error.column,
-         "hint": clean_text(cut(error.hint))},
+        "error": None
+        if error is None
+        else {
+            "message": clean_text(cut(error.message)),
+            "line": error.line,
+            "column": error.column,
+            "hint": clean_text(cut(error.hint)),
+        },
         "snapshot": result.snapshot,
         "names": result.names,
-        "backward": None if backward is None else
-        {"before": backward.before, "events": backward.recorder.events, "names": backward.names},
+        "backward": None
+        if backward is None
+        else {"before": backward.before, "events": backward.recorder.events, "names": backward.names},
         "memory": [[count, usage] for count, usage in result.memory],
         "lines": [[node_id, first, last] for node_id, (first, last) in result.lines.items()],
         "statements": result.statements,
-    }  # fmt: skip
+    }
 
 
 def result_from_plain(data: Any) -> RunResult:
@@ -158,17 +174,23 @@ def result_from_plain(data: Any) -> RunResult:
         recorder.events = list(backward["events"])
     return RunResult(
         output=[_text(line, LINE_CHARS) for line in data["output"][:OUTPUT_LINES]],
-        error=None if error is None else
-        PlaygroundError(_text(error["message"], ERROR_CHARS), _position(error["line"]), _position(error["column"]),
-                        _text(error["hint"], ERROR_CHARS)),
+        error=None
+        if error is None
+        else PlaygroundError(
+            _text(error["message"], ERROR_CHARS),
+            _position(error["line"]),
+            _position(error["column"]),
+            _text(error["hint"], ERROR_CHARS),
+        ),
         snapshot=data["snapshot"],
         names={_int(k): _identifier(v) for k, v in data["names"].items()},
-        backward=None if backward is None else
-        BackwardRun(backward["before"], recorder, {_int(k): _identifier(v) for k, v in backward["names"].items()}),
+        backward=None
+        if backward is None
+        else BackwardRun(backward["before"], recorder, {_int(k): _identifier(v) for k, v in backward["names"].items()}),
         memory=[(int(count), usage) for count, usage in data["memory"]],
         lines={_int(node_id): (_int(first), _int(last)) for node_id, first, last in data["lines"]},
         statements=int(data["statements"]),
-    )  # fmt: skip
+    )
 
 
 def clean_text(text: str) -> str:

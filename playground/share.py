@@ -17,8 +17,10 @@ class ShareError(ValueError):
 def encode(source: str) -> str:
     packed = base64.urlsafe_b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii").rstrip("=")
     if len(packed) > MAX_LINK_CHARS:
-        raise ShareError(f"This program is too long to share by link ({len(packed):,} characters once packed; "
-                         f"the limit is {MAX_LINK_CHARS:,}).")  # fmt: skip
+        raise ShareError(
+            f"This program is too long to share by link ({len(packed):,} characters once packed; "
+            f"the limit is {MAX_LINK_CHARS:,})."
+        )
     return packed
 
 
@@ -39,6 +41,8 @@ def decode(packed: str) -> str:
             raise
         raise ShareError("This link does not hold a Playground program (it may have been cut short).") from None
     if len(source) > MAX_PROGRAM_CHARS:
-        raise ShareError(f"The program in this link is {len(source):,} characters long; the Playground takes at most "
-                         f"{MAX_PROGRAM_CHARS:,}, so it was not loaded.")  # fmt: skip
+        raise ShareError(
+            f"The program in this link is {len(source):,} characters long; the Playground takes at most "
+            f"{MAX_PROGRAM_CHARS:,}, so it was not loaded."
+        )
     return source

@@ -96,13 +96,20 @@ class _Worker:
     """One worker process, and a thread that reads its replies (so the server can wait with a deadline)."""
 
     def __init__(self, memory_limit: int) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               # one core per worker: BLAS helper threads of one worker would spin on the core another is using
-               **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")}  # fmt: skip
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            # one core per worker: BLAS helper threads of one worker would spin on the core another is using
+            **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1"),
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "playground.worker_process", str(memory_limit)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=env,
+        )
         self.replies: queue.Queue[bytes | None] = queue.Queue()
         self.ready = False  # it said so; until then the first reply is its greeting
         self.killed = False  # by a cancel: whatever it does next is not a run's doing
@@ -222,17 +229,24 @@ class WorkerPool:
     def _refusal(self, owner: str, client: str = "") -> PlaygroundError | None:
         if self.start_failure is not None and time.monotonic() - self._start_failed_at < START_RETRY:
             reason = self.start_failure.rstrip(".")
-            return PlaygroundError(f"The Playground cannot run programs on this server: {reason}.",
-                                   hint="Tell whoever runs this app; the lessons still work.")  # fmt: skip
+            return PlaygroundError(
+                f"The Playground cannot run programs on this server: {reason}.",
+                hint="Tell whoever runs this app; the lessons still work.",
+            )
         waiting = sum(len(runs) for runs in self._waiting.values())
         if waiting >= self.max_waiting:
-            return PlaygroundError(f"The Playground is busy: {waiting} runs are waiting.",
-                                   hint="Press Run again in a minute.")  # fmt: skip
+            return PlaygroundError(
+                f"The Playground is busy: {waiting} runs are waiting.", hint="Press Run again in a minute."
+            )
         if len(self._waiting.get(client, ())) >= MAX_WAITING_PER_CLIENT:
-            return PlaygroundError(f"{MAX_WAITING_PER_CLIENT} runs from your network address are already waiting.",
-                                   hint="Press Run again when one of them has run.")  # fmt: skip
-        for key, allowed, whose in ((owner, STOPS_ALLOWED, "Your last"), (f"client {client}", STOPS_ALLOWED_PER_CLIENT,
-                                    "The last")):  # fmt: skip
+            return PlaygroundError(
+                f"{MAX_WAITING_PER_CLIENT} runs from your network address are already waiting.",
+                hint="Press Run again when one of them has run.",
+            )
+        for key, allowed, whose in (
+            (owner, STOPS_ALLOWED, "Your last"),
+            (f"client {client}", STOPS_ALLOWED_PER_CLIENT, "The last"),
+        ):
             stops = self._recent_stops(key)
             if len(stops) >= allowed:
                 wait = STOPS_WINDOW - (time.monotonic() - stops[0])
@@ -288,8 +302,9 @@ class WorkerPool:
         """Runs that will start before `job`, if no other run comes: the round robin played forward."""
         with self._lock:
             rounds = [list(runs) for runs in self._waiting.values()]
-            order = [runs[depth] for depth in range(max(map(len, rounds), default=0)) for runs in rounds
-                     if depth < len(runs)]  # fmt: skip
+            order = [
+                runs[depth] for depth in range(max(map(len, rounds), default=0)) for runs in rounds if depth < len(runs)
+            ]
             return order.index(job) if job in order else 0
 
     def _finish(self, job: Job, state: str) -> None:
@@ -353,8 +368,9 @@ class WorkerPool:
             return self._died(slot, job)
         if data is TOO_LARGE:
             self._discard(slot)
-            return RunResult(error=PlaygroundError("The program ran, but its result is too large to send back.",
-                                                   hint=TOO_LARGE_HINT))  # fmt: skip
+            return RunResult(
+                error=PlaygroundError("The program ran, but its result is too large to send back.", hint=TOO_LARGE_HINT)
+            )
         try:
             result = result_from_plain(loads(data))
         except (PlainDataError, KeyError, TypeError, ValueError, AttributeError):
@@ -384,8 +400,10 @@ class WorkerPool:
         if code == -getattr(signal, "SIGXCPU", 0):
             return RunResult(error=PlaygroundError(time_message(job.limits.seconds), hint=TIME_HINT))
         if code is not None and code < 0 and code != -signal.SIGKILL:  # a signal other than the OOM killer's
-            message = f"Your program crashed its worker process (most likely out of memory: the limit is " \
-                      f"{limit // 2**20} MiB) and was stopped."  # fmt: skip
+            message = (
+                f"Your program crashed its worker process (most likely out of memory: the limit is "
+                f"{limit // 2**20} MiB) and was stopped."
+            )
             return RunResult(error=PlaygroundError(message, hint=MEMORY_HINT))
         return RunResult(error=PlaygroundError(memory_message(limit), hint=MEMORY_HINT))
 

@@ -67,8 +67,17 @@ def line_chart(
     legend = None
     if len(names) > 1:  # one legend for colour and dash (the same field merges them): each entry draws its line
         # close under the axis: Vega's default offset and padding left a 50 px gap
-        legend = {"orient": "bottom", "title": None, "labelLimit": 0, "columns": 1, "symbolType": "stroke",
-                  "symbolSize": 500, "symbolStrokeWidth": 3, "padding": 0, "offset": 8}  # fmt: skip
+        legend = {
+            "orient": "bottom",
+            "title": None,
+            "labelLimit": 0,
+            "columns": 1,
+            "symbolType": "stroke",
+            "symbolSize": 500,
+            "symbolStrokeWidth": 3,
+            "padding": 0,
+            "offset": 8,
+        }
     spec = {
         "title": {"text": title, "anchor": "start", "fontSize": font + 2, "limit": 0},
         "datasets": {"points": data},
@@ -76,14 +85,26 @@ def line_chart(
         "mark": {"type": "line", "point": {"size": 60 if presenter else 30}, "strokeWidth": 3 if presenter else 2},
         "encoding": {
             "x": x_encoding,
-            "y": {"field": y, "type": "quantitative", "scale": y_scale,
-                  "axis": {"title": y_axis_title, "tickCount": 5}},
-            "color": {"field": series, "type": "nominal", "legend": legend,
-                      "scale": {"domain": names, "range": SERIES_COLOURS[: len(names)]}},
+            "y": {
+                "field": y,
+                "type": "quantitative",
+                "scale": y_scale,
+                "axis": {"title": y_axis_title, "tickCount": 5},
+            },
+            "color": {
+                "field": series,
+                "type": "nominal",
+                "legend": legend,
+                "scale": {"domain": names, "range": SERIES_COLOURS[: len(names)]},
+            },
             # the first series solid, the others dashed: they are drawn after it, so where two coincide the dashes
             # still show on top (a solid line drawn last hid a dashed one: Checkpointing's curves)
-            "strokeDash": {"field": series, "type": "nominal", "legend": legend,
-                           "scale": {"domain": names, "range": [[1, 0]] + [[6, 4]] * (len(names) - 1)}},
+            "strokeDash": {
+                "field": series,
+                "type": "nominal",
+                "legend": legend,
+                "scale": {"domain": names, "range": [[1, 0]] + [[6, 4]] * (len(names) - 1)},
+            },
             "tooltip": [{"field": f, "type": "nominal"} for f in (series, x, *tooltip)]
             + [{"field": y, "type": "quantitative", "format": ",.3~f"}],
         },
@@ -92,9 +113,11 @@ def line_chart(
         "height": 340 if presenter else 220,
         "autosize": {"type": "fit-x", "contains": "padding"},
         "padding": {"top": 10, "left": 5, "right": 5, "bottom": 5},  # room above the title: it is never clipped
-        "config": {"axis": {"labelFontSize": font, "titleFontSize": font, "labelLimit": 0},
-                   "legend": {"labelFontSize": font}},
-    }  # fmt: skip
+        "config": {
+            "axis": {"labelFontSize": font, "titleFontSize": font, "labelLimit": 0},
+            "legend": {"labelFontSize": font},
+        },
+    }
     container.vega_lite_chart(spec=spec, width="stretch")
 
 
@@ -109,7 +132,26 @@ def memory_charts(history: list[MemoryPoint], iterations: int, x_title: str = "F
             memory.append({**common, "Counter": "MLX active memory", "Bytes": p.backend_bytes})
         buffers.append({**common, "Counter": "engine", "Buffers": p.usage.allocations})
     left, right = (st.container(), st.container()) if presenter_mode() else st.columns(2)  # a projector: full width
-    line_chart(pd.DataFrame(memory), x_title, "Bytes", "Counter", title="Memory in use", y_title="Memory",
-               y_bytes=True, x_domain=(0, iterations), tooltip=["Event"], container=left)  # fmt: skip
-    line_chart(pd.DataFrame(buffers), x_title, "Buffers", "Counter", title="Live buffers",
-               y_title="Live buffers", x_domain=(0, iterations), tooltip=["Event"], container=right)  # fmt: skip
+    line_chart(
+        pd.DataFrame(memory),
+        x_title,
+        "Bytes",
+        "Counter",
+        title="Memory in use",
+        y_title="Memory",
+        y_bytes=True,
+        x_domain=(0, iterations),
+        tooltip=["Event"],
+        container=left,
+    )
+    line_chart(
+        pd.DataFrame(buffers),
+        x_title,
+        "Buffers",
+        "Counter",
+        title="Live buffers",
+        y_title="Live buffers",
+        x_domain=(0, iterations),
+        tooltip=["Event"],
+        container=right,
+    )

@@ -191,8 +191,9 @@ def start_or_join() -> None:
     with left, st.form("class_start"):
         st.subheader("Teach: start a class")
         st.markdown("The room joins from their phones; you step the replay and ask; they predict, you see it.")
-        program = st.selectbox("The replay", list(PROGRAMS), format_func=lambda k: PROGRAMS[k].title,
-                               key="class_program")  # fmt: skip
+        program = st.selectbox(
+            "The replay", list(PROGRAMS), format_func=lambda k: PROGRAMS[k].title, key="class_program"
+        )
         if st.form_submit_button("Start a class", type="primary", key="class_start_send") and program is not None:
             replay = class_replay(program, "")
             try:
@@ -224,8 +225,9 @@ def join_link_form(code: str) -> None:
     """A join link was opened: the code is filled in, a nickname may be given."""
     st.markdown(f"You are joining the class {code_span(spaced(normalize_code(code))[:9])}.")
     with st.form("class_join_link"):
-        nickname = st.text_input("Nickname (optional; only your teacher sees it)", max_chars=40,
-                                 key="class_link_nickname")  # fmt: skip
+        nickname = st.text_input(
+            "Nickname (optional; only your teacher sees it)", max_chars=40, key="class_link_nickname"
+        )
         if st.form_submit_button("Join", type="primary", key="class_link_join"):
             join(code, nickname)
 
@@ -249,14 +251,19 @@ def teacher_page(code: str, key: str) -> None:
     with left:
         st.title(f"Class {spaced(view.code, keep_whole=True)}")
         st.markdown(f"Join at {code_span(join_url)} (room code {code_span(spaced(view.code))})")
-        st.caption(f"{view.students} joined so far (the stage below counts them live). "
-                   f"The replay: {replay.title}.")  # fmt: skip
+        st.caption(f"{view.students} joined so far (the stage below counts them live). The replay: {replay.title}.")
     right.html(qr_image(join_url))
     link: ClassroomLink = {
-        "role": "teacher", "room": view.code, "secret": key, "api": API, "seen": "",
+        "role": "teacher",
+        "room": view.code,
+        "secret": key,
+        "api": API,
+        "seen": "",
         "join": f"Join at {join_url} · room code {spaced(view.code)}",
-        "asked": _asked_nodes(replay), "mistakes": MISTAKES, "prompts": {},
-    }  # fmt: skip
+        "asked": _asked_nodes(replay),
+        "mistakes": MISTAKES,
+        "prompts": {},
+    }
     index = _followed_index(view.step, replay)
     question_controls(view, replay, key, index)  # above the stage: in view while the teacher acts
     _stage(replay, link, index, "class_teacher_stage")
@@ -294,8 +301,12 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
     start = _next_step_start(replay, index)
     choices = [q for q in replay.questions.values() if q.kind != "sends" or q.event == start]
     with st.form("class_ask"):
-        chosen = st.selectbox("Ask the room", [q.key for q in choices],
-                              format_func=lambda k: replay.questions[k].prompt, key="class_question")  # fmt: skip
+        chosen = st.selectbox(
+            "Ask the room",
+            [q.key for q in choices],
+            format_func=lambda k: replay.questions[k].prompt,
+            key="class_question",
+        )
         if st.form_submit_button("Ask", type="primary", key="class_ask_send") and chosen is not None:
             q = replay.questions[chosen]
             _teacher_act(lambda: room.open_question(view.code, key, index, q.kind, q.key))
@@ -338,17 +349,23 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
         rows = []
         for report in question_reports(room, view.code, key):
             gain = report.gain
-            rows.append({
-                "Question": replay.questions[report.question.key].prompt,
-                "Asked at": replay.position(report.question.step),
-                "Right in vote 1": f"{report.right_1} of {report.answered_1}",
-                "Right in vote 2": f"{report.right_2} of {report.answered_2}",
-                "Normalized gain": "—" if gain is None else f"{gain:.2f}",
-            })  # fmt: skip
+            rows.append(
+                {
+                    "Question": replay.questions[report.question.key].prompt,
+                    "Asked at": replay.position(report.question.step),
+                    "Right in vote 1": f"{report.right_1} of {report.answered_1}",
+                    "Right in vote 2": f"{report.right_2} of {report.answered_2}",
+                    "Normalized gain": "—" if gain is None else f"{gain:.2f}",
+                }
+            )
         st.table(rows)
         names = st.checkbox("Include nicknames in the CSV", key="class_csv_names")
-        st.download_button("Download the answers (CSV)", answers_csv(room, view.code, key, nicknames=names),
-                           file_name=f"class-{view.code}.csv", mime="text/csv")  # fmt: skip
+        st.download_button(
+            "Download the answers (CSV)",
+            answers_csv(room, view.code, key, nicknames=names),
+            file_name=f"class-{view.code}.csv",
+            mime="text/csv",
+        )
         st.markdown("Ending the class deletes every answer at once: download the CSV first.")
         sure = st.checkbox("Yes: delete this class's answers and end it", key="class_end_sure")
         if st.button("End the class", key="class_end", disabled=not sure):
@@ -391,10 +408,16 @@ def student_page(code: str, seat: str) -> None:
         return
     q = view.question
     link: ClassroomLink = {
-        "role": "student", "room": view.code, "secret": seat, "api": API, "join": "",
+        "role": "student",
+        "room": view.code,
+        "secret": seat,
+        "api": API,
+        "join": "",
         "seen": _seen(q.id if q else None, q.phase if q else None, len(view.answers)),
-        "asked": {}, "mistakes": {}, "prompts": {key: q.prompt for key, q in replay.questions.items()},
-    }  # fmt: skip
+        "asked": {},
+        "mistakes": {},
+        "prompts": {key: q.prompt for key, q in replay.questions.items()},
+    }
     st.subheader(f"Class {spaced(view.code, keep_whole=True)}")
     st.caption("The stage follows your teacher's steps; questions appear here.")
     if q is not None:

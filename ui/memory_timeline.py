@@ -125,9 +125,10 @@ def stack(history: MemoryHistory) -> tuple[list[Band], int, int]:
         total -= allocation.size
     bands = [
         Band(a, starts[id(a)], ends.get(id(a)), tuple(steps[id(a)]))
-        for a in sorted({id(a): a for a in [*before, *(e.allocation for e in events)]}.values(),
-                        key=lambda a: starts[id(a)])
-    ]  # fmt: skip
+        for a in sorted(
+            {id(a): a for a in [*before, *(e.allocation for e in events)]}.values(), key=lambda a: starts[id(a)]
+        )
+    ]
     return bands, t + 1, peak
 
 
@@ -243,10 +244,14 @@ def memory_timeline(
     TIMELINE(data={"html": markup, "signature": signature}, key=f"{file_stem}_timeline")
     if snapshot is not None:
         st.download_button(
-            "Download memory snapshot (memory_viz)", snapshot, file_name=f"{file_stem}.pickle",
-            mime="application/octet-stream", key=f"{file_stem}_snapshot", icon=":material/download:",
+            "Download memory snapshot (memory_viz)",
+            snapshot,
+            file_name=f"{file_stem}.pickle",
+            mime="application/octet-stream",
+            key=f"{file_stem}_snapshot",
+            icon=":material/download:",
             help="Drag the file onto https://pytorch.org/memory_viz to see the same timeline in PyTorch's own tool.",
-        )  # fmt: skip
+        )
 
 
 def shared_scale(histories: Sequence[MemoryHistory]) -> tuple[int, int]:

@@ -24,6 +24,7 @@ class Lesson:
     section: str  # "" for pages shown above every section
 
 
+# fmt: skip below: a table, one lesson per row
 LESSONS: tuple[Lesson, ...] = (
     Lesson("pages/start/home.py", "Home", "", "Autodiff in five sentences and the seed's first program.", ""),
     Lesson("pages/backward/backward_traversal.py", "Backward traversal", "traversal",

@@ -19,7 +19,12 @@ class Reported(NamedTuple):
 def stage(payload: StagePayload, key: str) -> Reported:
     """Mount the stage; returns what it reported last."""
     # "room": a class's stage saw its room change (a question opened, moved on, or the class ended): one rerun
-    result = STAGE(data=wire(payload), key=key, default={"event": payload["index"], "answer": None, "room": None},
-                   on_event_change=lambda: None, on_answer_change=lambda: None,
-                   on_room_change=lambda: None)  # fmt: skip
+    result = STAGE(
+        data=wire(payload),
+        key=key,
+        default={"event": payload["index"], "answer": None, "room": None},
+        on_event_change=lambda: None,
+        on_answer_change=lambda: None,
+        on_room_change=lambda: None,
+    )
     return Reported(getattr(result, "event", None), getattr(result, "answer", None))

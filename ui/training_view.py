@@ -43,11 +43,30 @@ def training_charts(training: Training) -> None:
     if not history:  # an empty chart says nothing (and its empty marks have no text for a screen reader)
         right.caption("The loss curve and memory per iteration are drawn from the first iteration on.")
         return
-    line_chart(losses, "Iteration", "Loss", "Curve", title="Training loss (cross-entropy)", y_title="Loss",
-               x_domain=domain, x_ticks=5, container=right)  # fmt: skip
-    line_chart(memory, "Iteration", "Bytes", "Moment", title="Memory in use, each iteration", y_title="Memory",
-               y_bytes=True, x_domain=domain, series_order=["before backward", "after the update"], x_ticks=5,
-               container=right)  # fmt: skip
+    line_chart(
+        losses,
+        "Iteration",
+        "Loss",
+        "Curve",
+        title="Training loss (cross-entropy)",
+        y_title="Loss",
+        x_domain=domain,
+        x_ticks=5,
+        container=right,
+    )
+    line_chart(
+        memory,
+        "Iteration",
+        "Bytes",
+        "Moment",
+        title="Memory in use, each iteration",
+        y_title="Memory",
+        y_bytes=True,
+        x_domain=domain,
+        series_order=["before backward", "after the update"],
+        x_ticks=5,
+        container=right,
+    )
 
 
 def boundary_chart(training: Training, cells: int = 40) -> None:
@@ -57,10 +76,13 @@ def boundary_chart(training: Training, cells: int = 40) -> None:
     ix, iy = np.meshgrid(np.arange(cells), np.arange(cells))
     grid = pd.DataFrame(
         {
-            "x": xs[ix.ravel()], "x2": xs[ix.ravel() + 1], "y": ys[iy.ravel()], "y2": ys[iy.ravel() + 1],
+            "x": xs[ix.ravel()],
+            "x2": xs[ix.ravel() + 1],
+            "y": ys[iy.ravel()],
+            "y2": ys[iy.ravel() + 1],
             "Probability of class 1": probability.ravel(),
         }
-    )  # fmt: skip
+    )
     points = pd.DataFrame(
         {"x": training.points[:, 0], "y": training.points[:, 1], "Class": [CLASS_NAMES[c] for c in training.labels]}
     )
@@ -84,25 +106,46 @@ def boundary_chart(training: Training, cells: int = 40) -> None:
                     "x2": {"field": "x2"},
                     "y": {"field": "y", "type": "quantitative", "axis": axis, "scale": y_scale},
                     "y2": {"field": "y2"},
-                    "color": {"field": "Probability of class 1", "type": "quantitative",
-                              "scale": {"domain": [0, 0.5, 1], "range": [CLASS_COLOURS[0], "#f1f3f5",
-                                                                         CLASS_COLOURS[1]]},
-                              "legend": {"orient": "top", "labelFontSize": font, "titleFontSize": font,
-                                         "format": ".0%", "gradientLength": 120, "labelFlush": True}},
+                    "color": {
+                        "field": "Probability of class 1",
+                        "type": "quantitative",
+                        "scale": {"domain": [0, 0.5, 1], "range": [CLASS_COLOURS[0], "#f1f3f5", CLASS_COLOURS[1]]},
+                        "legend": {
+                            "orient": "top",
+                            "labelFontSize": font,
+                            "titleFontSize": font,
+                            "format": ".0%",
+                            "gradientLength": 120,
+                            "labelFlush": True,
+                        },
+                    },
                 },
             },
             {
                 "data": {"name": "points"},
-                "mark": {"type": "point", "filled": True, "size": 70 if presenter else 36, "stroke": "#212529",
-                         "strokeWidth": 0.6, "opacity": 1},
+                "mark": {
+                    "type": "point",
+                    "filled": True,
+                    "size": 70 if presenter else 36,
+                    "stroke": "#212529",
+                    "strokeWidth": 0.6,
+                    "opacity": 1,
+                },
                 "encoding": {
                     "x": {"field": "x", "type": "quantitative"},
                     "y": {"field": "y", "type": "quantitative"},
-                    "shape": {"field": "Class", "type": "nominal", "legend": points_legend,
-                              "scale": {"domain": list(CLASS_NAMES), "range": ["circle", "square"]}},
-                    "fill": {"field": "Class", "type": "nominal",
-                             "scale": {"domain": list(CLASS_NAMES), "range": list(CLASS_COLOURS)},
-                             "legend": points_legend},
+                    "shape": {
+                        "field": "Class",
+                        "type": "nominal",
+                        "legend": points_legend,
+                        "scale": {"domain": list(CLASS_NAMES), "range": ["circle", "square"]},
+                    },
+                    "fill": {
+                        "field": "Class",
+                        "type": "nominal",
+                        "scale": {"domain": list(CLASS_NAMES), "range": list(CLASS_COLOURS)},
+                        "legend": points_legend,
+                    },
                     "tooltip": [{"field": "Class", "type": "nominal"}],
                 },
             },
@@ -111,7 +154,7 @@ def boundary_chart(training: Training, cells: int = 40) -> None:
         "height": 360 if presenter else 280,
         "autosize": {"type": "fit-x", "contains": "padding"},
         "padding": {"top": 10, "left": 5, "right": 5, "bottom": 5},
-    }  # fmt: skip
+    }
     st.vega_lite_chart(spec=spec, width="stretch")
     st.caption(boundary_sentence(training))
 
@@ -145,9 +188,10 @@ def iteration_sentence(training: Training) -> str:
     )
     flat = len({i.usage.bytes_in_use for i in training.history}) == 1
     after = (
-        "the same after every iteration so far" if flat else f"it was {format_bytes(first.usage.bytes_in_use)} "
-        "after iteration 1"
-    )  # fmt: skip
+        "the same after every iteration so far"
+        if flat
+        else f"it was {format_bytes(first.usage.bytes_in_use)} after iteration 1"
+    )
     return (
         f"Iteration {last.number}: the forward built a fresh graph of {last.tape} operations "
         f"({format_bytes(last.graph_usage.bytes_in_use)} in use before backward, with what its steps saved).{reach} "

@@ -212,9 +212,12 @@ class Buffer:
         value = other.array if isinstance(other, Buffer) else other
         array = self.array
         result = {
-            "gt": lambda: array > value, "ge": lambda: array >= value, "lt": lambda: array < value,
-            "le": lambda: array <= value, "eq": lambda: array == value,
-        }[how]()  # fmt: skip
+            "gt": lambda: array > value,
+            "ge": lambda: array >= value,
+            "lt": lambda: array < value,
+            "le": lambda: array <= value,
+            "eq": lambda: array == value,
+        }[how]()
         return self._new(result)
 
     def where(self, mask: Buffer, other: Buffer | float) -> Buffer:

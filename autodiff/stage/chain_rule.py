@@ -158,8 +158,12 @@ def step_cards(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[in
                 for k, (p, rule) in enumerate(zip(event.parents, event.rules, strict=True))
             ]
         )
-        cards[index] = StepCard(node=node_id, title=titles.get(node_id, called.get(node_id, f"NodeId({node_id})")),
-                                upstream=_text(upstream), inputs=inputs)  # fmt: skip
+        cards[index] = StepCard(
+            node=node_id,
+            title=titles.get(node_id, called.get(node_id, f"NodeId({node_id})")),
+            upstream=_text(upstream),
+            inputs=inputs,
+        )
     return cards
 
 
@@ -194,13 +198,22 @@ def _inputs(
         value = sent[k] if k < len(sent) else None
         name = called.get(int(parent), f"NodeId({int(parent)})")
         if op in ELEMENTWISE and slot < len(ELEMENTWISE[op]):
-            card = _elementwise(ELEMENTWISE[op][slot], operand_names, operand_values, node, out, constant, upstream,
-                                value, name)  # fmt: skip
+            card = _elementwise(
+                ELEMENTWISE[op][slot], operand_names, operand_values, node, out, constant, upstream, value, name
+            )
         else:
             card = _structural(op, slot, operand_names, operand_values, node, out, upstream, value, name, rule)
-        cards.append(CardInput(node=int(parent), input=name, rule=card["rule"], derivative=card["derivative"],
-                               derivative_value=card["derivative_value"], product=card["product"],
-                               sends=_text(value)))  # fmt: skip
+        cards.append(
+            CardInput(
+                node=int(parent),
+                input=name,
+                rule=card["rule"],
+                derivative=card["derivative"],
+                derivative_value=card["derivative_value"],
+                product=card["product"],
+                sends=_text(value),
+            )
+        )
     return cards
 
 
@@ -295,9 +308,15 @@ def _shape(value: Value) -> tuple[int, ...]:
 
 def _unknown(parent: int, called: dict[int, str], rule: str, upstream: Value, sent: list[Value], k: int) -> CardInput:
     value = sent[k] if k < len(sent) else None
-    return CardInput(node=parent, input=called.get(parent, f"NodeId({parent})"), rule=rule, derivative="",
-                     derivative_value="", product=f"with grad = {_text(upstream)}: {_text(value)}",
-                     sends=_text(value))  # fmt: skip
+    return CardInput(
+        node=parent,
+        input=called.get(parent, f"NodeId({parent})"),
+        rule=rule,
+        derivative="",
+        derivative_value="",
+        product=f"with grad = {_text(upstream)}: {_text(value)}",
+        sends=_text(value),
+    )
 
 
 def gradient_sums(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int, str]) -> dict[int, GradientSum]:

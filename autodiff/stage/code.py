@@ -62,8 +62,11 @@ def _block_html(segments: list[Segment]) -> str:
 def _line_html(line: list[Segment]) -> str:
     text = "".join(part for _, part in line)
     hang = len(text) - len(text.lstrip(" ")) + 4  # continuation rows start 4 columns right of the line's own text
-    body = "".join(escape(part) if kind is None else f'<span class="token {kind}">{escape(part)}</span>'
-                   for kind, part in line if part)  # fmt: skip
+    body = "".join(
+        escape(part) if kind is None else f'<span class="token {kind}">{escape(part)}</span>'
+        for kind, part in line
+        if part
+    )
     body = body or "\n"  # an empty line holds its break: else a copy merges the breaks around it, and loses it
     return f'<span class="line" style="padding-left: {hang}ch; text-indent: -{hang}ch">{body}</span>'
 

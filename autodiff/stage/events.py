@@ -108,14 +108,30 @@ def stage_event(event: Event, called: dict[int, str], edge: str | None = None) -
         nodes = [int(n) for bucket in event.buckets for n in bucket]
         return TapeBuiltEvent(kind=event.kind, text=text, nodes=nodes)
     if isinstance(event, StepStarted):
-        return StepStartedEvent(kind=event.kind, text=text, node=int(event.node_id), op=event.op, order=event.order,
-                                parents=[int(p) for p in event.parents], rules=list(event.rules))  # fmt: skip
+        return StepStartedEvent(
+            kind=event.kind,
+            text=text,
+            node=int(event.node_id),
+            op=event.op,
+            order=event.order,
+            parents=[int(p) for p in event.parents],
+            rules=list(event.rules),
+        )
     if isinstance(event, GradientRegistered):
         source = None if event.source is None else int(event.source)
-        return GradientRegisteredEvent(kind=event.kind, text=text, node=int(event.node_id), source=source, edge=edge,
-                                       value=brief(event.value), total=brief(event.total),
-                                       total_full=format_values(event.total), shape=format_shape(_shape(event.total)),
-                                       accumulated=event.accumulated, numbers=_checkable(event.value))  # fmt: skip
+        return GradientRegisteredEvent(
+            kind=event.kind,
+            text=text,
+            node=int(event.node_id),
+            source=source,
+            edge=edge,
+            value=brief(event.value),
+            total=brief(event.total),
+            total_full=format_values(event.total),
+            shape=format_shape(_shape(event.total)),
+            accumulated=event.accumulated,
+            numbers=_checkable(event.value),
+        )
     if isinstance(event, GradientConsumed):
         return GradientConsumedEvent(kind=event.kind, text=text, node=int(event.node_id), kept=event.kept)
     if isinstance(event, Recomputed):

@@ -82,12 +82,20 @@ def node_state(node: NodeSnapshot, overlay: Overlay) -> str:
 
 
 STATE_WORDS = {  # the words on a node in each state (its gradient line); `none_yet` before a replay reaches it
-    "leaf": "asked for its gradient", "pending": "waiting for its step", "none_yet": "no gradient yet",
-    "consumed": "step ran: gradient consumed", "untracked": "untracked: no gradient",
-    "abandoned": "abandoned: holds memory", "swept": "freed without running", "refused": "refused: tape consumed",
-    "agrees": "agrees with MLX", "differs": "differs from MLX", "unreached": "not reached: no gradient",
-    "current": "running now", "recomputed": "recomputed now",
-}  # fmt: skip
+    "leaf": "asked for its gradient",
+    "pending": "waiting for its step",
+    "none_yet": "no gradient yet",
+    "consumed": "step ran: gradient consumed",
+    "untracked": "untracked: no gradient",
+    "abandoned": "abandoned: holds memory",
+    "swept": "freed without running",
+    "refused": "refused: tape consumed",
+    "agrees": "agrees with MLX",
+    "differs": "differs from MLX",
+    "unreached": "not reached: no gradient",
+    "current": "running now",
+    "recomputed": "recomputed now",
+}
 
 
 def _grad_line(node: NodeSnapshot, state: str, overlay: Overlay) -> str:
@@ -108,8 +116,17 @@ def picture(snapshot: GraphSnapshot, names: dict[int, str], overlay: Overlay | N
         detail = f"NodeId({int(node.id)}) · {node.op}"
         if node.held_bytes:
             detail += f" · holds {format_bytes(node.held_bytes)}"
-        nodes.append(PictureNode(int(node.id), f"n{int(node.id)}", titles[int(node.id)], f"value {brief(node.value)}",
-                                 _grad_line(node, state, overlay), detail, state))  # fmt: skip
+        nodes.append(
+            PictureNode(
+                int(node.id),
+                f"n{int(node.id)}",
+                titles[int(node.id)],
+                f"value {brief(node.value)}",
+                _grad_line(node, state, overlay),
+                detail,
+                state,
+            )
+        )
     known = {int(node.id) for node in snapshot.nodes}
     edges = []
     counts: Counter[tuple[int, int]] = Counter()
@@ -149,8 +166,11 @@ def dot_text(
         f'  edge [fontname="Helvetica", fontsize={body}, arrowsize=0.9];',
     ]
     for node in pic.nodes:
-        rows = [(title, node.title, True), (body, node.value, False),
-                (body, grad_widths.get(node.element, node.grad), False)]  # fmt: skip
+        rows = [
+            (title, node.title, True),
+            (body, node.value, False),
+            (body, grad_widths.get(node.element, node.grad), False),
+        ]
         if detail:
             rows.append((small, node.detail, False))
         cells = "".join(

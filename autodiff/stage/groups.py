@@ -117,11 +117,20 @@ def group_tree(
             lines = [spans[n] for n in inside if spans and n in spans and by_id[n].inputs]
             ops = sum(1 for n in inside if by_id[n].inputs)
             steps = sum(1 for n in inside if by_id[n].requirement is Requirement.GradInBackward)
-            groups.append(StageGroup(
-                element=element, name=child.name, kind=child.kind, parent=parent,
-                summary=child.summary or _ops(ops), output=output, nodes=len(inside), steps=steps,
-                lines=(min(s[0] for s in lines), max(s[1] for s in lines)) if lines else None, runs=[],
-            ))  # fmt: skip
+            groups.append(
+                StageGroup(
+                    element=element,
+                    name=child.name,
+                    kind=child.kind,
+                    parent=parent,
+                    summary=child.summary or _ops(ops),
+                    output=output,
+                    nodes=len(inside),
+                    steps=steps,
+                    lines=(min(s[0] for s in lines), max(s[1] for s in lines)) if lines else None,
+                    runs=[],
+                )
+            )
             emit(child, element)
 
     emit(root, "")
@@ -221,8 +230,9 @@ def _fold(group: _Group, by_id: Mapping[int, NodeSnapshot], called: Mapping[int,
     _split(group, called)
 
 
-def _by_statement(children: list[_Group | int], spans: Mapping[int, tuple[int, int]],
-                  statements: list[str]) -> list[_Group | int]:  # fmt: skip
+def _by_statement(
+    children: list[_Group | int], spans: Mapping[int, tuple[int, int]], statements: list[str]
+) -> list[_Group | int]:
     """Consecutive nodes of one statement, `MIN_LINE_GROUP` or more, as a group named by its line."""
     out: list[_Group | int] = []
     run: list[int] = []
@@ -275,8 +285,9 @@ def _repeats(group: _Group, by_id: Mapping[int, NodeSnapshot]) -> list[_Group | 
             if len(run) == len(children):
                 group.summary = f"{_count(first, len(run))}, the same {each} each"
                 return children
-            out.append(_Group("repeat", _span_name(first.name, last.name, len(run)), children=list(run),
-                              summary=summary))  # fmt: skip
+            out.append(
+                _Group("repeat", _span_name(first.name, last.name, len(run)), children=list(run), summary=summary)
+            )
         else:
             out.extend(run)
         k = end
@@ -397,11 +408,15 @@ def group_runs(
                     continue
                 if int(event.source) in inside and int(event.node_id) not in inside:
                     sent.setdefault(int(event.node_id), []).append(event.value)
-            index[element]["runs"].append(GroupRun(
-                first=first, last=last, steps=len(steps),
-                came_in=[_flow(n, called, values) for n, values in came.items()],
-                sent=[_flow(n, called, values) for n, values in sent.items()],
-            ))  # fmt: skip
+            index[element]["runs"].append(
+                GroupRun(
+                    first=first,
+                    last=last,
+                    steps=len(steps),
+                    came_in=[_flow(n, called, values) for n, values in came.items()],
+                    sent=[_flow(n, called, values) for n, values in sent.items()],
+                )
+            )
 
 
 def _flow(node_id: int, called: Mapping[int, str], values: list[object]) -> GroupFlow:

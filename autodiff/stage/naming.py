@@ -14,13 +14,30 @@ MAX_EXPRESSION = 32
 
 # binding strength: a weaker operand is parenthesised
 ATOM, PRODUCT, SUM = 3, 2, 1
-BINARY = {"add": (" + ", SUM), "sub": (" − ", SUM), "mul": ("·", PRODUCT), "div": (" / ", PRODUCT),
-          "matmul": (" @ ", PRODUCT)}  # fmt: skip
-SCALAR = {"add_scalar": ("{x} + {c}", SUM), "sub_scalar": ("{x} − {c}", SUM), "rsub_scalar": ("{c} − {x}", SUM),
-          "mul_scalar": ("{x}·{c}", PRODUCT), "div_scalar": ("{x} / {c}", PRODUCT),
-          "rdiv_scalar": ("{c} / {x}", PRODUCT), "powf_scalar": ("{x}^{c}", ATOM)}  # fmt: skip
-LEAVES = {"from_floats": "data", "zeros": "zeros", "ones": "ones", "random": "random", "from_inner": "data",
-          "detach": "detach"}  # fmt: skip
+BINARY = {
+    "add": (" + ", SUM),
+    "sub": (" − ", SUM),
+    "mul": ("·", PRODUCT),
+    "div": (" / ", PRODUCT),
+    "matmul": (" @ ", PRODUCT),
+}
+SCALAR = {
+    "add_scalar": ("{x} + {c}", SUM),
+    "sub_scalar": ("{x} − {c}", SUM),
+    "rsub_scalar": ("{c} − {x}", SUM),
+    "mul_scalar": ("{x}·{c}", PRODUCT),
+    "div_scalar": ("{x} / {c}", PRODUCT),
+    "rdiv_scalar": ("{c} / {x}", PRODUCT),
+    "powf_scalar": ("{x}^{c}", ATOM),
+}
+LEAVES = {
+    "from_floats": "data",
+    "zeros": "zeros",
+    "ones": "ones",
+    "random": "random",
+    "from_inner": "data",
+    "detach": "detach",
+}
 SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
 

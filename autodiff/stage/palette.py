@@ -26,6 +26,7 @@ class State:
     dark: Look
 
 
+# fmt: skip below: a table, one state per row, its light and dark looks side by side
 STATES: tuple[State, ...] = (
     State("leaf", "a leaf that asked for its gradient (require_grad): the container keeps it", "", 2,
           Look("#d3f9d8", "#2b8a3e"), Look("#12361d", "#69db7c")),
@@ -71,8 +72,13 @@ def stage_css() -> str:
     """The custom properties and state rules the stage's stylesheet uses, in light and dark."""
     lines = []
     for theme, selector in (("light", ".stage"), ("dark", ".stage.dark")):
-        props = [f"--bg:{BACKGROUND[theme]}", f"--text:{TEXT[theme]}", f"--muted:{MUTED[theme]}",
-                 f"--edge:{EDGE[theme]}", f"--flow:{FLOW[theme]}"]  # fmt: skip
+        props = [
+            f"--bg:{BACKGROUND[theme]}",
+            f"--text:{TEXT[theme]}",
+            f"--muted:{MUTED[theme]}",
+            f"--edge:{EDGE[theme]}",
+            f"--flow:{FLOW[theme]}",
+        ]
         for state in STATES:
             look = getattr(state, theme)
             props += [f"--{state.key}-fill:{look.fill}", f"--{state.key}-border:{look.border}"]

@@ -215,14 +215,25 @@ def _payload(
         possible = [node.grad, grad_widths.get(node.element, "")]
         if mode == "replay" and kind != "none":
             possible += [STATE_WORDS["unreached"], STATE_WORDS["none_yet"], STATE_WORDS["swept"]]
-        nodes.append(StageNode(element=node.element, id=node.id, name=called[node.id], title=node.title,
-                               value=node.value, detail=node.detail, state=node.state, grad=node.grad,
-                               grad_kind=kind, wide=max(possible, key=len),
-                               group=group_of.get(node.id, "")))  # fmt: skip
+        nodes.append(
+            StageNode(
+                element=node.element,
+                id=node.id,
+                name=called[node.id],
+                title=node.title,
+                value=node.value,
+                detail=node.detail,
+                state=node.state,
+                grad=node.grad,
+                grad_kind=kind,
+                wide=max(possible, key=len),
+                group=group_of.get(node.id, ""),
+            )
+        )
     edges = [
         StageEdge(
             element=e.element, source=e.source, target=e.target, tracked=e.tracked, label=edge_labels.get(e.element, "")
-        )  # fmt: skip
+        )
         for e in pic.edges
     ]
     signature = hashlib.sha256(

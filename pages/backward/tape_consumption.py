@@ -33,8 +33,11 @@ st.subheader("2. Two losses over one shared subgraph")
 code_block(inspect.getsource(shared_losses) + "\nlosses = shared_losses(x)  # shared, l1, l2\nl3 = (x * 4.0).sum()")
 st.markdown("Run the backward passes in any order. `(l1 + l2).backward()` builds the sum of the two losses first.")
 columns = st.columns(len(LOSSES))
-pressed = [name for column, name in zip(columns, LOSSES, strict=True)
-           if column.button(backward_code(name), key=f"backward_{name}", width="stretch")]  # fmt: skip
+pressed = [
+    name
+    for column, name in zip(columns, LOSSES, strict=True)
+    if column.button(backward_code(name), key=f"backward_{name}", width="stretch")
+]
 for name in pressed:
     outcome_message(lab.backward(name))
 

@@ -46,8 +46,14 @@ def keep_text() -> None:
     st.session_state[CODE] = st.session_state[EDITOR]
 
 
-st.selectbox("Examples", list(EXAMPLES), index=None, placeholder="Load an example…", key="playground_example",
-             on_change=load_example)  # fmt: skip
+st.selectbox(
+    "Examples",
+    list(EXAMPLES),
+    index=None,
+    placeholder="Load an example…",
+    key="playground_example",
+    on_change=load_example,
+)
 st.session_state[EDITOR] = st.session_state[CODE]
 st.text_area("Program", key=EDITOR, height=260, on_change=keep_text, max_chars=LIMITS.program_chars)
 if "playground_exercise" not in st.session_state:  # a teacher's link can open the Playground as an exercise
@@ -66,15 +72,32 @@ except ShareError as error:
 with st.expander("Limits of one run"):
     st.table(
         {
-            "Limit": ["Program length", "Nesting", "Statements executed", "Loop iterations", "Values per tensor",
-                      "Numbers in lists", "Tensors held (and the replay)", "Graph nodes", "Time",
-                      "Memory of the whole run (its own process)"],
-            "Value": [f"{LIMITS.program_chars:,} characters", f"{LIMITS.nesting} levels", f"{LIMITS.statements:,}",
-                      f"{LIMITS.loop_iterations:,} per loop", f"{LIMITS.elements_per_tensor:,}",
-                      f"{LIMITS.list_values:,}", f"{LIMITS.bytes_held // 2**20} MiB", f"{LIMITS.nodes:,}",
-                      f"{LIMITS.seconds:g} s", f"{LIMITS.process_bytes // 2**20} MiB"],
+            "Limit": [
+                "Program length",
+                "Nesting",
+                "Statements executed",
+                "Loop iterations",
+                "Values per tensor",
+                "Numbers in lists",
+                "Tensors held (and the replay)",
+                "Graph nodes",
+                "Time",
+                "Memory of the whole run (its own process)",
+            ],
+            "Value": [
+                f"{LIMITS.program_chars:,} characters",
+                f"{LIMITS.nesting} levels",
+                f"{LIMITS.statements:,}",
+                f"{LIMITS.loop_iterations:,} per loop",
+                f"{LIMITS.elements_per_tensor:,}",
+                f"{LIMITS.list_values:,}",
+                f"{LIMITS.bytes_held // 2**20} MiB",
+                f"{LIMITS.nodes:,}",
+                f"{LIMITS.seconds:g} s",
+                f"{LIMITS.process_bytes // 2**20} MiB",
+            ],
         }
-    )  # fmt: skip
+    )
 
 if run_clicked:  # the program runs in a worker process, never in this server
     job = shared_pool().submit(session_owner(), st.session_state[CODE], LIMITS, current_backend(), client_address())
@@ -107,8 +130,19 @@ if result.backward is None and result.snapshot is not None and result.snapshot.n
 if result.backward is not None:  # its graph, once: the replay's last event is the graph after that backward
     st.subheader("The graph, and a replay of the last backward")
     run = result.backward
-    replay_view(run.before, run.recorder, run.names, "playground_replay", file_stem="playground", exercise=exercise,
-                source=st.session_state.get("playground_source"), lines=result.lines)  # fmt: skip
-    if st.button("Teach this replay as a class", key="playground_teach",
-                 help="Start a class on this program: the room follows your steps and predicts each one."):  # fmt: skip
+    replay_view(
+        run.before,
+        run.recorder,
+        run.names,
+        "playground_replay",
+        file_stem="playground",
+        exercise=exercise,
+        source=st.session_state.get("playground_source"),
+        lines=result.lines,
+    )
+    if st.button(
+        "Teach this replay as a class",
+        key="playground_teach",
+        help="Start a class on this program: the room follows your steps and predicts each one.",
+    ):
         teach_playground(st.session_state.get("playground_source") or st.session_state[CODE], run)

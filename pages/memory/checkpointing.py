@@ -21,14 +21,23 @@ lesson_intro(
     "compute, and exactly the same gradients.",
 )
 
-key = st.selectbox("Program", list(CHECKPOINTING_PROGRAMS), index=len(CHECKPOINTING_PROGRAMS) - 1,
-                   format_func=lambda k: CHECKPOINTING_PROGRAMS[k].title, key="checkpointing_program")  # fmt: skip
+key = st.selectbox(
+    "Program",
+    list(CHECKPOINTING_PROGRAMS),
+    index=len(CHECKPOINTING_PROGRAMS) - 1,
+    format_func=lambda k: CHECKPOINTING_PROGRAMS[k].title,
+    key="checkpointing_program",
+)
 code_block(CHECKPOINTING_PROGRAMS[key].source)
 backend = current_backend()
 lesson = shared_result(checkpointing_lesson, key, backend)  # the same for every student: computed once per server
 
-data_table([{k: format_bytes(v) if "emory" in k or "Held" in k or "Peak" in k else v for k, v in row.items()}
-            for row in lesson.summary])  # fmt: skip
+data_table(
+    [
+        {k: format_bytes(v) if "emory" in k or "Held" in k or "Peak" in k else v for k, v in row.items()}
+        for row in lesson.summary
+    ]
+)
 if lesson.same_gradients:
     st.success("The gradients are identical, bit for bit, with and without checkpointing.")
 else:
@@ -53,12 +62,25 @@ st.caption(
 st.markdown("**Every buffer over time**, forward and backward, under each strategy on one time axis:")
 scale = shared_scale([t.history for t in lesson.timelines])
 for recorded, stem in zip(lesson.timelines, (f"memory-{key}-none", f"memory-{key}-balanced"), strict=True):
-    memory_timeline(recorded.history, recorded.label, recorded.snapshot, stem, scale=scale,
-                    program=[*CHECKPOINTING_PROGRAMS[key].helpers, CHECKPOINTING_PROGRAMS[key].build],
-                    names=recorded.names)  # fmt: skip
+    memory_timeline(
+        recorded.history,
+        recorded.label,
+        recorded.snapshot,
+        stem,
+        scale=scale,
+        program=[*CHECKPOINTING_PROGRAMS[key].helpers, CHECKPOINTING_PROGRAMS[key].build],
+        names=recorded.names,
+    )
 
 st.subheader("Replay with checkpointing")
 st.markdown("The replay shows each recomputation as its own event, just before the step that needs it.")
-replay_view(lesson.before, lesson.recorder, lesson.names, "checkpointing_replay", file_stem=f"{key}-balanced",
-            shared=("checkpointing", key, backend), source=CHECKPOINTING_PROGRAMS[key].source,
-            lines=lesson.lines)  # fmt: skip
+replay_view(
+    lesson.before,
+    lesson.recorder,
+    lesson.names,
+    "checkpointing_replay",
+    file_stem=f"{key}-balanced",
+    shared=("checkpointing", key, backend),
+    source=CHECKPOINTING_PROGRAMS[key].source,
+    lines=lesson.lines,
+)

@@ -83,8 +83,15 @@ def live_experiment() -> None:
     memory_charts(lab.history, lab.iterations)
     download = None if st.session_state.get(RUNNING) else lab.memory_snapshot()  # the file, once the run stops
     called = short_names(snapshot.nodes, node_names({"x": lab.x}))  # a swept graph's nodes keep their records
-    memory_timeline(lab.memory_history, "Active memory, one buffer a band", download, "memory-growth", lab.pass_starts,
-                    program=[memory_forward], names=called)  # fmt: skip
+    memory_timeline(
+        lab.memory_history,
+        "Active memory, one buffer a band",
+        download,
+        "memory-growth",
+        lab.pass_starts,
+        program=[memory_forward],
+        names=called,
+    )
     st.caption(
         f"Backend: {lab.backend}. Mode: {mode_text}, x is {lab.size} × {lab.size} float32 "
         f"({format_bytes(lab.size * lab.size * 4)}). "
@@ -96,9 +103,12 @@ def live_experiment() -> None:
     )
     if lab.autodiff:
         st.button(
-            "Run one backward now", key="memory_backward", disabled=not lab.finished, on_click=lab.backward_now,
+            "Run one backward now",
+            key="memory_backward",
+            disabled=not lab.finished,
+            on_click=lab.backward_now,
             help="One more forward pass, then backward: its sweep frees every abandoned graph.",
-        )  # fmt: skip
+        )
     if lab.autodiff and not presenter_mode() and not st.session_state.get(RUNNING):  # drawn once, when it stops
         st.markdown("**What holds memory**, one row per run of forward passes whose graphs hold the same:")
         data_table(holder_rows(memory_holders(snapshot)))

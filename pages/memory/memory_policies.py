@@ -24,8 +24,16 @@ backend = current_backend()
 rows = shared_result(policy_memory_curves, size, backend)  # the same for every student: computed once per server
 data = pd.DataFrame(rows)
 order = list(dict.fromkeys(data["Moment"]))
-line_chart(data, "Moment", "Bytes in use", "Policy", title="Memory in use at each moment", y_title="Memory",
-           y_bytes=True, x_order=order)  # fmt: skip
+line_chart(
+    data,
+    "Moment",
+    "Bytes in use",
+    "Policy",
+    title="Memory in use at each moment",
+    y_title="Memory",
+    y_bytes=True,
+    x_order=order,
+)
 wide = data.pivot(index="Moment", columns="Policy", values="Bytes in use").loc[order]
 data_table([{"Moment": moment, **{p: format_bytes(v) for p, v in row.items()}} for moment, row in wide.iterrows()])
 st.caption(
@@ -49,17 +57,26 @@ st.caption(
 st.subheader("What each framework does, and why")
 data_table(
     [
-        {"Framework": "Burn", "Graph memory freed": "at the next backward (a sweep)",
-         "Second backward": "refused: each step runs once; no retain_graph",
-         "Gradients": "returned in a Gradients container; leaves keep theirs",
-         "Why": "steps are owned by a server and moved out when run; no per-tensor reference counting"},
-        {"Framework": "PyTorch", "Graph memory freed": "as soon as no tensor refers to it",
-         "Second backward": "refused, unless retain_graph=True keeps the graph",
-         "Gradients": "accumulated into each leaf's .grad across backward passes",
-         "Why": "the graph hangs off tensors (grad_fn) and dies with the last reference"},
-        {"Framework": "JAX / MLX", "Graph memory freed": "when the transformed call returns",
-         "Second backward": "just call the function again: there is no stored graph",
-         "Gradients": "returned by grad / vjp as plain values",
-         "Why": "functional transforms trace the function at each call instead of recording a tape"},
+        {
+            "Framework": "Burn",
+            "Graph memory freed": "at the next backward (a sweep)",
+            "Second backward": "refused: each step runs once; no retain_graph",
+            "Gradients": "returned in a Gradients container; leaves keep theirs",
+            "Why": "steps are owned by a server and moved out when run; no per-tensor reference counting",
+        },
+        {
+            "Framework": "PyTorch",
+            "Graph memory freed": "as soon as no tensor refers to it",
+            "Second backward": "refused, unless retain_graph=True keeps the graph",
+            "Gradients": "accumulated into each leaf's .grad across backward passes",
+            "Why": "the graph hangs off tensors (grad_fn) and dies with the last reference",
+        },
+        {
+            "Framework": "JAX / MLX",
+            "Graph memory freed": "when the transformed call returns",
+            "Second backward": "just call the function again: there is no stored graph",
+            "Gradients": "returned by grad / vjp as plain values",
+            "Why": "functional transforms trace the function at each call instead of recording a tape",
+        },
     ]
-)  # fmt: skip
+)

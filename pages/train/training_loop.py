@@ -42,8 +42,9 @@ update = controls[2].radio(
 settings = (dataset, learning_rate, update, current_backend())
 training: Training | None = st.session_state.get("training")
 if training is None or st.session_state.get("training_settings") != settings:
-    training = st.session_state.training = Training(dataset, learning_rate=learning_rate, update=update,
-                                                    backend=current_backend())  # fmt: skip
+    training = st.session_state.training = Training(
+        dataset, learning_rate=learning_rate, update=update, backend=current_backend()
+    )
     st.session_state.training_settings = settings
     st.session_state[PLAYING] = False
     st.session_state.pop("training_replayed", None)
@@ -100,8 +101,14 @@ if training.iterations:
     replayed = st.session_state.get("training_replayed")
     if replayed is not None:
         st.caption(f"Iteration {replayed.number}: loss {replayed.loss:.4f}, recomputed from its parameters.")
-        replay_view(replayed.before, replayed.recorder, replayed.names, "training_replay_stage",
-                    file_stem=f"training-iteration-{replayed.number}", source=replayed.source,
-                    lines=replayed.lines)  # fmt: skip
+        replay_view(
+            replayed.before,
+            replayed.recorder,
+            replayed.names,
+            "training_replay_stage",
+            file_stem=f"training-iteration-{replayed.number}",
+            source=replayed.source,
+            lines=replayed.lines,
+        )
 else:
     st.caption("Run an iteration first: its backward can then be replayed here.")

@@ -117,8 +117,11 @@ def replay_heading(at) -> str:
 
 def test_tape_results_appear_right_after_their_button():
     at = app("pages/backward/tape_consumption.py")
-    for label, section in (("loss.backward()", "1. "), ("l3.backward()", "2. "),
-                           ("(shared.detach() * x).sum().backward()", "3. ")):  # fmt: skip
+    for label, section in (
+        ("loss.backward()", "1. "),
+        ("l3.backward()", "2. "),
+        ("(shared.detach() * x).sum().backward()", "3. "),
+    ):
         button(at, label).click().run()
         elements = [e for e in at.main if e.type in ("subheader", "button", "alert", "success", "error")]
         kinds = [(e.type, e.label if e.type == "button" else e.value) for e in elements]

@@ -72,8 +72,11 @@ def test_playground_prints_float32_as_the_seed_does():
 
 def test_playground_runs_typed_code_and_shows_output_graph_and_replay():
     at = app("pages/check_and_play/playground.py")
-    run_code(at, "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\ny = (x * x).sum()\ng = y.backward()\n"
-                 "print(x.grad(g))\n")  # fmt: skip
+    run_code(
+        at,
+        "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\ny = (x * x).sum()\ng = y.backward()\n"
+        "print(x.grad(g))\n",
+    )
     assert code_blocks(at)[0] == "Tensor([2.0, 4.0])"
     assert [data["mode"] for data in stages(at)] == ["replay"]  # its graph once: the replay's
     events = at.session_state["playground_result"].backward.recorder.events

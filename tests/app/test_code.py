@@ -41,10 +41,23 @@ def test_the_block_shows_the_source_exactly(source):
 
 def test_tokens_get_the_kinds_a_reader_expects():
     found = tokens(code_html(TRICKY))
-    expected = [("decorator", "@"), ("decorator", "st"), ("keyword", "def"), ("function", "f"),
-                ("string", '"""Two lines'), ("string", '    of docstring."""'), ("comment", "# an f-string"),
-                ("keyword", "return"), ("operator", "@"), ("boolean", "None"), ("number", "1e-3"),
-                ("number", "0x1F"), ("keyword", "class"), ("class-name", "Net"), ("punctuation", "(")]  # fmt: skip
+    expected = [
+        ("decorator", "@"),
+        ("decorator", "st"),
+        ("keyword", "def"),
+        ("function", "f"),
+        ("string", '"""Two lines'),
+        ("string", '    of docstring."""'),
+        ("comment", "# an f-string"),
+        ("keyword", "return"),
+        ("operator", "@"),
+        ("boolean", "None"),
+        ("number", "1e-3"),
+        ("number", "0x1F"),
+        ("keyword", "class"),
+        ("class-name", "Net"),
+        ("punctuation", "("),
+    ]
     assert [token for token in expected if token not in found] == []
     assert ("decorator", "b") not in found  # `a @ b` is a matmul, not a decorator
     assert any(kind == "string" and "{a!r}" in text for kind, text in found)  # an f-string, 3.11 or 3.12+

@@ -78,8 +78,11 @@ def test_a_folded_groups_runs_add_up_to_the_engines_gradients():
     assert first["lines"] == (4, 4) and first["name"].startswith("line 4: loss = ")
     sent_to_w1 = [numbers(f["value"]) for g in (loop, first) for r in g["runs"] for f in r["sent"] if f["node"] == w1]
     # the gradient the engine kept for w1, from the trace: every part of it left one of the two groups
-    total = next(e.total for e in reversed(run.recorder.events) if type(e).__name__ == "GradientRegistered"
-                 and int(e.node_id) == w1)  # fmt: skip
+    total = next(
+        e.total
+        for e in reversed(run.recorder.events)
+        if type(e).__name__ == "GradientRegistered" and int(e.node_id) == w1
+    )
     assert np.allclose(sum(sent_to_w1), np.ravel(total), rtol=1e-6, atol=1e-6)
     # and what came into the loop is the seed: backward() starts from ones at the last loss
     came = [f for r in loop["runs"] for f in r["came_in"]]

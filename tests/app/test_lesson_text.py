@@ -31,8 +31,14 @@ def raw(at: AppTest) -> list[tuple[str, str]]:
 
 def test_tape_consumption_reads_as_sentences():
     at = app("pages/backward/tape_consumption.py")
-    for label in ("loss.backward()", "loss.backward()", "l1.backward()", "l2.backward()", "(l1 + l2).backward()",
-                  "(shared.detach() * x).sum().backward()"):  # fmt: skip
+    for label in (
+        "loss.backward()",
+        "loss.backward()",
+        "l1.backward()",
+        "l2.backward()",
+        "(l1 + l2).backward()",
+        "(shared.detach() * x).sum().backward()",
+    ):
         button(at, label).click().run()
         assert raw(at) == [], label
 

@@ -95,8 +95,7 @@ def test_what_holds_memory_is_grouped_by_pass_never_a_wall_of_boxes():
     assert "abandoned" in holders["State"][0]
     assert holders["Holds"][0] == f"{format_bytes(held)} ({format_bytes(held // 40)} each)"  # the graph's cost
     data = stage_data(at, "static")  # the newest pass drawn, with x: five boxes
-    assert sorted(node["detail"].split(" · ")[1] for node in data["nodes"]) == ["exp", "matmul", "mul", "random",
-                                                                                "sum"]  # fmt: skip
+    assert sorted(node["detail"].split(" · ")[1] for node in data["nodes"]) == ["exp", "matmul", "mul", "random", "sum"]
 
 
 def test_memory_page_shows_mlx_counter_beside_the_engine():

@@ -9,11 +9,13 @@ from autodiff.stage.palette import BACKGROUND, FLOW, MUTED, STATES, TEXT, stage_
 
 # Machado, Oliveira and Fernandes (2009), severity 1.0, on linear RGB
 SIMULATIONS = {
-    "protanopia": np.array([[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
-                            [-0.003882, -0.048116, 1.051998]]),
-    "deuteranopia": np.array([[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
-                              [-0.011820, 0.042940, 0.968881]]),
-}  # fmt: skip
+    "protanopia": np.array(
+        [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]]
+    ),
+    "deuteranopia": np.array(
+        [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]]
+    ),
+}
 
 
 def linear(colour: str) -> np.ndarray:

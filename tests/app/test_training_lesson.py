@@ -89,8 +89,9 @@ def test_an_iteration_s_backward_replays_in_the_stage_with_the_forward_s_lines()
     data = next(s for s in stages(at) if s["mode"] == "replay")
     names = {node["name"] for node in data["nodes"]}
     assert {"w1", "b1", "w2", "b2", "hidden", "logits", "loss"} <= names
-    assert any("logits = hidden @ model.w2 + model.b2" in "".join(seg[1] for seg in line)
-               for line in data["program"]["lines"])  # fmt: skip
+    assert any(
+        "logits = hidden @ model.w2 + model.b2" in "".join(seg[1] for seg in line) for line in data["program"]["lines"]
+    )
     assert any(c.value.startswith("Iteration 2: loss ") for c in at.caption)
 
 

@@ -116,10 +116,17 @@ def flood_gradient_values(url: str, pid: int, payload: str) -> Flood:
     while rss_mib(pid) - rss_before > 50 and time.monotonic() < settle:
         time.sleep(1)
     return Flood(
-        sent_bytes=len(body), status=status, seconds=during.seconds, shown=texts(answer) if answer else "",
-        rss_before_mib=rss_before, rss_peak_mib=during.rss_peak_mib, rss_after_mib=rss_mib(pid),
-        health_before_s=health_before, health_during_s=during.health_s, health_after_s=health_seconds(url),
-    )  # fmt: skip
+        sent_bytes=len(body),
+        status=status,
+        seconds=during.seconds,
+        shown=texts(answer) if answer else "",
+        rss_before_mib=rss_before,
+        rss_peak_mib=during.rss_peak_mib,
+        rss_after_mib=rss_mib(pid),
+        health_before_s=health_before,
+        health_during_s=during.health_s,
+        health_after_s=health_seconds(url),
+    )
 
 
 def gradient_values_key(url: str) -> str:

@@ -56,11 +56,29 @@ def streamlit_server(
     port = _free_port()
     with open(log, "w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", script, "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *extra_args],
-            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                script,
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.fileWatcherType",
+                "none",
+                *extra_args,
+            ],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(f"{url}/_stcore/health", server, log, "streamlit")
@@ -154,9 +172,11 @@ class AgentSession:
 
     def send(self, data: bytes) -> dict[str, Any]:
         request = urllib.request.Request(
-            f"{self.url}/_stcore/agent/interact", data=data, method="POST",
+            f"{self.url}/_stcore/agent/interact",
+            data=data,
+            method="POST",
             headers={"Content-Type": "application/json"},
-        )  # fmt: skip
+        )
         with self.opener.open(request, timeout=120) as response:
             answer = json.loads(response.read())
         self.session_id = answer.get("session_id", self.session_id)

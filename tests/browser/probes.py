@@ -248,16 +248,25 @@ def static_loop(port: int, replica_pid: int, connections: int, seconds: float = 
     connection.close()
     looped: list[int] = []
     cpu_before, start = cpu_seconds(replica_pid), time.monotonic()
-    threads = [threading.Thread(target=_fetch_loop, args=(port, GRAPHVIZ_MODULE, "127.0.0.2", seconds, looped))
-               for _ in range(connections)]  # fmt: skip
+    threads = [
+        threading.Thread(target=_fetch_loop, args=(port, GRAPHVIZ_MODULE, "127.0.0.2", seconds, looped))
+        for _ in range(connections)
+    ]
     for thread in threads:
         thread.start()
     other = timed_get(port, GRAPHVIZ_MODULE, "127.0.0.3")
     for thread in threads:
         thread.join()
     elapsed = time.monotonic() - start
-    return StaticFigures(page_load, len(looped), looped.count(200), looped.count(429), elapsed,
-                         cpu_seconds(replica_pid) - cpu_before, other)  # fmt: skip
+    return StaticFigures(
+        page_load,
+        len(looped),
+        looped.count(200),
+        looped.count(429),
+        elapsed,
+        cpu_seconds(replica_pid) - cpu_before,
+        other,
+    )
 
 
 def _fetch_loop(port: int, path: str, source: str, seconds: float, statuses: list[int]) -> None:
@@ -292,5 +301,6 @@ def forged_choice(url: str, log: Path, page: str, label: str, heading: bytes, va
     key = element_id(url, page, label)
     before = log.read_text().count("Traceback")
     answer = send(url, [rerun(page), rerun(page, {key: value}), rerun(page)])
-    return ForgedFigures(heading in answer, CATCH_ALL in answer, value.encode() in answer,
-                         log.read_text().count("Traceback") - before)  # fmt: skip
+    return ForgedFigures(
+        heading in answer, CATCH_ALL in answer, value.encode() in answer, log.read_text().count("Traceback") - before
+    )

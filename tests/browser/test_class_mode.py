@@ -170,8 +170,11 @@ def test_a_class_end_to_end(browser, class_url, request):
     limit = follow_limit_s()
     for press in range(3):
         took = press_next_and_time_students(teacher, students)
-        print(f"press {press + 1}: students followed in " + ", ".join(f"{n} {s:.2f} s" for n, s in took.items())
-              + f" (limit {limit:.0f} s)")  # fmt: skip
+        print(
+            f"press {press + 1}: students followed in "
+            + ", ".join(f"{n} {s:.2f} s" for n, s in took.items())
+            + f" (limit {limit:.0f} s)"
+        )
         assert max(took.values()) <= limit, took
         teacher.wait_for_timeout(1000)  # the teacher's page reports its step to Python (a rerun) before the next
     step_now = scrub_text(teacher)
@@ -257,14 +260,21 @@ def test_a_class_end_to_end(browser, class_url, request):
     rows = download_csv(teacher)
     assert list(rows[0]) == ["question", "event", "kind", "key", "vote", "student", "answer", "right", "mistake"]
     assert sorted((r["vote"], r["answer"], r["right"], r["mistake"]) for r in rows) == [
-        ("1", "1, 2", "false", "forward_value"), ("1", "2, 4", "false", "one_path"), ("1", "5, 7", "true", ""),
-        ("2", "1, 2", "false", "forward_value"), ("2", "5, 7", "true", ""), ("2", "5, 7", "true", ""),
-    ]  # fmt: skip
+        ("1", "1, 2", "false", "forward_value"),
+        ("1", "2, 4", "false", "one_path"),
+        ("1", "5, 7", "true", ""),
+        ("2", "1, 2", "false", "forward_value"),
+        ("2", "5, 7", "true", ""),
+        ("2", "5, 7", "true", ""),
+    ]
     by_student = {}
     for r in rows:
         by_student.setdefault(r["student"], {})[r["vote"]] = r["answer"]
-    assert sorted((v["1"], v["2"]) for v in by_student.values()) == [("1, 2", "5, 7"), ("2, 4", "5, 7"),
-                                                                      ("5, 7", "1, 2")]  # fmt: skip
+    assert sorted((v["1"], v["2"]) for v in by_student.values()) == [
+        ("1, 2", "5, 7"),
+        ("2, 4", "5, 7"),
+        ("5, 7", "1, 2"),
+    ]
     assert all("Ann" not in value for r in rows for value in r.values())
     teacher.get_by_text("Include nicknames in the CSV").click()
     named = download_csv(teacher)

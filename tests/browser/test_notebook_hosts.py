@@ -62,8 +62,13 @@ def _host(command: list[str], ready: str, folder: Path, env: dict[str, str]) -> 
     """Start a notebook server in `folder`; yields its base URL once `ready` (a path) answers."""
     port = _free_port()
     log = open(folder / "server.log", "w")  # noqa: SIM115  # closed with the server
-    server = subprocess.Popen([part.replace("{port}", str(port)) for part in command], cwd=folder, stdout=log,
-                              stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT), **env})  # fmt: skip
+    server = subprocess.Popen(
+        [part.replace("{port}", str(port)) for part in command],
+        cwd=folder,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url + ready, server, folder / "server.log", command[2])
@@ -87,16 +92,30 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     own = {
         name: str(folder.parent / f"{folder.name}-{name}") for name in ("config", "runtime", "settings", "workspaces")
     }
-    env = {"JUPYTER_CONFIG_DIR": own["config"], "JUPYTER_RUNTIME_DIR": own["runtime"],
-           "JUPYTERLAB_SETTINGS_DIR": own["settings"], "JUPYTERLAB_WORKSPACES_DIR": own["workspaces"]}  # fmt: skip
+    env = {
+        "JUPYTER_CONFIG_DIR": own["config"],
+        "JUPYTER_RUNTIME_DIR": own["runtime"],
+        "JUPYTERLAB_SETTINGS_DIR": own["settings"],
+        "JUPYTERLAB_WORKSPACES_DIR": own["workspaces"],
+    }
     tracker = Path(own["settings"]) / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text('{"autoStartDefaultKernel": true}')  # start the notebook's kernel without asking
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-               "--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-               f"--ServerApp.root_dir={folder}", "--LabApp.news_url=None",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.extension_manager=readonly",
-               "--allow-root"]  # fmt: skip  # CI runs as root
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={folder}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        "--allow-root",
+    ]  # CI runs as root
     with _host(command, f"/api/status?token={token}", folder, env) as url:
         yield url, token
 
@@ -105,8 +124,21 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 def marimo_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("marimo")
     (folder / "seed_marimo.py").write_text(MARIMO)
-    command = [sys.executable, "-m", "marimo", "run", "seed_marimo.py", "--headless", "--host", "127.0.0.1",
-               "--port", "{port}", "--no-token", "--no-sandbox", "--no-check"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "marimo",
+        "run",
+        "seed_marimo.py",
+        "--headless",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "{port}",
+        "--no-token",
+        "--no-sandbox",
+        "--no-check",
+    ]
     with _host(command, "/health", folder, {"MARIMO_SKIP_UPDATE_CHECK": "1"}) as url:
         yield url
 

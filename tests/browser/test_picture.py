@@ -17,9 +17,14 @@ pytestmark = pytest.mark.browser
 NODES = ".stage svg g.node"
 CAPTION = ".stage-caption"
 PLAYGROUND = "\n".join(
-    ["x = Tensor.from_floats([1.0, 2.0], ad).require_grad()", "h = x * x", "loss = (h + x * 3.0).sum()",
-     "g = loss.backward()", ""]
-)  # fmt: skip
+    [
+        "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()",
+        "h = x * x",
+        "loss = (h + x * 3.0).sum()",
+        "g = loss.backward()",
+        "",
+    ]
+)
 
 
 def open_replay(page, url: str, program: str = "seed", extra: str = "") -> int:

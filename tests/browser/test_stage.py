@@ -45,8 +45,14 @@ def positions(page) -> list[list[object]]:
 def test_every_control_and_key_steps_the_replay(page, app_url):
     total = open_stage(page, app_url)
     assert page.locator(NODES).count() == len(record_program("seed").before.nodes)
-    for key, expected in [("ArrowRight", 2), ("PageDown", 3), ("ArrowLeft", 2), ("PageUp", 1), ("End", total),
-                          ("Home", 1)]:  # fmt: skip
+    for key, expected in [
+        ("ArrowRight", 2),
+        ("PageDown", 3),
+        ("ArrowLeft", 2),
+        ("PageUp", 1),
+        ("End", total),
+        ("Home", 1),
+    ]:
         page.keyboard.press(key)
         assert event_shown(page) == expected, key
     for label, expected in [("Next ▶", 2), ("Last »", total), ("◀ Prev", total - 1), ("« First", 1)]:

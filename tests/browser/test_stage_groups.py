@@ -172,9 +172,14 @@ def test_a_folded_parts_card_adds_up_what_the_engine_sent(laptop, samples31, tmp
             shown = np.array([float(v) for v in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", match.group(1))])
             sums = []  # what the engine sent to it from inside the loop, over each run of that many steps
             for r in (r for r in loop["runs"] if r["steps"] == steps):
-                sent = [e.value for e in events[r["first"] : r["last"] + 1]
-                        if type(e).__name__ == "GradientRegistered" and e.source is not None
-                        and int(e.source) in inside and int(e.node_id) == names[target]]  # fmt: skip
+                sent = [
+                    e.value
+                    for e in events[r["first"] : r["last"] + 1]
+                    if type(e).__name__ == "GradientRegistered"
+                    and e.source is not None
+                    and int(e.source) in inside
+                    and int(e.node_id) == names[target]
+                ]
                 if sent:
                     sums.append(np.ravel(sum(sent)))
             assert any(np.allclose(shown, total, rtol=1e-6, atol=1e-7) for total in sums), (target, shown, sums)

@@ -26,8 +26,9 @@ def play(page) -> None:
 
 
 @pytest.mark.parametrize(("width", "height", "presenter"), [(1440, 900, False), (1280, 720, True), (390, 844, False)])
-def test_playing_lowers_the_loss_and_draws_the_boundary_the_curve_and_flat_memory(page, app_url, width, height,
-                                                                                   presenter):  # fmt: skip
+def test_playing_lowers_the_loss_and_draws_the_boundary_the_curve_and_flat_memory(
+    page, app_url, width, height, presenter
+):
     page.set_viewport_size({"width": width, "height": height})
     open_page(page, app_url, "training?present=1" if presenter else "training")
     play(page)

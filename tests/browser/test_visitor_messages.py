@@ -17,9 +17,12 @@ FORGED = "<b>forged</b>"
 
 @pytest.mark.parametrize(
     ("page", "label", "heading"),
-    [("traversal", "Program", b"Backward traversal"), ("play", "Examples", b"Playground"),
-     ("training", "Data", b"Training")],
-)  # fmt: skip
+    [
+        ("traversal", "Program", b"Backward traversal"),
+        ("play", "Examples", b"Playground"),
+        ("training", "Data", b"Training"),
+    ],
+)
 def test_a_forged_choice_reads_as_the_default_with_no_alert_and_no_traceback(tmp_path, page, label, heading):
     log = tmp_path / "server.log"
     with streamlit_server(log) as url:

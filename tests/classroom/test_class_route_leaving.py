@@ -20,9 +20,12 @@ from classroom.views import NewRoom
 
 def _follow_request(code: str, seat: str, since: str, receive: Any) -> Request:
     scope = {
-        "type": "http", "method": "GET", "path": "/class/api/follow",
-        "query_string": f"room={code}&since={since}".encode(), "headers": [(b"x-class-seat", seat.encode())],
-    }  # fmt: skip
+        "type": "http",
+        "method": "GET",
+        "path": "/class/api/follow",
+        "query_string": f"room={code}&since={since}".encode(),
+        "headers": [(b"x-class-seat", seat.encode())],
+    }
     return Request(scope, receive)
 
 

@@ -18,8 +18,16 @@ from course.programs import memory_forward
 from course.scenarios import MemoryRow, abandoned_graphs_experiment, memory_experiment
 
 MIB = 2**20
-VIZ_CATEGORIES = {"parameter", "optimizer_state", "input", "temporary", "activation", "gradient", "autograd_detail",
-                  "unknown"}  # fmt: skip
+VIZ_CATEGORIES = {
+    "parameter",
+    "optimizer_state",
+    "input",
+    "temporary",
+    "activation",
+    "gradient",
+    "autograd_detail",
+    "unknown",
+}
 
 
 def recorded(rows: Iterator[MemoryRow], device: Device) -> tuple[list[int], list[int]]:

@@ -27,10 +27,17 @@ def test_brackets_follow_python_precedence():
     a, b, c = (Tensor.from_floats([[1.0]], ad).require_grad() for _ in range(3))
     names = node_names({"a": a, "b": b, "c": c})
     made = {
-        "a·(b @ c)": a * (b @ c), "(a·b) @ c": (a * b) @ c, "a − (b − c)": a - (b - c), "a − b − c": a - b - c,
-        "a + b + c": a + (b + c), "a / (b·c)": a / (b * c), "−(a + b)": -(a + b), "(a + b)²": (a + b) ** 2,
-        "2 − a": 2.0 - a, "exp(a)ᵀ": a.exp().transpose(),
-    }  # fmt: skip
+        "a·(b @ c)": a * (b @ c),
+        "(a·b) @ c": (a * b) @ c,
+        "a − (b − c)": a - (b - c),
+        "a − b − c": a - b - c,
+        "a + b + c": a + (b + c),
+        "a / (b·c)": a / (b * c),
+        "−(a + b)": -(a + b),
+        "(a + b)²": (a + b) ** 2,
+        "2 − a": 2.0 - a,
+        "exp(a)ᵀ": a.exp().transpose(),
+    }
     found = expressions(ad.snapshot().nodes, names)
     for text, tensor in made.items():
         assert found[int(tensor.node_id)] == text

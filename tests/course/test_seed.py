@@ -98,8 +98,11 @@ def test_scenarios_module_prints_the_seed_lines(backend):
         pytest.skip(mlx_unavailable_reason())
     out = subprocess.run(
         [sys.executable, "-m", "course.scenarios", "--backend", backend],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     for line in [
         "x.grad       = Some([5.0, 7.0])",
         "h.grad       = None",

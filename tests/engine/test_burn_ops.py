@@ -49,6 +49,7 @@ def ints(d: Device, data: list) -> object:
     return Tensor.from_ints(data, d)
 
 
+# fmt: skip below: a table, one ported test per row with Burn's values
 PORTS = [
     Port("abs.rs", "should_diff_abs", [[[0.0, -1.0], [3.0, 4.0]], [[6.0, 7.0], [9.0, -10.0]]],
          unary_sandwich(Tensor.abs), [[[71.0, 107.0], [71.0, 107.0]], [[84.0, 42.0], [90.0, 54.0]]]),
@@ -208,8 +209,9 @@ def burn_approx_eq(actual: np.ndarray, expected: list, tolerance: tuple[float, f
 
 
 @pytest.mark.parametrize("mode", list(DEVICES))
-@pytest.mark.parametrize("port", [pytest.param(p, marks=pytest.mark.burn(p.file, p.test), id=f"{p.file}::{p.test}")
-                                  for p in PORTS])  # fmt: skip
+@pytest.mark.parametrize(
+    "port", [pytest.param(p, marks=pytest.mark.burn(p.file, p.test), id=f"{p.file}::{p.test}") for p in PORTS]
+)
 def test_burn(port: Port, mode: str):
     device = Device.numpy().autodiff(**DEVICES[mode])
     leaves = [Tensor.from_floats(data, device) for data in port.inputs]

@@ -71,8 +71,10 @@ def test_balanced_checkpointing_keeps_less_memory_for_a_long_elementwise_chain()
 
 
 @settings(max_examples=25, deadline=None)
-@given(ops=st.lists(st.sampled_from(["exp", "tanh", "sigmoid", "mul", "matmul", "sum_dim"]), min_size=1, max_size=6),
-       seed=st.integers(0, 1000))  # fmt: skip
+@given(
+    ops=st.lists(st.sampled_from(["exp", "tanh", "sigmoid", "mul", "matmul", "sum_dim"]), min_size=1, max_size=6),
+    seed=st.integers(0, 1000),
+)
 def test_random_chains_agree(ops, seed):
     results = []
     for mode in ("none", "balanced"):

@@ -55,11 +55,14 @@ def test_a_planted_wrong_rule_is_flagged_at_exactly_its_node(monkeypatch):
 
 def test_a_planted_wrong_mul_rule_is_flagged(monkeypatch):
     wrong_mul = Op(
-        "mul", lambda a, b: a * b,
-        (Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
-         Rule("grad * b (bug: should be a)", lambda g, s: g * s["b"], ("b",))),
+        "mul",
+        lambda a, b: a * b,
+        (
+            Rule("grad * b", lambda g, s: g * s["b"], ("b",)),
+            Rule("grad * b (bug: should be a)", lambda g, s: g * s["b"], ("b",)),
+        ),
         ("a", "b"),
-    )  # fmt: skip
+    )
     monkeypatch.setattr(arithmetic, "MUL", wrong_mul)
     ad = Device.numpy().autodiff()
     x = Tensor.from_floats([1.0, 2.0], ad).require_grad()

@@ -180,6 +180,7 @@ def _conv2d(
     return module.conv2d(_zeros(x, image), _zeros(x, weight), None if bias is None else _zeros(x, bias), options)
 
 
+# fmt: skip below: a table, one case per row
 REFUSALS = [
     ("powf shapes", lambda x: x.powf(Tensor.from_floats([1.0, 2.0], x.device)), ShapeMismatchError),
     ("powf dtype", lambda x: x.powf(Tensor.from_floats([[1.0]], x.device, dtype="float64")), DTypeError),

@@ -253,8 +253,16 @@ def test_a_recorder_hears_each_moment_of_a_backward(ad):
     recorder = Counting()
     grads = loss.backward(recorder=recorder)
     assert recorder.heard == [
-        "run 4", "consumed 4", "run 3", "consumed 3",
-        "run 2", "consumed 2", "run 1", "consumed 1",  # order 1: the stack reaches x*3 first
-        "run 0", "consumed 0", "swept 0",
-    ]  # fmt: skip
+        "run 4",
+        "consumed 4",
+        "run 3",
+        "consumed 3",
+        "run 2",
+        "consumed 2",
+        "run 1",
+        "consumed 1",  # order 1: the stack reaches x*3 first
+        "run 0",
+        "consumed 0",
+        "swept 0",
+    ]
     assert grads.hook is recorder  # given at creation (Burn's `Gradients::new_with_hook`)

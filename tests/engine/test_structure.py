@@ -49,10 +49,15 @@ def test_nested_loops() -> None:
             x = x * 2.0
     groups = made(ad, "mul_scalar(2)")
     assert [names(g) for g in groups] == [
-        [("loop", "for i in range(2)"), ("iteration", f"i = {i}"), ("loop", "for j in range(2)"),
-         ("iteration", f"j = {j}")]
-        for i in range(2) for j in range(2)
-    ]  # fmt: skip
+        [
+            ("loop", "for i in range(2)"),
+            ("iteration", f"i = {i}"),
+            ("loop", "for j in range(2)"),
+            ("iteration", f"j = {j}"),
+        ]
+        for i in range(2)
+        for j in range(2)
+    ]
     # the inner loop is entered twice: two loops, four iterations
     assert len({g[2].key for g in groups}) == 2
     assert len({g[3].key for g in groups}) == 4

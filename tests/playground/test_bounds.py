@@ -175,8 +175,10 @@ def test_the_queue_is_fair_between_clients_and_bounded_per_client():
     try:
         running = pool.submit("flooder-0", SLOW, Limits(), client="10.0.0.1")
         started(running)
-        flood = [pool.submit(f"flooder-{k}", "print(1)", Limits(), client="10.0.0.1")
-                 for k in range(1, workers_module.MAX_WAITING_PER_CLIENT + 1)]  # fmt: skip
+        flood = [
+            pool.submit(f"flooder-{k}", "print(1)", Limits(), client="10.0.0.1")
+            for k in range(1, workers_module.MAX_WAITING_PER_CLIENT + 1)
+        ]
         over = pool.submit("flooder-extra", "print(1)", Limits(), client="10.0.0.1")
         assert over.wait(0) and f"{workers_module.MAX_WAITING_PER_CLIENT} runs from your network address" in (
             over.result.error.message
@@ -244,16 +246,20 @@ def test_mlx_broadcast_matmul_and_memory_bomb_get_sentences_not_crashes(pool):
 @pytest.mark.parametrize(
     ("source", "words"),
     [
-        ("x = Tensor.ones([1024, 1, 1, 1024], ad)\ny = Tensor.ones([1, 1024, 1024, 1], ad)\nz = x.matmul(y)",
-         "has 1,073,741,824 values"),  # 1M values out, but both inputs broadcast to 1G (numpy runs it, MLX crashed)
-        ("y = Tensor.from_floats([range(1000), range(1000)], ad)\n"
-         "r = [range(1000)]\nfor i in range(11):\n    r = [r, r]\nz = Tensor.from_floats(r, ad)",
-         "from_floats got more than 1,048,576 values"),
+        (
+            "x = Tensor.ones([1024, 1, 1, 1024], ad)\ny = Tensor.ones([1, 1024, 1024, 1], ad)\nz = x.matmul(y)",
+            "has 1,073,741,824 values",
+        ),  # 1M values out, but both inputs broadcast to 1G (numpy runs it, MLX crashed)
+        (
+            "y = Tensor.from_floats([range(1000), range(1000)], ad)\n"
+            "r = [range(1000)]\nfor i in range(11):\n    r = [r, r]\nz = Tensor.from_floats(r, ad)",
+            "from_floats got more than 1,048,576 values",
+        ),
         ('d = Distribution.uniform(float("inf"), float("inf"))', "needs finite numbers"),
         ("d = Distribution.normal(0.0, 1e15 * 1e15)", "too large"),
         ('d = Distribution.normal(0.0, float("1e308"))', "needs finite numbers below 1e+15"),
     ],
-)  # fmt: skip
+)
 def test_limits_hold_on_every_path(source, words):
     result = run_program(source)
     assert result.error is not None and words in result.error.message, result.error
@@ -326,8 +332,14 @@ def _under_ulimit(kib: int) -> list:
     """Two runs (a print, the memory bomb) through a pool in a server started under `ulimit -v kib`: their output
     and error, then how much the server's resident memory grew."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    out = subprocess.run(["bash", "-c", f'ulimit -v {kib} && exec "$0" -c "$1"', sys.executable, UNDER_LIMIT],
-                         capture_output=True, text=True, env=env, timeout=240, cwd=ROOT)  # fmt: skip
+    out = subprocess.run(
+        ["bash", "-c", f'ulimit -v {kib} && exec "$0" -c "$1"', sys.executable, UNDER_LIMIT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

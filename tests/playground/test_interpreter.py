@@ -185,8 +185,25 @@ def test_random_text_gives_only_typed_errors(text):
 
 
 NAMES = ["x", "y", "ad", "Tensor", "Distribution", "print", "range", "grads"]
-METHODS = ["exp", "sum", "backward", "grad", "require_grad", "reshape", "matmul", "tanh", "detach", "ones",
-           "from_floats", "zeros", "random", "item", "__class__", "mean_dim", "Default"]  # fmt: skip
+METHODS = [
+    "exp",
+    "sum",
+    "backward",
+    "grad",
+    "require_grad",
+    "reshape",
+    "matmul",
+    "tanh",
+    "detach",
+    "ones",
+    "from_floats",
+    "zeros",
+    "random",
+    "item",
+    "__class__",
+    "mean_dim",
+    "Default",
+]
 numbers = st.one_of(st.integers(-5, 5), st.floats(-3, 3, allow_nan=False))
 
 
@@ -199,15 +216,18 @@ def expressions():
 
     def extend(children):
         return st.one_of(
-            st.tuples(children, st.sampled_from([ast.Add(), ast.Mult(), ast.Sub(), ast.Div(), ast.Pow(),
-                                                 ast.MatMult()]), children).map(lambda t: ast.BinOp(t[0], t[1], t[2])),
+            st.tuples(
+                children,
+                st.sampled_from([ast.Add(), ast.Mult(), ast.Sub(), ast.Div(), ast.Pow(), ast.MatMult()]),
+                children,
+            ).map(lambda t: ast.BinOp(t[0], t[1], t[2])),
             st.tuples(children, st.sampled_from(METHODS), st.lists(children, max_size=3)).map(
                 lambda t: ast.Call(ast.Attribute(t[0], t[1], ast.Load()), t[2], [])
             ),
             st.tuples(st.sampled_from(NAMES), st.lists(children, max_size=3)).map(
                 lambda t: ast.Call(ast.Name(t[0], ast.Load()), t[1], [])
             ),
-        )  # fmt: skip
+        )
 
     return st.recursive(leaves, extend, max_leaves=12)
 

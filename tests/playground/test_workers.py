@@ -77,8 +77,11 @@ def test_twenty_concurrent_runs_from_twenty_sessions_all_complete_with_their_own
     results: dict[int, list[str]] = {}
 
     def student(k: int) -> None:
-        results[k] = run(pool, f"x = Tensor.from_floats([{k}.0], ad).require_grad()\nprint((x * x).sum().item())",
-                         owner=f"student-{k}").output  # fmt: skip
+        results[k] = run(
+            pool,
+            f"x = Tensor.from_floats([{k}.0], ad).require_grad()\nprint((x * x).sum().item())",
+            owner=f"student-{k}",
+        ).output
 
     threads = [threading.Thread(target=student, args=(k,)) for k in range(20)]
     for t in threads:
