@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .backends.base import Backend
 from .backends.numpy_backend import NumpyBackend
@@ -24,6 +25,7 @@ class Distribution:
     kind: str
     a: float
     b: float
+    Default: ClassVar[Distribution]  # uniform on [0, 1), set below
 
     @staticmethod
     def uniform(low: float, high: float) -> Distribution:
@@ -34,7 +36,7 @@ class Distribution:
         return Distribution("normal", float(mean), float(std))
 
 
-Distribution.Default = Distribution.uniform(0.0, 1.0)  # type: ignore[attr-defined]
+Distribution.Default = Distribution.uniform(0.0, 1.0)
 
 
 class Device:
@@ -143,6 +145,11 @@ class Device:
         """The nodes `root_id` was computed from, inputs first, enough to recompute them elsewhere (see
         `snapshot.graph_of`)."""
         return graph_of(self._server("a graph"), root_id)
+
+    @property
+    def nodes_created(self) -> int:
+        """How many nodes this autodiff device's server has made (each op's output and each leaf one)."""
+        return self._server("a graph").nodes_created
 
     def _server(self, what: str) -> AutodiffServer:
         if self.server is None:

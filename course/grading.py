@@ -101,7 +101,11 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
                 if upstream is not None and upstream.size == 1:  # a sum's or mean's scalar, spread over the input
                     upstream = np.broadcast_to(upstream.reshape(()), event.value.shape)
                 forward = by_id[node].value if node in by_id else None
-                wrong = [("sign", -event.value), ("forward_value", forward), ("no_local_derivative", upstream)]
+                misreads: list[tuple[str, object]] = [
+                    ("sign", -event.value),
+                    ("forward_value", forward),
+                    ("no_local_derivative", upstream),
+                ]
                 found.append(
                     Question(
                         key=f"sends:{at}:{slot}",
@@ -111,7 +115,7 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
                         prompt=f"What does the step of {called[int(started.node_id)]} send to {called[node]}?",
                         values=event.value,
                         names=frozenset(),
-                        wrong=_usable(wrong, event.value),
+                        wrong=_usable(misreads, event.value),
                         intermediates=frozenset(),
                     )
                 )
@@ -181,7 +185,8 @@ def _partial_sums(paths: list[np.ndarray], most: int = 8) -> list[np.ndarray]:
     if k < 2:
         return []
     kept_sizes = range(k - 1, 0, -1) if k <= most else [k - 1]
-    return [sum(paths[i] for i in kept) for size in kept_sizes for kept in combinations(range(k), size)]
+    zero = np.zeros_like(paths[0])
+    return [sum((paths[i] for i in kept), zero) for size in kept_sizes for kept in combinations(range(k), size)]
 
 
 def grade(question: Question, answer: str, limit: int = 200) -> Graded:

@@ -28,7 +28,7 @@ from autodiff.memory_history import MemoryHistory
 from autodiff.memory_viz import snapshot_bytes
 from autodiff.stage.naming import expressions, node_names, with_gone_inputs
 from autodiff.stage.narration import short_names
-from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed
+from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed, TensorPreview
 
 if TYPE_CHECKING:
     from autodiff.crosscheck import CrossCheck
@@ -68,15 +68,15 @@ class ConsumptionLab:
 
     def container(self) -> dict[int, np.ndarray]:
         """The `Gradients` container's entries now, as arrays by node id."""
-        return {int(i): self.grads.get(i).to_numpy() for i in self.grads.node_ids()}
+        return {int(i): buffer.to_numpy() for i in self.grads.node_ids() if (buffer := self.grads.get(i)) is not None}
 
     def kept_leaves(self) -> set[int]:
         """Node ids of the `Grad` leaves: their entries are kept through backward."""
-        return {int(t.node_id) for t in self.tensors.values() if t.requirement is Requirement.Grad}
+        return {_node_id(t) for t in self.tensors.values() if t.requirement is Requirement.Grad}
 
     def replaced_ids(self) -> set[int]:
         """Node ids whose entry the student put in with grad_replace (and has not removed since)."""
-        return {int(self.tensors[name].node_id) for name in self.replaced}
+        return {_node_id(self.tensors[name]) for name in self.replaced}
 
     def reason(self, name: str) -> str:
         tensor = self.tensors[name]
@@ -208,7 +208,7 @@ class TapeLab:
             )
         )
 
-    def last_gradients(self) -> dict[int, np.ndarray] | None:
+    def last_gradients(self) -> dict[int, np.ndarray | TensorPreview] | None:
         """The `Gradients` container the last backward that ran returned (None before any ran)."""
         if self.last_backward is None:
             return None
@@ -482,11 +482,11 @@ class CheckpointingComparison:
                 if t.is_require_grad
             }
 
+        def same(x: np.ndarray | None, y: np.ndarray | None) -> bool:
+            return x is None and y is None or x is not None and y is not None and bool(np.array_equal(x, y))
+
         a, b = leaf_grads(plain), leaf_grads(balanced)
-        return a.keys() == b.keys() and all(
-            (a[k] is None and b[k] is None) or (a[k] is not None and b[k] is not None and np.array_equal(a[k], b[k]))
-            for k in a
-        )
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
 
 
 @dataclass(frozen=True)
@@ -534,7 +534,8 @@ def policy_memory_curves(size: int, backend: str = "numpy") -> list[dict[str, ob
 
 def policy_timelines(size: int, backend: str = "numpy") -> list[RecordedMemory]:
     """The seed's memory experiment recorded under Burn's lazy sweep and PyTorch's eager freeing."""
-    runs, names = [], {}
+    runs: list[tuple[str, Device]] = []
+    names: dict[int, str] = {}
     for policy, label in (("lazy", "Burn (lazy sweep)"), ("eager", "PyTorch (eager)")):
         device = Device.named(backend)
         device.record_memory_history(max_entries=HISTORY_ENTRIES)
@@ -556,3 +557,8 @@ def cross_checked_program(key: str, backend: str = "numpy") -> tuple[ProgramRun,
 
     run = record_program(key, backend)
     return run, cross_check(run.graph, run.recorder)
+
+
+def _node_id(tensor: Tensor) -> int:
+    assert tensor.node_id is not None, "a lesson's tensors are on its autodiff device"
+    return int(tensor.node_id)

@@ -11,7 +11,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import CodeType, FrameType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
@@ -193,11 +193,11 @@ def traced_call(
     spans = _statement_spans(source)
     made: dict[int, tuple[int, int]] = {}
     names: dict[int, str] = {}
-    running: dict[object, int] = {}  # each watched frame -> the line of the statement it is running
+    running: dict[object, int | None] = {}  # each watched frame -> the line of the statement it is running
     mark = [0]
 
     def settle(frame: FrameType) -> None:
-        created = ad.server.nodes_created
+        created = ad.nodes_created
         line = running.get(frame)
         if line is not None:
             span = spans.get(line, (line, line))
@@ -208,7 +208,7 @@ def traced_call(
                     names[int(value.node_id)] = variable
         mark[0] = created
 
-    def watch(frame: FrameType, event: str, arg: object) -> Callable[..., object] | None:
+    def watch(frame: FrameType, event: str, arg: object) -> Any:  # a trace function: itself, or None
         if frame.f_code not in offsets:
             return None
         if event in ("line", "return"):
@@ -267,7 +267,9 @@ def record_program(
         ad.record_memory_history(max_entries=memory_entries)
     tensors, provenance = traced_build(program, ad)
     before = ad.snapshot()
-    graph = ad.graph_of(tensors["loss"].node_id)
+    loss_id = tensors["loss"].node_id
+    assert loss_id is not None, "a program's loss is on its autodiff device"
+    graph = ad.graph_of(loss_id)
     recorder = BackwardRecorder()
     grads = tensors["loss"].backward(recorder=recorder)
     names = {**provenance.names, **node_names(tensors)}  # what it returns names a node last

@@ -225,11 +225,11 @@ def run_all(backend: str = "numpy", print_line: Callable[[str], None] = print) -
         f"is_require_grad={str(shared.detached_require_grad).lower()}"
     )
     print_line("")
-    for row in memory_experiment(Device.named(backend)):
-        print_line(format_memory_row(row))
+    for memory_row in memory_experiment(Device.named(backend)):
+        print_line(format_memory_row(memory_row))
     print_line("")
-    for row in abandoned_graphs_experiment(Device.named(backend)):
-        print_line(format_memory_row(row))
+    for memory_row in abandoned_graphs_experiment(Device.named(backend)):
+        print_line(format_memory_row(memory_row))
 
 
 if __name__ == "__main__":

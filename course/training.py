@@ -134,6 +134,7 @@ class MissingGradientError(Exception):
 def tape_steps(snapshot: GraphSnapshot, loss: Tensor) -> int:
     """How many operations the loss was computed from, through tracked inputs: the steps its backward runs."""
     by_id = {n.id: n for n in snapshot.nodes}
+    assert loss.node_id is not None, "the loss is on the training's autodiff device"
     seen, todo = set(), [loss.node_id]
     while todo:
         node = by_id[todo.pop()]

@@ -310,9 +310,9 @@ class _Interpreter:
                     f"The program ran longer than {self.limits.seconds:g} seconds.",
                     "Use smaller tensors or fewer iterations.",
                 )
-            made = self.ad.server.nodes_created
+            made = self.ad.nodes_created
             self._statement(statement)
-            for node_id in range(made, self.ad.server.nodes_created):  # the innermost statement's (it ran first)
+            for node_id in range(made, self.ad.nodes_created):  # the innermost statement's (it ran first)
                 self.result.lines.setdefault(node_id, (statement.lineno, statement.end_lineno or statement.lineno))
             self._check_budget()
 
@@ -754,7 +754,7 @@ class _Interpreter:
                 "Drop tensors you no longer need (`del loss`), run a backward to free abandoned "
                 "graphs, or use smaller shapes.",
             )
-        if self.ad.server.nodes_created > self.limits.nodes:
+        if self.ad.nodes_created > self.limits.nodes:
             raise self._error(
                 f"The program created more than {self.limits.nodes:,} graph nodes.",
                 "Use fewer iterations, or without_autodiff() for work that needs no gradient.",

@@ -168,9 +168,8 @@ def result_from_plain(data: Any) -> RunResult:
         raise PlainDataError("a run result must be a mapping")
     error = data["error"]
     backward = data["backward"]
-    recorder = None
+    recorder = BackwardRecorder()
     if backward is not None:
-        recorder = BackwardRecorder()
         recorder.events = list(backward["events"])
     return RunResult(
         output=[_text(line, LINE_CHARS) for line in data["output"][:OUTPUT_LINES]],

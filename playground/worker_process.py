@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 from .interpreter import Limits, PlaygroundError, RunResult, run_program
 from .plain import PREVIEW_ONLY, dumps, result_to_plain
@@ -35,7 +35,7 @@ def read_frame(stream: BinaryIO) -> bytes | None:
     return data
 
 
-def write_frame(stream: BinaryIO, data: bytes) -> None:
+def write_frame(stream: IO[bytes], data: bytes) -> None:
     stream.write(len(data).to_bytes(8, "big") + data)
     stream.flush()
 

@@ -30,6 +30,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from .interpreter import Limits, PlaygroundError, RunResult
 from .plain import PlainDataError, loads, result_from_plain
@@ -110,6 +111,9 @@ class _Worker:
             cwd=ROOT,
             env=env,
         )
+        assert self.process.stdin is not None and self.process.stdout is not None  # both are pipes
+        self.requests: IO[bytes] = self.process.stdin
+        self.answers: IO[bytes] = self.process.stdout
         self.replies: queue.Queue[bytes | None] = queue.Queue()
         self.ready = False  # it said so; until then the first reply is its greeting
         self.killed = False  # by a cancel: whatever it does next is not a run's doing
@@ -117,7 +121,7 @@ class _Worker:
         threading.Thread(target=self._read, daemon=True, name=f"playground-reader-{self.process.pid}").start()
 
     def _read(self) -> None:
-        stream = self.process.stdout
+        stream = self.answers
         while True:
             try:
                 header = stream.read(8)
@@ -150,7 +154,7 @@ class _Worker:
         return str(reason)[:500] if reason else "a worker process ended while starting"
 
     def send(self, data: bytes) -> None:
-        write_frame(self.process.stdin, data)
+        write_frame(self.requests, data)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -171,7 +175,7 @@ class _Worker:
                 self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(2)
-        for stream in (self.process.stdin, self.process.stdout):
+        for stream in (self.requests, self.answers):
             with contextlib.suppress(OSError):
                 stream.close()
 
@@ -340,8 +344,7 @@ class WorkerPool:
     def _run(self, slot: int, job: Job) -> RunResult:
         worker = self._workers[slot]
         if worker is None or worker.killed or not worker.alive():
-            self._discard(slot)
-            worker = self._workers[slot]
+            worker = self._discard(slot)
         problem = worker.start_problem()
         if problem is not None:
             return self._died(slot, job) if worker.killed else self._cannot_start(slot, problem)
@@ -391,6 +394,7 @@ class WorkerPool:
     def _died(self, slot: int, job: Job) -> RunResult:
         """The worker ended mid-run: killed for CPU time (SIGXCPU), or out of memory, or crashed, or cancelled."""
         worker = self._workers[slot]
+        assert worker is not None, "a slot that ran a job has its worker until it is discarded"
         try:
             code = worker.process.wait(1)
         except subprocess.TimeoutExpired:
@@ -414,9 +418,9 @@ class WorkerPool:
             for key, allowed in ((job.owner, STOPS_ALLOWED), (f"client {job.client}", STOPS_ALLOWED_PER_CLIENT)):
                 self._stops.setdefault(key, deque(maxlen=allowed)).append(time.monotonic())
 
-    def _discard(self, slot: int, stopped: Job | None = None) -> None:
-        """Stop a slot's worker and start a fresh one at once, so the pool stays warm. `stopped`: the run it ran,
-        counted as stopped."""
+    def _discard(self, slot: int, stopped: Job | None = None) -> _Worker:
+        """Stop a slot's worker and start a fresh one at once, so the pool stays warm (it is returned). `stopped`:
+        the run it ran, counted as stopped."""
         worker, self._workers[slot] = self._workers[slot], None
         if worker is not None:
             worker.stop()
@@ -424,7 +428,8 @@ class WorkerPool:
         if stopped is not None:
             with self._lock:
                 self._stopped(stopped)
-        self._workers[slot] = _Worker(self.memory_limit)
+        fresh = self._workers[slot] = _Worker(self.memory_limit)
+        return fresh
 
     def shutdown(self) -> None:
         for slot in range(self.size):

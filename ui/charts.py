@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from course.labs import MemoryPoint
 
@@ -36,7 +37,7 @@ def line_chart(
     series_order: Sequence[str] | None = None,
     tooltip: Sequence[str] = (),
     x_ticks: int | None = None,
-    container: object = st,
+    container: DeltaGenerator | None = None,
 ) -> None:
     """One line per `series` value, points marked, y from zero. `y_bytes`: `y` holds bytes, drawn in the unit
     that suits the largest (the axis title says which). `x_order` makes x an ordered category axis (labels such
@@ -118,7 +119,7 @@ def line_chart(
             "legend": {"labelFontSize": font},
         },
     }
-    container.vega_lite_chart(spec=spec, width="stretch")
+    (st if container is None else container).vega_lite_chart(spec=spec, width="stretch")
 
 
 def memory_charts(history: list[MemoryPoint], iterations: int, x_title: str = "Forward pass") -> None:

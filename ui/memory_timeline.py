@@ -140,14 +140,14 @@ def why_held(allocation: Allocation, passes: Sequence[int] = (), names: Mapping[
         number = sum(1 for start in passes if start <= allocation.allocated_at)
         if number:
             parts.append(f"made in forward pass {number}")
-    names = {f.name for f in allocation.release_frames}
+    released_in = {f.name for f in allocation.release_frames}  # the functions that released it
     if allocation.released_at is None:
         parts.append("still held")
-    elif "cleanup" in names or "free_unavailable_nodes" in names:
+    elif "cleanup" in released_in:
         parts.append("its graph was abandoned: freed by the next backward's sweep")
-    elif "consume" in names:
+    elif "run_step" in released_in:
         parts.append("freed when its step ran in backward")
-    elif "dropped" in names:
+    elif "dropped" in released_in:
         parts.append("freed as soon as no tensor needed its graph (PyTorch's eager freeing)")
     else:
         parts.append("freed when its last tensor was dropped")
@@ -168,8 +168,10 @@ def line_of(allocation: Allocation, offsets: Offsets | None = None) -> str:
         offset = (offsets or {}).get((frame.filename, frame.name))
         if offset is not None:
             return f"line {frame.line + offset} of the program ({frame.name})"
-    frame = allocation.program_frame
-    return "line unknown" if frame is None else f"{frame.name} ({os.path.basename(frame.filename)}:{frame.line})"
+    made_by = allocation.program_frame
+    if made_by is None:
+        return "line unknown"
+    return f"{made_by.name} ({os.path.basename(made_by.filename)}:{made_by.line})"
 
 
 def timeline_svg(

@@ -73,7 +73,7 @@ def replay_view(
         else:
             built = _shared_payload(shared, presenter, source, lines, before, recorder, names)
         cached = st.session_state[f"{key}_payload"] = (recorder, (presenter, source), built)
-    payload = {**with_view(cached[2], exercise, embed_mode()), "index": index}
+    payload: StagePayload = {**with_view(cached[2], exercise, embed_mode()), "index": index}
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser
     # moves the index, so the index a link or a test sets holds until the student steps
     with st.container(key=EMBEDDED) if embed_mode() else nullcontext():  # `?embed=1` shows this container alone

@@ -84,16 +84,22 @@ def refuse_visitor_messages() -> None:
     socket looping it made Memory policies recompute its curves 61 times in 20 s), `load_git_info` runs git, and
     `set_run_on_save` reruns every session on each save of a file. A widget state under an id Streamlit never makes
     is dropped."""
+    # Streamlit's own methods, replaced on its classes on purpose: the ignores say so to mypy
     for serde in (SelectboxSerde, RadioSerde):
         if not getattr(serde.deserialize, "refuses_unknown", False):
-            serde.deserialize = _known_or_default(serde.deserialize)
+            serde.deserialize = _known_or_default(serde.deserialize)  # type: ignore[method-assign,assignment]
     if not getattr(MultiSelectSerde.deserialize, "refuses_unknown", False):
-        MultiSelectSerde.deserialize = _known_only(MultiSelectSerde.deserialize)
+        MultiSelectSerde.deserialize = _known_only(MultiSelectSerde.deserialize)  # type: ignore[method-assign,assignment]
     if not getattr(AppSession._handle_rerun_script_request, "refuses_unknown", False):
-        AppSession._handle_rerun_script_request = _element_ids_only(AppSession._handle_rerun_script_request)
-    AppSession._handle_clear_cache_request = _ignored  # type: ignore[method-assign]
-    AppSession._handle_git_information_request = _ignored  # type: ignore[method-assign]
-    AppSession._handle_set_run_on_save_request = _ignored  # type: ignore[method-assign]
+        AppSession._handle_rerun_script_request = _element_ids_only(  # type: ignore[method-assign,assignment]
+            AppSession._handle_rerun_script_request
+        )
+    for handler in (
+        "_handle_clear_cache_request",
+        "_handle_git_information_request",
+        "_handle_set_run_on_save_request",
+    ):
+        setattr(AppSession, handler, _ignored)
 
 
 def _known_or_default(deserialize: Callable[[Any, str | None], Any]) -> Callable[[Any, str | None], Any]:

@@ -90,7 +90,7 @@ def shared_result(compute: Callable[..., T], *args: Hashable) -> T:
 
 @functools.cache  # one cached wrapper per function, made once
 def _server_cached(compute: Callable[..., T]) -> Callable[..., T]:
-    return st.cache_resource(compute, show_spinner=False, max_entries=SHARED_RESULTS)
+    return st.cache_resource(show_spinner=False, max_entries=SHARED_RESULTS)(compute)
 
 
 def restore_from_url(key: str, param: str, parse: Callable[[str], T | None], default: T) -> T:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import pandas as pd
@@ -26,7 +27,7 @@ SEED_NOTE = (
 )
 
 
-def data_table(rows: list[dict[str, object]], verdict_columns: Sequence[str] = ()) -> None:
+def data_table(rows: Sequence[Mapping[str, object]], verdict_columns: Sequence[str] = ()) -> None:
     """A small table with column labels: static HTML, light to redraw and readable on a projector. Cells of
     `verdict_columns` that start with ✓ or ✗ are tinted green or red."""
     frame = pd.DataFrame(rows)
@@ -66,7 +67,7 @@ def holder_rows(groups: list[HolderGroup]) -> list[dict[str, object]]:
 
 
 def gradients_table(
-    container: dict[int, np.ndarray], names: dict[int, str], kept: set[int], replaced: set[int] = frozenset()
+    container: dict[int, np.ndarray], names: dict[int, str], kept: set[int], replaced: AbstractSet[int] = frozenset()
 ) -> None:
     """The `Gradients` container after backward: one row per entry, its values apart from its shape, and
     why it is there (backward has finished, so no entry is waiting for a step)."""

@@ -3,7 +3,7 @@ the live region a screen reader speaks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from autodiff import NodeSnapshot
 from autodiff.stage.naming import expressions
@@ -24,7 +24,7 @@ from .format import compact, format_bytes
 MAX_LISTED = 6  # a longer list of names or orders is summarised
 
 
-def short_names(nodes: Iterable[NodeSnapshot], names: dict[int, str]) -> dict[int, str]:
+def short_names(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> dict[int, str]:
     """What a sentence calls each node: its variable, else its expression (`x·3`)."""
     return {**expressions(nodes, names), **names}
 
