@@ -9,7 +9,7 @@ import course.training as training_module
 from autodiff import Device, Tensor
 from course.training import DATASETS, Mlp, Training, forward, make_dataset, replay_iteration
 
-LOSS_GOAL, GOAL_ITERATIONS = 0.1, 150  # two moons, seed 0, learning rate 0.5: the README and the page say so
+LOSS_GOAL, GOAL_ITERATIONS = 0.1, 150  # two moons, seed 0, learning rate 0.5: docs/lessons.md and the page say so
 
 
 def numpy_loss(params: dict[str, np.ndarray], points: np.ndarray, labels: np.ndarray) -> float:

@@ -1,4 +1,4 @@
-"""The count of Burn's own tests ported here, printed at the end of a run (README's "Burn's tests")."""
+"""The count of Burn's own tests ported here, printed at the end of a run (docs/burn-tests.md)."""
 
 from __future__ import annotations
 
