@@ -1,6 +1,6 @@
 """axe-core in Chromium: the WCAG 2.1 A and AA rules, run on whatever a Playwright page shows now.
 
-axe-core comes pinned inside `axe-playwright-python` (requirements.txt) and is injected into the page from
+axe-core comes pinned inside `axe-playwright-python` (requirements-dev.txt) and is injected into the page from
 the installed package, so the check needs no network. axe walks open shadow roots, so components-v2
 components (which render in one) are checked too.
 """
