@@ -316,6 +316,8 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         for follower in followers:
             follower.start()
         teacher.locator(STATUS).filter(has_text="4 students joined").wait_for()
+        for follower in followers:  # its first answer, the room as it is: what each step is measured from
+            follower.told(lambda body: True, seconds=30)
 
         # the teacher steps three times: every student, on both replicas, follows within 1 s
         for _ in range(3):
