@@ -15,7 +15,7 @@ from .memory_history import MemoryHistory
 from .memory_management import POLICIES
 from .observer import NO_OBSERVER
 from .server import AutodiffServer
-from .snapshot import GraphNode, GraphSnapshot, Pictures, graph_of, snapshot
+from .snapshot import WHOLE_VALUE, GraphNode, GraphSnapshot, Pictures, graph_of, snapshot
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,13 @@ class Device:
             raise UnsupportedOperationError(f"Unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}.")
         return cls.numpy(seed) if backend == "numpy" else cls.mlx(seed)
 
-    def autodiff(self, memory_policy: str = "lazy", checkpointing: str = "none", keep_values: bool = False) -> Device:
+    def autodiff(
+        self,
+        memory_policy: str = "lazy",
+        checkpointing: str = "none",
+        keep_values: bool = False,
+        whole_values: int = WHOLE_VALUE,
+    ) -> Device:
         """An autodiff device on this one. `memory_policy="lazy"` is Burn's: a graph dropped without a
         backward keeps its memory until the next backward's sweep. `"eager"` is PyTorch's: a graph is
         freed as soon as no tensor references it, and `backward(retain_graph=True)` is allowed.
@@ -81,7 +87,8 @@ class Device:
         min/mean/max) so that `snapshot()` can show it, and records what made each node (its `group`: the loops
         and iterations, the user's functions on the call stack and the `autodiff.scope` blocks it was made in,
         see `autodiff.structure`): for pictures, at the price of a copy and a walk of the call stack per op.
-        Without it neither is done."""
+        Without it neither is done. `whole_values` is how many numbers a value may have and still be kept whole
+        (a live picture of a small network keeps its activations whole)."""
         if self.is_autodiff:
             raise UnsupportedOperationError("This device already has autodiff; call autodiff() on its inner device.")
         if memory_policy not in POLICIES:
@@ -94,7 +101,7 @@ class Device:
             )
         server = AutodiffServer(self.backend.pool, POLICIES[memory_policy](), STRATEGIES[checkpointing]())
         if keep_values:
-            server.memory.observer = Pictures()
+            server.memory.observer = Pictures(whole_values)
         return Device(self.backend, inner=self, server=server)
 
     @property

@@ -39,9 +39,10 @@ class ValueSummary:
 WHOLE_VALUE = 16  # a forward value up to this many numbers is kept whole for the pictures
 
 
-def keep_value(array: np.ndarray) -> np.ndarray | ValueSummary:
-    """What a snapshot keeps of a forward value: a copy when small, else a summary (see `ValueSummary`)."""
-    if array.size <= WHOLE_VALUE:
+def keep_value(array: np.ndarray, whole: int = WHOLE_VALUE) -> np.ndarray | ValueSummary:
+    """What a snapshot keeps of a forward value: a copy when it has at most `whole` numbers, else a summary (see
+    `ValueSummary`)."""
+    if array.size <= whole:
         return array.copy()
     with np.errstate(all="ignore"):
         return ValueSummary(tuple(array.shape), float(array.min()), float(array.mean()), float(array.max()))
@@ -52,12 +53,13 @@ class Pictures(Observer):
     and what made it (`autodiff.structure`: a walk of the call stack). A copy and a walk per op: only on a
     device made with `keep_values=True`."""
 
-    def __init__(self) -> None:
+    def __init__(self, whole: int = WHOLE_VALUE) -> None:
+        self.whole = whole
         self.values: dict[NodeId, np.ndarray | ValueSummary] = {}
         self.groups: dict[NodeId, GroupPath] = {}
 
     def tracked(self, node_id: NodeId, buffer: Buffer) -> None:
-        self.values[node_id] = keep_value(buffer.to_numpy())
+        self.values[node_id] = keep_value(buffer.to_numpy(), self.whole)
         self.groups[node_id] = current_path()
 
     def forgotten(self, node_id: NodeId) -> None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +29,8 @@ from autodiff import (
     Tensor,
 )
 from autodiff.activation import relu, softmax
+from autodiff.ids import NodeId
+from autodiff.observer import Observer
 from autodiff.loss import cross_entropy_with_logits
 from autodiff.stage.naming import node_names
 
@@ -34,7 +38,11 @@ from .programs import traced_call
 
 DATASETS = ("two moons", "spirals")
 UPDATES = ("inner", "detach", "autodiff")  # the right way; right, with steps swept later; the mistake
-MAX_ITERATIONS = 2000  # per training: each keeps its starting parameters (~100 floats) for the replay
+MAX_ITERATIONS = 5000  # per training: each keeps its starting parameters (~100 floats) for the replay
+MAX_POINTS = 500  # a student's own data: rows pasted or points added
+LIVE_ROWS = 6  # of a value with one row per sample, the live picture draws this many samples, evenly spaced
+LIVE_FRAMES = 256  # the newest iterations' pictures a training keeps for the page to send
+KEPT_WHOLE = MAX_POINTS * 16  # numbers: every forward value of the 2 -> 16 -> 2 network is kept whole
 
 
 def make_dataset(name: str, samples: int, seed: int = 0, noise: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
@@ -155,11 +163,92 @@ class Iteration:
     abandoned: int  # steps no live tensor needs (an update's, made on the autodiff device): this backward sweeps them
     graph_usage: MemoryUsage  # before backward: the parameters, the data and what the forward's steps saved
     usage: MemoryUsage  # after the update: the parameters and the data
+    samples: int  # the training points it learned from
+
+
+@dataclass(frozen=True)
+class LiveNode:
+    """One node of an iteration's graph as the live picture draws it."""
+
+    name: str  # the program's name (w1, hidden, loss), or "" for an unnamed intermediate
+    op: str
+    shape: tuple[int, ...]
+    kind: str  # "parameter" (a leaf that keeps its gradient), "data" (an untracked leaf) or "op"
+    inputs: tuple[int, ...]  # positions of its inputs in the frame's nodes
+    value: np.ndarray  # its forward value: whole, or `LIVE_ROWS` of its rows when it has one row per sample
+    grad: np.ndarray | None  # the gradient backward summed for it (the same rows); None where backward gave none
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One iteration as the live picture draws it: its graph with every value and gradient, then its update."""
+
+    number: int
+    nodes: tuple[LiveNode, ...]  # inputs before the nodes that use them
+    rows: tuple[int, ...]  # which training points the rows of a per-sample value are
+    parameters: dict[str, np.ndarray]  # the values the iteration started with
+    gradients: dict[str, np.ndarray]  # ∂loss/∂w of each parameter
+    updated: dict[str, np.ndarray]  # after its update: the next iteration's parameters
+
+
+class GradientTotals(Observer):
+    """The backward's hook that keeps, for each node, the gradient summed over every path that reached it."""
+
+    def __init__(self) -> None:
+        self.totals: dict[NodeId, np.ndarray] = {}
+
+    def gradient_registered(self, node_id: NodeId, source: NodeId | None, grad: object, total: Any) -> None:
+        self.totals[node_id] = np.array(total.to_numpy())
+
+
+def live_nodes(
+    snapshot: GraphSnapshot,
+    root: NodeId,
+    names: dict[int, str],
+    totals: dict[NodeId, np.ndarray],
+    samples: int,
+    rows: np.ndarray,
+) -> tuple[LiveNode, ...]:
+    """The nodes `root` was computed from (through every input, data included), inputs first, as the live picture
+    draws them: a value with one row per sample cut to `rows`."""
+    by_id = {n.id: n for n in snapshot.nodes}
+    reached, todo = set(), [root]
+    while todo:
+        node_id = todo.pop()
+        if node_id not in reached:
+            reached.add(node_id)
+            todo.extend(by_id[node_id].inputs)
+    ordered = sorted(reached, key=int)  # ids grow with creation: an input is older than the ops that use it
+    position = {node_id: k for k, node_id in enumerate(ordered)}
+
+    def cut(array: np.ndarray) -> np.ndarray:
+        per_sample = array.ndim == 2 and array.shape[0] == samples and samples > len(rows)
+        return np.array(array[rows] if per_sample else array, dtype=np.float64)
+
+    nodes = []
+    for node_id in ordered:
+        node = by_id[node_id]
+        value = node.value if isinstance(node.value, np.ndarray) else np.zeros(node.shape)
+        grad = totals.get(node_id)
+        kind = "op" if node.inputs else "parameter" if node.requirement is Requirement.Grad else "data"
+        nodes.append(
+            LiveNode(
+                names.get(int(node_id), ""),
+                node.op,
+                node.shape,
+                kind,
+                tuple(position[i] for i in node.inputs),
+                cut(value),
+                None if grad is None else cut(grad),
+            )
+        )
+    return tuple(nodes)
 
 
 @dataclass
 class Training:
-    """SGD on one dataset, one iteration per `step()`: its own autodiff device, so a page keeps it per session."""
+    """SGD on one dataset, one iteration per `step()`: its own autodiff device, so a page keeps it per session. The
+    data can change between iterations (`use_points`), and training can go back to an earlier iteration (`rewind`)."""
 
     dataset: str = "two moons"
     samples: int = 200
@@ -170,17 +259,33 @@ class Training:
     backend: str = "numpy"
     history: list[Iteration] = field(init=False, default_factory=list)
     checkpoints: list[dict[str, np.ndarray]] = field(init=False, default_factory=list)  # before each iteration
+    trained_on: list[tuple[np.ndarray, np.ndarray]] = field(init=False, default_factory=list)  # each one's data
     stopped: str | None = field(init=False, default=None)  # why training stopped early, in a sentence
 
     def __post_init__(self) -> None:
         if self.update not in UPDATE_RULES:
             raise ValueError(f"There is no update called {self.update!r}: choose one of {', '.join(UPDATES)}.")
-        self.points, self.labels = make_dataset(self.dataset, self.samples, self.seed)
-        self.ad = Device.named(self.backend, seed=self.seed).autodiff()
-        self.inputs = Tensor.from_floats(self.points, self.ad)  # data: untracked leaves, no gradient kept
-        self.targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[self.labels], self.ad)
+        # values kept whole, for the live picture: a copy per op, outside the device's memory
+        self.ad = Device.named(self.backend, seed=self.seed).autodiff(keep_values=True, whole_values=KEPT_WHOLE)
+        self._use(*make_dataset(self.dataset, self.samples, self.seed))
         self.model = Mlp.init(self.hidden, self.ad)
         self.start_usage = self.ad.memory_usage()
+        self.frames: deque[Frame] = deque(maxlen=LIVE_FRAMES)  # the newest iterations' pictures
+
+    def _use(self, points: np.ndarray, labels: np.ndarray) -> None:
+        self.points, self.labels = points, labels
+        self.inputs = Tensor.from_floats(points, self.ad)  # data: untracked leaves, no gradient kept
+        self.targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[labels], self.ad)
+
+    def use_points(self, points: np.ndarray, labels: np.ndarray) -> None:
+        """Train on these points from the next iteration on (the parameters stay as they are)."""
+        points = np.asarray(points, dtype=np.float32).reshape(-1, 2)
+        labels = np.asarray(labels, dtype=np.int64).reshape(-1)
+        if len(points) != len(labels) or not set(labels.tolist()) <= {0, 1}:
+            raise ValueError("Each point needs an x, a y and a class, 0 or 1.")
+        if len(points) > MAX_POINTS:
+            raise ValueError(f"{len(points)} points are more than this lesson trains on: at most {MAX_POINTS}.")
+        self._use(points, labels)
 
     @property
     def iterations(self) -> int:
@@ -193,15 +298,24 @@ class Training:
         if self.iterations >= MAX_ITERATIONS:
             self.stopped = f"Training stopped after {MAX_ITERATIONS} iterations: start over to train again."
             return None
-        self.checkpoints.append(self.model.values())
+        if not len(self.labels):
+            raise ValueError("There are no training points: add some, then train.")
+        parameters = self.model.values()
+        self.checkpoints.append(parameters)
+        self.trained_on.append((self.points, self.labels))
         outputs = forward(self.model, self.inputs, self.targets)
         pending = self.ad.snapshot()
         tape = tape_steps(pending, outputs["loss"])
         abandoned = sum(n.status is NodeStatus.ABANDONED for n in pending.nodes if n.id in pending.pending_steps)
         accuracy = float((outputs["logits"].numpy().argmax(axis=1) == self.labels).mean())
         loss = outputs["loss"].item()
-        grads = outputs["loss"].backward()
+        names = node_names({**self.model.parameters(), "points": self.inputs, "targets": self.targets, **outputs})
+        root = outputs["loss"].node_id
+        assert root is not None, "the loss is on the training's autodiff device"
+        totals = GradientTotals()
+        grads = outputs["loss"].backward(recorder=totals)
         del outputs  # the forward's tensors: only the parameters outlive an iteration
+        leaves = {name: p.node_id for name, p in self.model.parameters().items()}
         self.stopped = self._update(grads)
         del grads
         iteration = Iteration(
@@ -212,8 +326,20 @@ class Training:
             abandoned,
             pending.memory,
             self.ad.memory_usage(),
+            len(self.labels),
         )
         self.history.append(iteration)
+        rows = np.unique(np.linspace(0, len(self.labels) - 1, min(LIVE_ROWS, len(self.labels))).round().astype(int))
+        self.frames.append(
+            Frame(
+                iteration.number,
+                live_nodes(pending, root, names, totals.totals, len(self.labels), rows),
+                tuple(int(r) for r in rows),
+                parameters,
+                {name: totals.totals[i] for name, i in leaves.items() if i is not None and i in totals.totals},
+                self.model.values(),
+            )
+        )
         return iteration
 
     def _update(self, grads: Gradients) -> str | None:
@@ -231,6 +357,22 @@ class Training:
                 )
         self.model = Mlp(**updated)
         return None
+
+    def rewind(self, to: int) -> None:
+        """Back to just after iteration `to` (0: before the first): later iterations are forgotten, and the parameters
+        and data are those iteration `to + 1` started with. (A page computes ahead of what it shows; a student's pause
+        or edit applies to the iteration they see.) New leaves: on the autodiff update, the graph that reached back
+        through earlier updates is not rebuilt."""
+        if not 0 <= to <= self.iterations:
+            raise ValueError(f"There is no iteration {to} to go back to: training has run {self.iterations}.")
+        if to == self.iterations:
+            return
+        values, data = self.checkpoints[to], self.trained_on[to]
+        del self.history[to:], self.checkpoints[to:], self.trained_on[to:]
+        self.frames = deque((f for f in self.frames if f.number <= to), maxlen=LIVE_FRAMES)
+        self.stopped = None
+        self.model = Mlp(**{name: Tensor.from_floats(v, self.ad).require_grad() for name, v in values.items()})
+        self._use(*data)
 
     def predict(self, points: np.ndarray, values: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Class probabilities for `points` with the current parameters (or `values`), computed by the engine on the
@@ -271,7 +413,9 @@ def replay_iteration(training: Training, number: int) -> IterationReplay:
     values = training.checkpoints[number - 1]
     ad = Device.named(training.backend, seed=training.seed).autodiff(keep_values=True)
     model = Mlp(**{name: Tensor.from_floats(v, ad).require_grad() for name, v in values.items()})
-    points, targets = Tensor.from_floats(training.points, ad), Tensor.from_floats(training.targets.numpy(), ad)
+    trained_points, trained_labels = training.trained_on[number - 1]
+    points = Tensor.from_floats(trained_points, ad)
+    targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[trained_labels], ad)
     outputs, provenance = traced_call((forward,), IterationReplay.source, lambda: forward(model, points, targets), ad)
     before = ad.snapshot()
     recorder = BackwardRecorder()
