@@ -50,7 +50,7 @@ def parse_csv(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 def to_csv(points: np.ndarray, labels: np.ndarray) -> str:
     """The points as CSV rows with a header, as `parse_csv` reads them."""
-    return "x, y, class\n" + "".join(f"{x:.4g}, {y:.4g}, {c}\n" for (x, y), c in zip(points, labels))
+    return "x, y, class\n" + "".join(f"{x:.4g}, {y:.4g}, {c}\n" for (x, y), c in zip(points, labels, strict=True))
 
 
 def to_link(points: np.ndarray, labels: np.ndarray) -> str:
@@ -61,7 +61,7 @@ def to_link(points: np.ndarray, labels: np.ndarray) -> str:
         )
     packed = b"".join(
         _POINT.pack(round(float(x) * LINK_SCALE), round(float(y) * LINK_SCALE), int(c))
-        for (x, y), c in zip(np.clip(points, -LINK_LIMIT, LINK_LIMIT), labels)
+        for (x, y), c in zip(np.clip(points, -LINK_LIMIT, LINK_LIMIT), labels, strict=True)
     )
     return base64.urlsafe_b64encode(packed).decode().rstrip("=")
 

@@ -30,8 +30,8 @@ from autodiff import (
 )
 from autodiff.activation import relu, softmax
 from autodiff.ids import NodeId
-from autodiff.observer import Observer
 from autodiff.loss import cross_entropy_with_logits
+from autodiff.observer import Observer
 from autodiff.stage.naming import node_names
 
 from .programs import traced_call
@@ -172,6 +172,7 @@ class LiveNode:
 
     name: str  # the program's name (w1, hidden, loss), or "" for an unnamed intermediate
     op: str
+    ops: tuple[str, ...]  # the operations it stands for: the loss function's folded into the loss, else its own
     shape: tuple[int, ...]
     kind: str  # "parameter" (a leaf that keeps its gradient), "data" (an untracked leaf) or "op"
     inputs: tuple[int, ...]  # positions of its inputs in the frame's nodes
@@ -219,25 +220,49 @@ def live_nodes(
             reached.add(node_id)
             todo.extend(by_id[node_id].inputs)
     ordered = sorted(reached, key=int)  # ids grow with creation: an input is older than the ops that use it
-    position = {node_id: k for k, node_id in enumerate(ordered)}
+    users: dict[NodeId, list[NodeId]] = {node_id: [] for node_id in ordered}
+    for node_id in ordered:
+        for parent in by_id[node_id].inputs:
+            users[parent].append(node_id)
+    # the loss function's own steps (unnamed ops from which every path reaches the loss through unnamed ops only)
+    # fold into the loss, as the program calls it once: one node, its operations listed
+    folded: set[NodeId] = set()
+    for node_id in reversed(ordered):
+        node = by_id[node_id]
+        if node_id != root and node.inputs and int(node_id) not in names and users[node_id]:
+            if all(u == root or u in folded for u in users[node_id]):
+                folded.add(node_id)
+    shown = [node_id for node_id in ordered if node_id not in folded]
+    position = {node_id: k for k, node_id in enumerate(shown)}
+
+    def outside_inputs(node_id: NodeId) -> list[NodeId]:
+        inputs: list[NodeId] = []
+        for parent in by_id[node_id].inputs:
+            for found in outside_inputs(parent) if parent in folded else [parent]:
+                if found not in inputs:
+                    inputs.append(found)
+        return inputs
 
     def cut(array: np.ndarray) -> np.ndarray:
         per_sample = array.ndim == 2 and array.shape[0] == samples and samples > len(rows)
         return np.array(array[rows] if per_sample else array, dtype=np.float64)
 
     nodes = []
-    for node_id in ordered:
+    for node_id in shown:
         node = by_id[node_id]
         value = node.value if isinstance(node.value, np.ndarray) else np.zeros(node.shape)
         grad = totals.get(node_id)
         kind = "op" if node.inputs else "parameter" if node.requirement is Requirement.Grad else "data"
+        inputs = outside_inputs(node_id) if node_id == root else list(node.inputs)
+        ops = tuple(by_id[i].op for i in ordered if i in folded) if node_id == root else ()
         nodes.append(
             LiveNode(
                 names.get(int(node_id), ""),
                 node.op,
+                (*ops, node.op) if node.inputs else (),
                 node.shape,
                 kind,
-                tuple(position[i] for i in node.inputs),
+                tuple(position[i] for i in inputs),
                 cut(value),
                 None if grad is None else cut(grad),
             )
@@ -271,6 +296,7 @@ class Training:
         self.model = Mlp.init(self.hidden, self.ad)
         self.start_usage = self.ad.memory_usage()
         self.frames: deque[Frame] = deque(maxlen=LIVE_FRAMES)  # the newest iterations' pictures
+        self.earlier_names: dict[int, str] = {}
 
     def _use(self, points: np.ndarray, labels: np.ndarray) -> None:
         self.points, self.labels = points, labels
@@ -309,13 +335,17 @@ class Training:
         abandoned = sum(n.status is NodeStatus.ABANDONED for n in pending.nodes if n.id in pending.pending_steps)
         accuracy = float((outputs["logits"].numpy().argmax(axis=1) == self.labels).mean())
         loss = outputs["loss"].item()
-        names = node_names({**self.model.parameters(), "points": self.inputs, "targets": self.targets, **outputs})
+        names = {
+            **self.earlier_names,  # the parameters before the previous update, when the graph reaches back to them
+            **node_names({**self.model.parameters(), "points": self.inputs, "targets": self.targets, **outputs}),
+        }
         root = outputs["loss"].node_id
         assert root is not None, "the loss is on the training's autodiff device"
         totals = GradientTotals()
         grads = outputs["loss"].backward(recorder=totals)
         del outputs  # the forward's tensors: only the parameters outlive an iteration
         leaves = {name: p.node_id for name, p in self.model.parameters().items()}
+        self.earlier_names = {int(i): f"{name} before update {self.iterations + 1}" for name, i in leaves.items() if i}
         self.stopped = self._update(grads)
         del grads
         iteration = Iteration(

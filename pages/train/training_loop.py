@@ -2,105 +2,75 @@ import inspect
 
 import streamlit as st
 
-from course.training import (
-    DATASETS,
-    UPDATE_RULES,
-    UPDATES,
-    Training,
-    forward,
-    replay_iteration,
-)
+from course.own_data import DataError, from_link, parse_csv, to_csv, to_link
+from course.training import DATASETS, MAX_POINTS, UPDATE_RULES, UPDATES, Training, forward, make_dataset
 from ui.code import code_block
-from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
-from ui.state import current_backend
-from ui.training_view import iteration_sentence, training_charts
+from ui.state import current_backend, presenter_mode
+from ui.training_stage import RATE, TICK_S, LiveTraining, training_stage
+from ui.training_view import iteration_sentence
 
-lesson_intro(
-    "Training",
-    "A small network learns to tell two classes of points apart. Each **iteration** runs the forward on the "
-    "autodiff device (a **fresh graph**, from the parameters to the loss), a backward that consumes it, and a step "
-    "of gradient descent: `w ← w − learning rate × ∂loss/∂w`. The update runs on the **inner device**, as Burn's "
-    "optimizers do: it is arithmetic on numbers, not part of any graph, so each iteration's graph starts again at "
-    "the parameters and memory stays flat.",
-)
+st.title("Training")
 UPDATE_LABELS = {
     "inner": "on the inner device (without_autodiff)",
     "detach": "on the autodiff device, then detach()",
     "autodiff": "on the autodiff device (the mistake)",
 }
-TICK_S = 0.4
-PER_TICK = 10  # iterations per tick while playing: about 5 ms of work each on the numpy backend
-PLAYING = "training_playing"
+LIVE = "live_training"
 
-controls = st.columns([1, 1, 1.6])
-dataset = controls[0].selectbox("Data", DATASETS, key="training_dataset")
+
+def load_dataset() -> None:
+    live: LiveTraining | None = st.session_state.get(LIVE)
+    if live is not None:
+        live.use(*make_dataset(st.session_state.training_dataset, live.training.samples))
+        live.edited = False
+
+
+controls = st.columns([1, 1, 1.4, 0.6], vertical_alignment="bottom")
+controls[0].selectbox("Load the points", DATASETS, key="training_dataset", on_change=load_dataset)
 learning_rate = controls[1].select_slider("Learning rate", [0.05, 0.1, 0.3, 0.5, 1.0], 0.5, key="training_lr")
-update = controls[2].radio(
-    "The update runs", UPDATES, format_func=UPDATE_LABELS.__getitem__, key="training_update", horizontal=True
-)
-settings = (dataset, learning_rate, update, current_backend())
-training: Training | None = st.session_state.get("training")
-if training is None or st.session_state.get("training_settings") != settings:
-    training = st.session_state.training = Training(
-        dataset, learning_rate=learning_rate, update=update, backend=current_backend()
+update = controls[2].selectbox("The update runs", UPDATES, format_func=UPDATE_LABELS.__getitem__, key="training_update")
+if controls[3].button("Start over", key="training_reset", width="stretch"):
+    st.session_state.pop(LIVE, None)
+
+settings = (learning_rate, update, current_backend())
+live: LiveTraining | None = st.session_state.get(LIVE)
+if live is None or st.session_state.get("training_settings") != settings:
+    kept = (live.training.points, live.training.labels) if live is not None and live.edited else None
+    training = Training(
+        st.session_state.training_dataset, learning_rate=learning_rate, update=update, backend=current_backend()
     )
+    live = st.session_state[LIVE] = LiveTraining(training, signature=f"{id(training)}")
     st.session_state.training_settings = settings
-    st.session_state[PLAYING] = False
-    st.session_state.pop("training_replayed", None)
-
-buttons = st.columns(3)
-if buttons[0].button("One iteration", key="training_step", width="stretch"):
-    training.step()
-playing = st.session_state.get(PLAYING, False)
-if buttons[1].button("Pause" if playing else "Play", key="training_play", type="primary", width="stretch"):
-    st.session_state[PLAYING] = not playing
-    st.rerun()
-if buttons[2].button("Start over", key="training_reset", width="stretch"):
-    del st.session_state["training"]
-    st.rerun()
+    if "data" in st.query_params:  # a link that keeps a student's points
+        try:
+            live.use(*from_link(st.query_params["data"]))
+        except DataError as refused:
+            st.error(f"{refused} The lesson's own points are used instead.")
+            del st.query_params["data"]
+    elif kept is not None:  # a new setting keeps a student's own points
+        live.use(*kept)
 
 
-@st.fragment(run_every=TICK_S if st.session_state.get(PLAYING) else None)
-def live_training(training: Training) -> None:
-    if st.session_state.get(PLAYING):
-        for _ in range(PER_TICK):
-            if training.step() is None:
-                break
-        if training.stopped:
-            st.session_state[PLAYING] = False
-            st.rerun()
-    if training.stopped:
-        st.warning(training.stopped)
-    last = training.history[-1] if training.history else None
-    metrics = st.columns(4)
-    metrics[0].metric("Iteration", f"{training.iterations}")
-    metrics[1].metric("Loss", f"{last.loss:.3f}" if last else "not yet")
-    metrics[2].metric("Accuracy", f"{last.accuracy:.0%}" if last else "not yet")
-    metrics[3].metric("Operations on the tape", f"{last.tape}" if last else "not yet")
-    st.markdown(iteration_sentence(training))
-    training_charts(training)
+def command_sent() -> None:
+    state = st.session_state.get("training_stage")
+    live.apply(state.get("command") if hasattr(state, "get") else None)
 
 
-live_training(training)
-
-st.markdown("**The code of one iteration**: the forward, then the update of each parameter with its gradient.")
-code_block(inspect.getsource(forward) + "\n\n" + inspect.getsource(UPDATE_RULES[update]))
-
-st.subheader("Replay one iteration's backward")
-st.markdown(
-    "Any iteration can be run again from the parameters it started with: the same graph, the same loss, "
-    "and its backward step by step."
-)
-if training.iterations:
-    pick = st.columns([1, 2], vertical_alignment="bottom")
-    # no key: a new iteration makes it a new widget, set to the newest again
-    number = pick[0].number_input("Iteration to replay", 1, training.iterations, training.iterations)
-    if pick[1].button(f"Replay iteration {number}'s backward", key="training_replay"):
-        st.session_state.training_replayed = replay_iteration(training, int(number))
-    replayed = st.session_state.get("training_replayed")
-    if replayed is not None:
-        st.caption(f"Iteration {replayed.number}: loss {replayed.loss:.4f}, recomputed from its parameters.")
+@st.fragment(run_every=TICK_S if live.playing else None)
+def live_stage(live: LiveTraining) -> None:
+    if live.full_rerun:  # play started or stopped: the page's ticker starts or stops with it
+        live.full_rerun = False
+        st.rerun()
+    live.runs += 1
+    training = live.training
+    if live.replayed is not None:
+        replayed = live.replayed
+        back, caption = st.columns([1, 3], vertical_alignment="center")
+        if back.button("Back to training", key="training_back", type="primary"):
+            live.replayed = None
+            st.rerun(scope="fragment")
+        caption.caption(f"Iteration {replayed.number}: loss {replayed.loss:.4f}, recomputed from its parameters.")
         replay_view(
             replayed.before,
             replayed.recorder,
@@ -110,5 +80,63 @@ if training.iterations:
             source=replayed.source,
             lines=replayed.lines,
         )
-else:
-    st.caption("Run an iteration first: its backward can then be replayed here.")
+        return
+    live.ahead()
+    training_stage(
+        training,
+        live.unsent(),
+        signature=live.signature,
+        rate=RATE,
+        playing=live.playing,
+        message=live.message or training.stopped,
+        server_runs=live.runs,
+        presenter=presenter_mode(),
+        key="training_stage",
+        on_command=command_sent,
+    )
+    if training.stopped:
+        st.warning(training.stopped)
+    st.markdown(iteration_sentence(training))
+    if live.edited:
+        try:
+            st.query_params["data"] = to_link(training.points, training.labels)
+        except DataError as too_many:
+            st.query_params.pop("data", None)
+            st.caption(str(too_many))
+    else:
+        st.query_params.pop("data", None)
+
+
+live_stage(live)
+
+st.markdown(
+    "A small network learns to tell two classes of points apart. Each **iteration** runs the forward on the "
+    "autodiff device (a **fresh graph**, from the parameters to the loss), a backward that consumes it, and a step "
+    "of gradient descent: `w ← w − learning rate × ∂loss/∂w`. The update runs on the **inner device**, as Burn's "
+    "optimizers do: it is arithmetic on numbers, not part of any graph, so each iteration's graph starts again at "
+    f"the parameters and memory stays flat. The stage plays {RATE} iterations a second; the server computes them a "
+    "second ahead, in chunks. Pause on any iteration to step its backward with the chain rule of each step."
+)
+
+st.subheader("Your own points")
+st.markdown(
+    f"Click on the plane to add a point, or paste up to {MAX_POINTS} rows of `x, y, class` (class 0 or 1). "
+    "Training goes on from where it is, on the new points; the page's link keeps them (up to 200)."
+)
+pasted = st.text_area("Rows of x, y, class", key="training_csv", height=120, placeholder="x, y, class\n0.5, -1.2, 1")
+use_rows, download = st.columns([1, 1])
+if use_rows.button("Train on these rows", key="training_use_csv"):
+    try:
+        live.use(*parse_csv(pasted))
+    except DataError as bad:
+        st.error(f"{bad} Nothing was changed: fix the row and press the button again.")
+download.download_button(
+    "Download the points (CSV)",
+    to_csv(live.training.points, live.training.labels),
+    file_name="training-points.csv",
+    mime="text/csv",
+    key="training_download_csv",
+)
+
+st.markdown("**The code of one iteration**: the forward, then the update of each parameter with its gradient.")
+code_block(inspect.getsource(forward) + "\n\n" + inspect.getsource(UPDATE_RULES[update]))

@@ -1,0 +1,419 @@
+/**
+ * The Training lesson's live stage: the network's graph with every value and gradient, the decision boundary with
+ * the training points (a click adds one), each hidden unit over the plane, the loss curve, and the numbers of the
+ * iteration on screen. The server computes iterations ahead in chunks; this plays them at `rate` a second, so the
+ * page does not rerun per iteration. The contract (ui/training_stage.py's TypedDicts):
+ *
+ * @typedef {{rows: number, cols: number, data: number[]}} Grid
+ * @typedef {{name: string, op: string, ops: string[], shape: number[], kind: string, inputs: number[], value: Grid, grad: (Grid|null)}} LiveNodeWire
+ * @typedef {{number: number, loss: number, accuracy: number, tape: number, bytesBefore: number, bytesAfter: number, samples: number, rows: number[], nodes: LiveNodeWire[], parameters: Object<string, Grid>, gradients: Object<string, Grid>, updated: Object<string, Grid>}} FrameWire
+ * @typedef {{signature: string, iterations: number, frames: FrameWire[], losses: number[], points: number[][], labels: number[], extent: number, learningRate: number, rate: number, playing: boolean, canPlay: boolean, message: (string|null), serverRuns: number, presenter: boolean}} TrainingPayload
+ */
+
+const SVG = "http://www.w3.org/2000/svg";
+const BLUE = [31, 119, 180];
+const ORANGE = [232, 116, 12];
+const GREEN = [44, 160, 44];
+const PURPLE = [148, 103, 189];
+const CELLS = 40; // the boundary's grid, cells a side
+const UNIT_CELLS = 16;
+const states = new WeakMap();
+
+const el = (tag, attrs = {}, text) => {
+  const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+};
+const fmt = (v) => {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  return (a !== 0 && (a < 1e-3 || a >= 1e4) ? v.toExponential(2) : v.toPrecision(4)).replace("-", "−");
+};
+const short = (v) => {  // a number in a cell: at most 6 characters
+  const a = Math.abs(v);
+  const text = a === 0 ? "0" : a < 0.01 || a >= 1000 ? v.toExponential(0).replace("e", "e") : v.toPrecision(a < 1 ? 2 : 3);
+  return text.replace("-", "−");
+};
+const signed = (v) => (v < 0 ? `(${fmt(v)})` : fmt(v));
+const rgba = ([r, g, b], a) => `rgba(${r},${g},${b},${a.toFixed(3)})`;
+const heat = (v, scale, pos, neg) => (scale > 0 ? rgba(v >= 0 ? pos : neg, 0.08 + 0.82 * Math.min(1, Math.abs(v) / scale)) : "transparent");
+const maxAbs = (data) => data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+const norm = (grid) => Math.sqrt(grid.data.reduce((s, v) => s + v * v, 0));
+const bytes = (n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
+
+/** The network's probabilities of class 1 at (x, y), with the frame's parameters (float64, for the pictures). */
+function hiddenAt(p, x, y) {
+  const w1 = p.w1.data, b1 = p.b1.data, units = p.w1.cols, out = new Float64Array(units);
+  for (let j = 0; j < units; j++) out[j] = Math.max(0, x * w1[j] + y * w1[units + j] + b1[j]);
+  return out;
+}
+function probabilityAt(p, x, y) {
+  const h = hiddenAt(p, x, y), w2 = p.w2.data, b2 = p.b2.data;
+  let z0 = b2[0], z1 = b2[1];
+  for (let j = 0; j < h.length; j++) { z0 += h[j] * w2[2 * j]; z1 += h[j] * w2[2 * j + 1]; }
+  return 1 / (1 + Math.exp(z0 - z1));
+}
+
+function skeleton(parent) {
+  const root = el("div", { class: "tl" });
+  root.innerHTML = `
+    <div class="tl-head">
+      <div class="tl-controls" role="group" aria-label="Training controls">
+        <button type="button" class="tl-play"></button>
+        <button type="button" class="tl-step">One iteration</button>
+        <button type="button" class="tl-replay" hidden></button>
+      </div>
+      <p class="tl-numbers" aria-live="off"></p>
+    </div>
+    <div class="tl-graph"><h4 class="tl-title">The iteration's graph: forward values and, after backward, gradients</h4>
+      <div class="tl-svg"></div>
+      <p class="tl-key">Each grid is a tensor (each on its own scale): values <span class="k-pos">above 0</span>
+      and <span class="k-neg">below 0</span>; gradients ∂loss/∂ <span class="k-gpos">above 0</span> and
+      <span class="k-gneg">below 0</span>. A per-sample value shows 6 of the samples. Edges carry backward's gradient
+      to the input (its size, ‖∂‖). Point at or focus a weight for its update.</p>
+      <p class="tl-detail" aria-live="polite"></p></div>
+    <div class="tl-side">
+      <h4 class="tl-title">Decision boundary and the training points</h4>
+      <div class="tl-plane"><canvas class="tl-boundary" width="${CELLS}" height="${CELLS}" aria-hidden="true"></canvas>
+        <svg class="tl-points" role="img"></svg></div>
+      <div class="tl-edit" role="group" aria-label="Add points">
+        <span>A click on the plane adds a point of</span>
+        <label><input type="radio" name="tl-class" value="0" checked> class 0 (circle)</label>
+        <label><input type="radio" name="tl-class" value="1"> class 1 (square)</label>
+        <button type="button" class="tl-clear">Clear the points</button>
+      </div>
+      <h4 class="tl-title">Each hidden unit's output over the plane</h4>
+      <div class="tl-units" role="img"></div>
+      <h4 class="tl-title">Loss, each iteration</h4>
+      <svg class="tl-loss" role="img"></svg>
+    </div>
+    <p class="tl-message" role="status"></p>`;
+  parent.append(root);
+  return root;
+}
+
+function create(parentElement) {
+  const root = skeleton(parentElement);
+  const s = { root, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, layoutKey: "", data: null };
+  const q = (sel) => root.querySelector(sel);
+  s.q = q;
+  const send = (action, extra = {}) => {
+    // the server rewinds to the iteration on screen first: what it computed beyond is computed again
+    for (const n of [...s.frames.keys()]) if (n > s.shown) s.frames.delete(n);
+    s.setStateValue("command", { action, at: s.shown, id: Date.now(), ...extra });
+  };
+  s.send = send;
+  q(".tl-play").addEventListener("click", () => {
+    if (s.playing) { stop(s); send("pause"); } else if (s.data.canPlay) { s.playing = true; start(s); send("play"); }
+    drawHead(s);
+  });
+  q(".tl-step").addEventListener("click", () => { stop(s); send("step"); });
+  q(".tl-replay").addEventListener("click", () => send("replay"));
+  q(".tl-clear").addEventListener("click", () => { stop(s); send("clear"); });
+  q(".tl-points").addEventListener("click", (event) => {
+    const box = event.currentTarget.getBoundingClientRect(), e = s.data.extent;
+    const x = -e + (2 * e * (event.clientX - box.left)) / box.width;
+    const y = e - (2 * e * (event.clientY - box.top)) / box.height;
+    const label = Number(root.querySelector("input[name=tl-class]:checked").value);
+    s.data.points.push([x, y]); s.data.labels.push(label);
+    drawPoints(s);
+    send("add", { point: [Math.round(x * 1000) / 1000, Math.round(y * 1000) / 1000, label] });
+  });
+  const detail = (event) => {
+    const cell = event.target.closest && event.target.closest("[data-param]");
+    if (cell) { s.focus = { param: cell.dataset.param, index: Number(cell.dataset.index) }; drawDetail(s); }
+  };
+  q(".tl-svg").addEventListener("pointerover", detail);
+  q(".tl-svg").addEventListener("focusin", detail);
+  q(".tl-svg").addEventListener("keydown", (event) => moveFocus(s, event));
+  const observer = new ResizeObserver(() => { s.layoutKey = ""; draw(s); });
+  observer.observe(root);
+  s.observer = observer;
+  return s;
+}
+
+function start(s) {
+  clearInterval(s.timer);
+  s.timer = setInterval(() => {
+    if (!s.frames.has(s.shown + 1)) {  // waiting for the server's next chunk, or training stopped
+      if (!s.data.canPlay) { stop(s); drawHead(s); }
+      return;
+    }
+    s.shown += 1;
+    for (const n of s.frames.keys()) if (n < s.shown - 2) s.frames.delete(n);
+    draw(s);
+  }, 1000 / s.data.rate);
+}
+function stop(s) { s.playing = false; clearInterval(s.timer); s.timer = null; }
+
+function drawHead(s) {
+  const { q, data } = s, frame = s.frames.get(s.shown);
+  q(".tl-play").textContent = s.playing ? "Pause" : "Play";
+  q(".tl-play").disabled = !s.playing && !data.canPlay;
+  q(".tl-step").disabled = !data.canPlay;
+  const replay = q(".tl-replay");
+  replay.hidden = s.playing || !frame;
+  if (frame) replay.textContent = `Step iteration ${frame.number}'s backward`;
+  q(".tl-numbers").innerHTML = "";
+  const parts = frame
+    ? [["Iteration", frame.number], ["Loss", fmt(frame.loss)], ["Accuracy", `${Math.round(frame.accuracy * 100)}%`],
+      ["On the tape", `${frame.tape} operations`], ["Memory", `${bytes(frame.bytesBefore)} before backward, ${bytes(frame.bytesAfter)} after the update`],
+      ["Points", frame.samples]]
+    : [["Iteration", 0], ["Loss", "not yet"], ["Points", data.points.length]];
+  for (const [name, value] of parts) {
+    const span = el("span", { class: "tl-number" });
+    span.append(el("span", { class: "tl-name" }, `${name} `), el("strong", { class: "tl-value", "data-name": name }, String(value)));
+    q(".tl-numbers").append(span);
+  }
+  s.root.dataset.iteration = frame ? frame.number : 0;
+  s.root.dataset.serverRuns = data.serverRuns;
+  s.root.dataset.playing = s.playing;
+  q(".tl-message").textContent = data.message || "";
+}
+
+/** One column per level of operations, from the data to the loss, each leaf above the operation that first uses it;
+ * a graph wider than the box wraps into bands, each read left to right. */
+function layout(s, frame, width, height) {
+  const nodes = frame.nodes, column = nodes.map(() => 0);
+  nodes.forEach((n, i) => {
+    const ops = n.inputs.filter((k) => nodes[k].inputs.length);
+    if (n.inputs.length) column[i] = ops.length ? 1 + Math.max(...ops.map((k) => column[k])) : 0;
+  });
+  nodes.forEach((n, i) => {
+    if (n.inputs.length) return;
+    const users = nodes.map((m, k) => (m.inputs.includes(i) ? column[k] : Infinity));
+    column[i] = Math.min(...users);
+  });
+  const columns = Math.max(...column) + 1;
+  const minWidth = s.data.presenter ? 130 : 96;
+  const bands = Math.max(1, Math.ceil(columns / Math.max(1, Math.floor(width / minWidth))));
+  const perBand = Math.ceil(columns / bands);
+  const colWidth = width / perBand, bandHeight = height / bands;
+  const byColumn = new Map();
+  nodes.forEach((n, i) => byColumn.set(column[i], [...(byColumn.get(column[i]) || []), i]));
+  const header = s.data.presenter ? 40 : 32, gap = 16;
+  const boxes = nodes.map(() => null);
+  for (const [c, members] of byColumn) {
+    members.sort((a, b) => (nodes[a].inputs.length ? 1 : 0) - (nodes[b].inputs.length ? 1 : 0) || a - b);
+    const band = Math.floor(c / perBand), x = (c % perBand) * colWidth + 4, w = colWidth - 26;
+    const rowsOf = (n) => n.value.rows + (n.grad ? n.grad.rows : 0);
+    const gridRows = members.reduce((t, i) => t + rowsOf(nodes[i]), 0);
+    const room = bandHeight - members.length * (header + gap + 12) - 8;
+    const cell = Math.max(2, Math.min(16, room / Math.max(1, gridRows)));
+    let y = band * bandHeight + 4;
+    for (const i of members) {
+      const n = nodes[i], cw = Math.min(s.data.presenter ? 60 : 48, (w - 10) / n.value.cols);
+      const h = header + rowsOf(n) * cell + (n.grad ? 6 : 0) + 6;
+      boxes[i] = { x, y, w, h, cell, cw, column: c };
+      y += h + gap;
+    }
+  }
+  return boxes;
+}
+
+function label(n) {
+  const shape = n.shape.join("×"), bare = (op) => op.replace(/\(.*\)/, "");
+  if (n.ops.length > 1) return { title: n.name || bare(n.op), sub: `cross-entropy, ${n.ops.length} ops`, ops: n.ops.map(bare).join(", ") };
+  if (n.kind !== "op") return { title: n.name || bare(n.op), sub: `${n.kind} · ${shape}` };
+  return { title: n.name || bare(n.op), sub: n.name ? `${bare(n.op)} · ${shape}` : shape };
+}
+
+function drawGraph(s, frame) {
+  const pane = s.q(".tl-svg");
+  const width = Math.max(280, pane.clientWidth), height = Math.max(240, pane.clientHeight);
+  const boxes = layout(s, frame, width, height);
+  const svg = el("svg:svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group",
+    "aria-label": `The graph of iteration ${frame.number}: ${frame.nodes.length} tensors, ${frame.tape} operations on the tape` });
+  const edges = el("svg:g", { class: "tl-edges" });
+  svg.append(edges);
+  const norms = frame.nodes.map((n) => (n.grad ? norm(n.grad) : 0));
+  const largest = Math.max(...norms, 1e-12);
+  frame.nodes.forEach((n, i) => n.inputs.forEach((k) => {
+    const a = boxes[k], b = boxes[i];
+    let d, x1, y1, x2, y2;
+    if (a.column === b.column) {  // a leaf above the op that uses it
+      x1 = a.x + a.w - 12; y1 = a.y + a.h; x2 = b.x + b.w - 12; y2 = b.y;
+      d = `M${x1},${y1} L${x2},${y2}`;
+    } else {
+      x1 = a.x + a.w; y1 = a.y + Math.min(a.h / 2, 24); x2 = b.x; y2 = b.y + Math.min(b.h / 2, 20);
+      const mid = (x1 + x2) / 2;
+      d = x2 > x1 ? `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}` : `M${x1},${y1} C${x1 + 60},${y1 + 80} ${x2 - 60},${y2 - 80} ${x2},${y2}`;
+    }
+    const mid = (x1 + x2) / 2;
+    const strength = norms[k] / largest;
+    edges.append(el("svg:path", { d, class: `tl-edge${frame.nodes[k].grad ? " carries" : ""}${s.playing ? " flowing" : ""}`,
+      "stroke-width": (1 + 4 * Math.sqrt(strength)).toFixed(2) }));
+    if (frame.nodes[k].grad && Math.abs(x2 - x1) > 30) {
+      const t = el("svg:text", { x: mid, y: (y1 + y2) / 2 - 3, class: "tl-edge-label", "text-anchor": "middle" }, `‖∂‖ ${fmt(norms[k])}`);
+      edges.append(t);
+    }
+  }));
+  frame.nodes.forEach((n, i) => svg.append(drawNode(s, frame, n, boxes[i])));
+  pane.replaceChildren(svg);
+}
+
+function drawNode(s, frame, n, box) {
+  const g = el("svg:g", { class: `tl-node ${n.kind}`, transform: `translate(${box.x},${box.y})` });
+  const { title, sub, ops } = label(n);
+  g.append(el("svg:rect", { class: "tl-box", width: box.w, height: box.h, rx: 6 }));
+  g.append(el("svg:title", {}, `${title}: ${ops || n.op}, ${n.shape.join("×")}`));
+  g.append(el("svg:text", { x: 6, y: s.data.presenter ? 18 : 15, class: "tl-node-title" }, title));
+  g.append(el("svg:text", { x: 6, y: s.data.presenter ? 34 : 28, class: "tl-node-sub" }, sub));
+  const header = s.data.presenter ? 40 : 32;
+  const param = n.kind === "parameter" || (n.kind === "op" && frame.parameters[n.name]) ? n.name : null;
+  grid(g, n.value, header, box, BLUE, ORANGE, param, n);
+  if (n.grad) grid(g, n.grad, header + n.value.rows * box.cell + 6, box, PURPLE, GREEN, null, n);
+  return g;
+}
+
+function grid(g, values, top, box, neg, pos, param, n) {
+  const scale = maxAbs(values.data);
+  const cw = Math.min(box.cw, (box.w - 10) / values.cols), ch = box.cell;
+  const numbers = cw >= 40 && ch >= 13;
+  for (let r = 0; r < values.rows; r++) {
+    for (let c = 0; c < values.cols; c++) {
+      const index = r * values.cols + c, v = values.data[index];
+      const x = 5 + c * cw, y = top + r * ch;
+      const rect = el("svg:rect", { x, y, width: Math.max(1, cw - (cw > 4 ? 1 : 0)), height: Math.max(1, ch - (ch > 4 ? 1 : 0)), fill: heat(v, scale, pos, neg), class: "tl-cell" });
+      if (param) {
+        rect.setAttribute("data-param", param);
+        rect.setAttribute("data-index", index);
+        rect.setAttribute("tabindex", index === 0 ? "0" : "-1");
+        rect.setAttribute("role", "img");
+        rect.setAttribute("aria-label", `${param}[${r}, ${c}] = ${fmt(v)}`);
+      }
+      g.append(rect);
+      if (numbers) g.append(el("svg:text", { x: x + cw / 2, y: y + ch - 3, class: "tl-cell-number", "text-anchor": "middle" }, short(v)));
+    }
+  }
+}
+
+function moveFocus(s, event) {
+  const cell = event.target.closest && event.target.closest("[data-param]");
+  if (!cell) return;
+  const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: "down", ArrowUp: "up" };
+  if (!(event.key in moves)) return;
+  event.preventDefault();
+  const frame = s.frames.get(s.shown), grid = frame.parameters[cell.dataset.param];
+  let index = Number(cell.dataset.index), step = moves[event.key];
+  if (step === "down") step = grid.cols; else if (step === "up") step = -grid.cols;
+  index = Math.max(0, Math.min(grid.data.length - 1, index + step));
+  const next = s.q(`.tl-svg [data-param="${cell.dataset.param}"][data-index="${index}"]`);
+  if (next) { cell.setAttribute("tabindex", "-1"); next.setAttribute("tabindex", "0"); next.focus(); }
+}
+
+function drawDetail(s) {
+  const frame = s.frames.get(s.shown), out = s.q(".tl-detail");
+  if (!frame || !s.focus || !frame.parameters[s.focus.param]) { out.textContent = ""; return; }
+  const { param, index } = s.focus, w = frame.parameters[param], cols = w.cols;
+  const at = `${param}[${Math.floor(index / cols)}, ${index % cols}]`;
+  const grad = frame.gradients[param], after = frame.updated[param];
+  if (!grad) { out.textContent = `${at} = ${fmt(w.data[index])}: backward gave it no gradient.`; return; }
+  out.textContent = `${at} ← ${fmt(w.data[index])} − ${fmt(s.data.learningRate)} × ${signed(grad.data[index])} = `
+    + `${fmt(after.data[index])}   (its value − learning rate × ∂loss/∂${param} at this weight, in iteration ${frame.number})`;
+}
+
+function drawBoundary(s, frame) {
+  const canvas = s.q(".tl-boundary"), ctx = canvas.getContext("2d"), e = s.data.extent;
+  const image = ctx.createImageData(CELLS, CELLS);
+  for (let r = 0; r < CELLS; r++) for (let c = 0; c < CELLS; c++) {
+    const x = -e + (2 * e * (c + 0.5)) / CELLS, y = e - (2 * e * (r + 0.5)) / CELLS;
+    const p = frame ? probabilityAt(frame.parameters, x, y) : 0.5;
+    const [R, G, B] = p >= 0.5 ? ORANGE : BLUE, a = Math.abs(p - 0.5) * 2 * 0.55;
+    const k = 4 * (r * CELLS + c);
+    image.data[k] = R; image.data[k + 1] = G; image.data[k + 2] = B; image.data[k + 3] = Math.round(a * 255);
+  }
+  ctx.putImageData(image, 0, 0);
+  drawPoints(s);
+}
+
+function drawPoints(s) {
+  const svg = s.q(".tl-points"), e = s.data.extent, { points, labels } = s.data;
+  svg.setAttribute("viewBox", "0 0 200 200");
+  const ones = labels.filter((c) => c === 1).length;
+  svg.setAttribute("aria-label", `The plane, coloured by the model's probability of class 1 (orange above 50 %, blue below), with ${labels.length - ones} points of class 0 (circles) and ${ones} of class 1 (squares).`);
+  svg.replaceChildren();
+  points.forEach(([x, y], i) => {
+    const px = ((x + e) / (2 * e)) * 200, py = ((e - y) / (2 * e)) * 200;
+    svg.append(labels[i] === 0 ? el("svg:circle", { cx: px, cy: py, r: 2.6, class: "tl-point c0" })
+      : el("svg:rect", { x: px - 2.4, y: py - 2.4, width: 4.8, height: 4.8, class: "tl-point c1" }));
+  });
+}
+
+function drawUnits(s, frame) {
+  const box = s.q(".tl-units");
+  const units = frame ? frame.parameters.w1.cols : 0;
+  if (box.children.length !== units) {
+    box.replaceChildren(...Array.from({ length: units }, (_, j) => el("canvas", { width: UNIT_CELLS, height: UNIT_CELLS, title: `unit ${j + 1}` })));
+  }
+  box.setAttribute("aria-label", `${units} small pictures, one per hidden unit: where over the plane its ReLU output is large (dark) or zero (clear).`);
+  if (!frame) return;
+  const e = s.data.extent, outs = [];
+  for (let r = 0; r < UNIT_CELLS; r++) for (let c = 0; c < UNIT_CELLS; c++) {
+    outs.push(hiddenAt(frame.parameters, -e + (2 * e * (c + 0.5)) / UNIT_CELLS, e - (2 * e * (r + 0.5)) / UNIT_CELLS));
+  }
+  [...box.children].forEach((canvas, j) => {
+    const ctx = canvas.getContext("2d"), image = ctx.createImageData(UNIT_CELLS, UNIT_CELLS);
+    const top = Math.max(1e-12, ...outs.map((h) => h[j]));
+    outs.forEach((h, k) => { image.data[4 * k] = 90; image.data[4 * k + 1] = 60; image.data[4 * k + 2] = 160; image.data[4 * k + 3] = Math.round((h[j] / top) * 230); });
+    ctx.putImageData(image, 0, 0);
+  });
+}
+
+function drawLoss(s) {
+  const svg = s.q(".tl-loss"), losses = s.data.losses.slice(0, s.shown);
+  const w = 320, h = 120, left = 34, bottom = 18;
+  svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
+  const top = Math.max(1, ...losses), span = Math.max(100, losses.length);
+  svg.setAttribute("aria-label", losses.length ? `The loss over ${losses.length} iterations: ${fmt(losses[0])} at the first, ${fmt(losses[losses.length - 1])} now.` : "The loss curve starts with the first iteration.");
+  const x = (i) => left + ((w - left - 6) * i) / span, y = (v) => h - bottom - ((h - bottom - 6) * v) / top;
+  svg.replaceChildren(
+    el("svg:line", { x1: left, y1: y(0), x2: w - 4, y2: y(0), class: "tl-axis" }),
+    el("svg:line", { x1: left, y1: y(0), x2: left, y2: 4, class: "tl-axis" }),
+    el("svg:text", { x: left - 4, y: y(0), "text-anchor": "end", class: "tl-tick" }, "0"),
+    el("svg:text", { x: left - 4, y: y(top) + 8, "text-anchor": "end", class: "tl-tick" }, fmt(top)),
+    el("svg:text", { x: w - 4, y: h - 3, "text-anchor": "end", class: "tl-tick" }, `iteration ${span}`),
+    el("svg:polyline", { points: losses.map((v, i) => `${x(i + 1).toFixed(1)},${y(v).toFixed(1)}`).join(" "), class: "tl-curve" }),
+  );
+}
+
+function draw(s) {
+  const frame = s.frames.get(s.shown);
+  drawHead(s);
+  if (frame) drawGraph(s, frame);
+  else s.q(".tl-svg").replaceChildren(el("p", { class: "tl-empty" }, "Press Play or One iteration: the graph of each iteration is drawn here."));
+  drawBoundary(s, frame);
+  drawUnits(s, frame);
+  drawLoss(s);
+  drawDetail(s);
+}
+
+function fit(s) {
+  // the whole stage in the window from where it starts: one screen, no scrolling (a phone stacks it instead)
+  const top = s.root.getBoundingClientRect().top + window.scrollY;
+  const room = window.innerHeight - Math.min(top, window.innerHeight * 0.45) - 12;
+  s.root.style.setProperty("--tl-height", `${Math.max(420, Math.round(room))}px`);
+}
+
+export default function (component) {
+  const { data, parentElement, setStateValue } = component;
+  let s = states.get(parentElement);
+  if (!s || s.data.signature !== data.signature) {
+    if (s) { stop(s); s.observer.disconnect(); s.root.remove(); }
+    s = create(parentElement);
+    states.set(parentElement, s);
+    s.data = data;
+    if (data.playing && data.canPlay) { s.playing = true; start(s); }  // a remount while playing plays on
+  }
+  s.setStateValue = setStateValue;
+  s.data = data;
+  for (const frame of data.frames) s.frames.set(frame.number, frame);
+  // paused, the stage shows where the server is (it rewound to the stage's iteration, then acted); playing, the
+  // stage's own clock moves on through what the server computed ahead
+  if (!s.playing) s.shown = data.iterations;
+  s.root.classList.toggle("presenter", data.presenter);
+  fit(s);
+  draw(s);
+  return () => { stop(s); s.observer.disconnect(); states.delete(parentElement); };
+}

@@ -1,0 +1,244 @@
+"""The Training lesson's live stage as one Streamlit component (v2): the payload (typed here and in
+training_stage.js's JSDoc, checked by tests/app/test_training_stage.py), and what the stage asks the page to do."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypedDict
+
+import numpy as np
+import streamlit as st
+
+from course.training import MAX_POINTS, Frame, IterationReplay, LiveNode, Training, replay_iteration
+
+HERE = Path(__file__).parent
+TRAINING_JS = (HERE / "training_stage.js").read_text()
+TRAINING_CSS = (HERE / "training_stage.css").read_text()
+STAGE = st.components.v2.component("training_stage", html="", css=TRAINING_CSS, js=TRAINING_JS)
+DIGITS = 5  # significant digits of a number sent: a weight's update reads to 4
+
+
+class Grid(TypedDict):
+    rows: int
+    cols: int
+    data: list[float]
+
+
+class LiveNodeWire(TypedDict):
+    name: str
+    op: str
+    ops: list[str]
+    shape: list[int]
+    kind: str
+    inputs: list[int]
+    value: Grid
+    grad: Grid | None
+
+
+class FrameWire(TypedDict):
+    number: int
+    loss: float
+    accuracy: float
+    tape: int
+    bytesBefore: int
+    bytesAfter: int
+    samples: int
+    rows: list[int]
+    nodes: list[LiveNodeWire]
+    parameters: dict[str, Grid]
+    gradients: dict[str, Grid]
+    updated: dict[str, Grid]
+
+
+class TrainingPayload(TypedDict):
+    signature: str
+    iterations: int
+    frames: list[FrameWire]
+    losses: list[float]
+    points: list[list[float]]
+    labels: list[int]
+    extent: float
+    learningRate: float
+    rate: int
+    playing: bool
+    canPlay: bool
+    message: str | None
+    serverRuns: int
+    presenter: bool
+
+
+class Command(TypedDict, total=False):
+    action: str  # play, pause, step, replay, add, clear
+    at: int  # the iteration on the stage when it was asked
+    id: int
+    point: list[float]  # add: x, y, class
+
+
+def grid(array: np.ndarray) -> Grid:
+    """A tensor as rows and columns (a vector is one row), each number to `DIGITS` significant digits."""
+    values = np.asarray(array, dtype=np.float64)
+    matrix = values.reshape(1, -1) if values.ndim < 2 else values.reshape(-1, values.shape[-1])
+    flat = matrix.ravel()
+    top = float(np.max(np.abs(flat))) if flat.size else 0.0
+    decimals = DIGITS - 1 - int(np.floor(np.log10(top))) if top > 0 and np.isfinite(top) else DIGITS
+    return {"rows": matrix.shape[0], "cols": matrix.shape[1], "data": np.round(flat, max(0, decimals)).tolist()}
+
+
+def node_wire(node: LiveNode) -> LiveNodeWire:
+    return {
+        "name": node.name,
+        "op": node.op,
+        "ops": list(node.ops),
+        "shape": list(node.shape),
+        "kind": node.kind,
+        "inputs": list(node.inputs),
+        "value": grid(node.value),
+        "grad": None if node.grad is None else grid(node.grad),
+    }
+
+
+def frame_wire(training: Training, frame: Frame) -> FrameWire:
+    iteration = training.history[frame.number - 1]
+    return {
+        "number": frame.number,
+        "loss": iteration.loss,
+        "accuracy": iteration.accuracy,
+        "tape": iteration.tape,
+        "bytesBefore": iteration.graph_usage.bytes_in_use,
+        "bytesAfter": iteration.usage.bytes_in_use,
+        "samples": iteration.samples,
+        "rows": list(frame.rows),
+        "nodes": [node_wire(n) for n in frame.nodes],
+        "parameters": {k: grid(v) for k, v in frame.parameters.items()},
+        "gradients": {k: grid(v) for k, v in frame.gradients.items()},
+        "updated": {k: grid(v) for k, v in frame.updated.items()},
+    }
+
+
+def extent(training: Training) -> float:
+    """Half the plane's side: the data's (a point added stays where it was clicked), at least 2."""
+    reach = float(np.abs(training.points).max()) + 0.3 if len(training.points) else 0.0
+    return max(2.0, round(reach, 1))
+
+
+def training_stage(
+    training: Training,
+    frames: list[Frame],
+    *,
+    signature: str,
+    rate: int,
+    playing: bool,
+    message: str | None,
+    server_runs: int,
+    presenter: bool,
+    key: str,
+    on_command: Callable[[], None],
+) -> None:
+    """Mount the stage with the frames not sent yet; `on_command` runs before the rerun a stage's command causes
+    (`st.session_state[key]["command"]` is the command), so the stage gets the state after it."""
+    latest = training.frames[-1] if training.frames else None
+    if latest is not None and latest not in frames:
+        frames = [*frames, latest]  # the iteration on screen when paused, whatever was sent before
+    payload: TrainingPayload = {
+        "signature": signature,
+        "iterations": training.iterations,
+        "frames": [frame_wire(training, f) for f in frames],
+        "losses": [i.loss for i in training.history],
+        "points": training.points.astype(np.float64).round(4).tolist(),
+        "labels": training.labels.tolist(),
+        "extent": extent(training),
+        "learningRate": training.learning_rate,
+        "rate": rate,
+        "playing": playing,
+        "canPlay": training.stopped is None and len(training.labels) > 0,
+        "message": message,
+        "serverRuns": server_runs,
+        "presenter": presenter,
+    }
+    STAGE(data=payload, key=key, on_command_change=on_command)
+
+
+RATE = 30  # iterations a second on the stage while playing
+TICK_S = 0.5  # the server's chunk: each tick computes what the stage plays in the next `LEAD_S`
+LEAD_S = 1.0
+ACTIONS = ("play", "pause", "step", "replay", "add", "clear")
+
+
+@dataclass
+class LiveTraining:
+    """One session's training as the live stage drives it: the stage plays iterations at `RATE` a second from
+    chunks the server computes ahead (`ahead`), and its commands apply to the iteration on its screen."""
+
+    training: Training
+    signature: str
+    playing: bool = False
+    clock: tuple[float, int] = (0.0, 0)  # when play started, and the iteration on the stage then
+    sent: int = 0  # the newest iteration whose picture the stage has
+    runs: int = 0  # the server's runs of the stage, counted: not one per iteration
+    replayed: IterationReplay | None = None
+    message: str | None = None
+    full_rerun: bool = False  # play started or stopped: the ticker changes with a run of the whole page
+    edited: bool = False  # the points are a student's own (the link keeps them)
+
+    def apply(self, command: object) -> None:
+        """A command from the stage; anything else a visitor could send is ignored."""
+        if not isinstance(command, dict) or command.get("action") not in ACTIONS:
+            return
+        training, action = self.training, command["action"]
+        at = command.get("at")
+        at = min(max(at, 0), training.iterations) if isinstance(at, int) else training.iterations
+        if training.update != "autodiff":  # the mistake's graph reaches back through updates: never rebuilt
+            training.rewind(at)
+        self.sent = min(self.sent, training.iterations)
+        self.message = None
+        if action == "play" and not self.playing:
+            self.playing, self.clock, self.full_rerun = True, (time.monotonic(), training.iterations), True
+        elif action != "play" and self.playing:
+            self.playing, self.full_rerun = False, True
+        if action == "step" and len(training.labels):
+            training.step()
+        elif action == "replay" and training.iterations:
+            self.replayed = replay_iteration(training, training.iterations)
+        elif action == "add":
+            self.add(command.get("point"))
+        elif action == "clear":
+            self.use(np.zeros((0, 2), np.float32), np.zeros(0, np.int64))
+            self.message = "No points: click on the plane to add some (pick the class first), or paste rows below."
+
+    def add(self, point: object) -> None:
+        training = self.training
+        if not (isinstance(point, list) and len(point) == 3 and all(isinstance(v, (int, float)) for v in point)):
+            return
+        x, y, label = point
+        if not (np.isfinite(x) and np.isfinite(y)) or label not in (0, 1):
+            return
+        if len(training.labels) >= MAX_POINTS:
+            self.message = f"There are {MAX_POINTS} points already, as many as this lesson trains on."
+            return
+        limit = extent(training) + 0.5
+        points = np.vstack([training.points, [[np.clip(x, -limit, limit), np.clip(y, -limit, limit)]]])
+        self.use(points.astype(np.float32), np.append(training.labels, int(label)))
+
+    def use(self, points: np.ndarray, labels: np.ndarray) -> None:
+        self.training.use_points(points, labels)
+        self.edited = True
+
+    def ahead(self) -> None:
+        """While playing, compute what the stage will play in the next `LEAD_S` (at most two seconds' worth)."""
+        if not self.playing:
+            return
+        started, first = self.clock
+        target = first + int((time.monotonic() - started + LEAD_S) * RATE)
+        for _ in range(min(target - self.training.iterations, 2 * RATE)):
+            if self.training.step() is None:
+                break
+        if self.training.stopped is not None:
+            self.playing, self.full_rerun = False, True
+
+    def unsent(self) -> list[Frame]:
+        frames = [f for f in self.training.frames if f.number > self.sent]
+        self.sent = self.training.iterations
+        return frames
