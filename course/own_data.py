@@ -71,7 +71,7 @@ def from_link(text: str) -> tuple[np.ndarray, np.ndarray]:
     if len(text) > math.ceil(LINK_POINTS * _POINT.size * 4 / 3):
         raise DataError(f"The link's data is longer than {LINK_POINTS} points: it was not read.")
     try:
-        packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        packed = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
     except ValueError:
         raise DataError("The link's data is damaged (it is not the text this page writes): it was not read.") from None
     if len(packed) % _POINT.size:

@@ -300,8 +300,9 @@ class Training:
 
     def _use(self, points: np.ndarray, labels: np.ndarray) -> None:
         self.points, self.labels = points, labels
-        self.inputs = Tensor.from_floats(points, self.ad)  # data: untracked leaves, no gradient kept
-        self.targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[labels], self.ad)
+        if len(labels):  # data: untracked leaves, no gradient kept (a tensor has at least one number)
+            self.inputs = Tensor.from_floats(points, self.ad)
+            self.targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[labels], self.ad)
 
     def use_points(self, points: np.ndarray, labels: np.ndarray) -> None:
         """Train on these points from the next iteration on (the parameters stay as they are)."""

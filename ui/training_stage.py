@@ -18,7 +18,7 @@ HERE = Path(__file__).parent
 TRAINING_JS = (HERE / "training_stage.js").read_text()
 TRAINING_CSS = (HERE / "training_stage.css").read_text()
 STAGE = st.components.v2.component("training_stage", html="", css=TRAINING_CSS, js=TRAINING_JS)
-DIGITS = 5  # significant digits of a number sent: a weight's update reads to 4
+DIGITS = 4  # significant digits of a value or gradient in the graph's grids (a cell shows 2 or 3)
 
 
 class Grid(TypedDict):
@@ -87,6 +87,13 @@ def grid(array: np.ndarray) -> Grid:
     return {"rows": matrix.shape[0], "cols": matrix.shape[1], "data": np.round(flat, max(0, decimals)).tolist()}
 
 
+def exact(array: np.ndarray) -> Grid:
+    """A parameter or its gradient as rows and columns, each number to float32's 7 significant digits: the
+    update's numbers on screen are the engine's."""
+    matrix = np.asarray(array).reshape(-1, np.asarray(array).shape[-1])
+    return {"rows": matrix.shape[0], "cols": matrix.shape[1], "data": [float(f"{v:.7g}") for v in matrix.ravel()]}
+
+
 def node_wire(node: LiveNode) -> LiveNodeWire:
     return {
         "name": node.name,
@@ -112,9 +119,9 @@ def frame_wire(training: Training, frame: Frame) -> FrameWire:
         "samples": iteration.samples,
         "rows": list(frame.rows),
         "nodes": [node_wire(n) for n in frame.nodes],
-        "parameters": {k: grid(v) for k, v in frame.parameters.items()},
-        "gradients": {k: grid(v) for k, v in frame.gradients.items()},
-        "updated": {k: grid(v) for k, v in frame.updated.items()},
+        "parameters": {k: exact(v) for k, v in frame.parameters.items()},
+        "gradients": {k: exact(v) for k, v in frame.gradients.items()},
+        "updated": {k: exact(v) for k, v in frame.updated.items()},
     }
 
 
@@ -207,6 +214,9 @@ class LiveTraining:
         elif action == "clear":
             self.use(np.zeros((0, 2), np.float32), np.zeros(0, np.int64))
             self.message = "No points: click on the plane to add some (pick the class first), or paste rows below."
+
+    def back_to_training(self) -> None:
+        self.replayed = None
 
     def add(self, point: object) -> None:
         training = self.training

@@ -67,9 +67,7 @@ def live_stage(live: LiveTraining) -> None:
     if live.replayed is not None:
         replayed = live.replayed
         back, caption = st.columns([1, 3], vertical_alignment="center")
-        if back.button("Back to training", key="training_back", type="primary"):
-            live.replayed = None
-            st.rerun(scope="fragment")
+        back.button("Back to training", key="training_back", type="primary", on_click=live.back_to_training)
         caption.caption(f"Iteration {replayed.number}: loss {replayed.loss:.4f}, recomputed from its parameters.")
         replay_view(
             replayed.before,
@@ -130,6 +128,8 @@ if use_rows.button("Train on these rows", key="training_use_csv"):
         live.use(*parse_csv(pasted))
     except DataError as bad:
         st.error(f"{bad} Nothing was changed: fix the row and press the button again.")
+    else:
+        st.rerun()  # the stage above draws the new points
 download.download_button(
     "Download the points (CSV)",
     to_csv(live.training.points, live.training.labels),

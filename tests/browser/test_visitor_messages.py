@@ -20,7 +20,7 @@ FORGED = "<b>forged</b>"
     [
         ("traversal", "Program", b"Backward traversal"),
         ("play", "Examples", b"Playground"),
-        ("training", "Data", b"Training"),
+        ("training", "Load the points", b"Training"),
     ],
 )
 def test_a_forged_choice_reads_as_the_default_with_no_alert_and_no_traceback(tmp_path, page, label, heading):

@@ -146,3 +146,87 @@ def test_the_boundary_covers_the_data_and_is_the_models_probability():
     assert ys[0] < training.points[:, 1].min() and ys[-1] > training.points[:, 1].max()
     predicted = training.predict(training.points).argmax(axis=1)
     assert (predicted == training.labels).mean() == pytest.approx(training.history[-1].accuracy, abs=0.02)
+
+
+def numpy_gradients(params: dict[str, np.ndarray], points: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
+    """∂loss/∂w of the lesson's loss, derived by hand and computed in float64 numpy (no autodiff)."""
+    pre = points @ params["w1"] + params["b1"]
+    hidden = np.maximum(pre, 0.0)
+    logits = hidden @ params["w2"] + params["b2"]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    probs = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    d_logits = (probs - np.eye(2)[labels]) / len(labels)
+    d_hidden = d_logits @ params["w2"].T * (pre > 0)
+    return {
+        "w1": points.T @ d_hidden,
+        "b1": d_hidden.sum(axis=0, keepdims=True),
+        "w2": hidden.T @ d_logits,
+        "b2": d_logits.sum(axis=0, keepdims=True),
+    }
+
+
+def test_500_iterations_match_float64_numpy_gradient_for_gradient_and_update_for_update():
+    # each iteration: the engine's loss and gradients against numpy's from the same parameters, and the next
+    # parameters exactly its update, w - 0.5 * grad, in the engine's float32
+    training = Training("spirals", learning_rate=0.5, seed=3)
+    points = training.points.astype(np.float64)
+    for _ in range(500):
+        iteration = training.step()
+        assert iteration is not None
+        frame = training.frames[-1]
+        start = {k: v.astype(np.float64) for k, v in frame.parameters.items()}
+        assert iteration.loss == pytest.approx(numpy_loss(start, points, training.labels), rel=1e-5)
+        expected = numpy_gradients(start, points, training.labels)
+        for name, grad in frame.gradients.items():
+            np.testing.assert_allclose(grad, expected[name], rtol=1e-3, atol=2e-6, err_msg=f"{name}, {iteration}")
+            updated = (frame.parameters[name] - np.float32(0.5) * grad.astype(np.float32)).astype(np.float32)
+            np.testing.assert_array_equal(frame.updated[name], updated, err_msg=name)
+    assert training.history[-1].loss < training.history[0].loss / 2
+
+
+def test_each_frame_is_the_graph_the_loss_was_computed_from_with_its_values_and_gradients():
+    training = Training(seed=0)
+    training.step()
+    frame = training.frames[-1]
+    by_name = {n.name: n for n in frame.nodes if n.name}
+    assert set(by_name) == {"points", "targets", "w1", "b1", "w2", "b2", "hidden", "logits", "loss"}
+    ops = [n.op for n in frame.nodes if n.kind == "op"]
+    assert ops == ["matmul", "add", "relu", "matmul", "add", "neg"]  # the loss function's five ops fold into the loss
+    assert by_name["loss"].ops == ("log_softmax(dim=1)", "mul", "sum_dim(1)", "mean", "neg")
+    assert sum(len(n.ops) for n in frame.nodes) == training.history[0].tape  # every operation on the tape, once
+    assert [frame.nodes[k].name for k in by_name["loss"].inputs] == ["logits", "targets"]
+    # per-sample values are cut to evenly spaced samples; the rows are the training points themselves
+    np.testing.assert_array_equal(by_name["points"].value, training.points[list(frame.rows)])
+    hidden = np.maximum(training.points @ frame.parameters["w1"] + frame.parameters["b1"], 0)[list(frame.rows)]
+    np.testing.assert_allclose(by_name["hidden"].value, hidden, rtol=1e-5, atol=1e-6)
+    assert by_name["loss"].grad == pytest.approx([1.0]) and by_name["points"].grad is None
+
+
+def test_rewinding_forgets_later_iterations_and_trains_again_the_same_way():
+    training, reference = Training(seed=1), Training(seed=1)
+    for _ in range(12):
+        training.step()
+    training.rewind(5)
+    assert training.iterations == 5 and [f.number for f in training.frames][-1] == 5
+    for _ in range(7):
+        training.step()
+        reference.step()
+    for _ in range(5):
+        reference.step()
+    assert [i.loss for i in training.history] == [i.loss for i in reference.history]
+    with pytest.raises(ValueError, match="no iteration 13"):
+        training.rewind(13)
+
+
+def test_training_continues_on_new_points_and_a_replay_uses_the_points_its_iteration_had():
+    training = Training(seed=0)
+    training.step()
+    points, labels = make_dataset("spirals", 40, seed=2)
+    training.use_points(points, labels)
+    training.step()
+    assert [i.samples for i in training.history] == [200, 40]
+    values = {k: v.astype(np.float64) for k, v in training.checkpoints[1].items()}
+    assert training.history[1].loss == pytest.approx(numpy_loss(values, points.astype(np.float64), labels), rel=1e-5)
+    assert replay_iteration(training, 1).loss == pytest.approx(training.history[0].loss, rel=1e-6)
+    with pytest.raises(ValueError, match="at most 500"):
+        training.use_points(np.zeros((501, 2)), np.zeros(501, dtype=int))
