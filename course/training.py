@@ -229,9 +229,9 @@ def live_nodes(
     folded: set[NodeId] = set()
     for node_id in reversed(ordered):
         node = by_id[node_id]
-        if node_id != root and node.inputs and int(node_id) not in names and users[node_id]:
-            if all(u == root or u in folded for u in users[node_id]):
-                folded.add(node_id)
+        unnamed = node_id != root and node.inputs and int(node_id) not in names and users[node_id]
+        if unnamed and all(u == root or u in folded for u in users[node_id]):
+            folded.add(node_id)
     shown = [node_id for node_id in ordered if node_id not in folded]
     position = {node_id: k for k, node_id in enumerate(shown)}
 

@@ -68,25 +68,24 @@ function skeleton(parent) {
     </div>
     <div class="tl-graph"><h4 class="tl-title">The iteration's graph: forward values and, after backward, gradients</h4>
       <div class="tl-svg"></div>
-      <p class="tl-key">Each grid is a tensor (each on its own scale): values <span class="k-pos">above 0</span>
-      and <span class="k-neg">below 0</span>; gradients ∂loss/∂ <span class="k-gpos">above 0</span> and
-      <span class="k-gneg">below 0</span>. A per-sample value shows 6 of the samples. Edges carry backward's gradient
-      to the input (its size, ‖∂‖). Point at or focus a weight for its update.</p>
+      <p class="tl-key">Grids (each on its own scale, 6 samples of a batch): values <span class="k-pos">&gt; 0</span>
+      <span class="k-neg">&lt; 0</span>, gradients ∂loss/∂ <span class="k-gpos">&gt; 0</span>
+      <span class="k-gneg">&lt; 0</span>. Edges carry backward's gradient ‖∂‖. Point at or focus a weight.</p>
       <p class="tl-detail" aria-live="polite"></p></div>
     <div class="tl-side">
       <h4 class="tl-title">Decision boundary and the training points</h4>
       <div class="tl-plane"><canvas class="tl-boundary" width="${CELLS}" height="${CELLS}" aria-hidden="true"></canvas>
         <svg class="tl-points" role="img"></svg></div>
       <div class="tl-edit" role="group" aria-label="Add points">
-        <span>A click on the plane adds a point of</span>
+        <span>A click adds a point of</span>
         <label><input type="radio" name="tl-class" value="0" checked> class 0 (circle)</label>
         <label><input type="radio" name="tl-class" value="1"> class 1 (square)</label>
         <button type="button" class="tl-clear">Clear the points</button>
       </div>
-      <h4 class="tl-title">Each hidden unit's output over the plane</h4>
-      <div class="tl-units" role="img"></div>
-      <h4 class="tl-title">Loss, each iteration</h4>
-      <svg class="tl-loss" role="img"></svg>
+      <div class="tl-below">
+        <div><h4 class="tl-title">Each hidden unit over the plane</h4><div class="tl-units" role="img"></div></div>
+        <div><h4 class="tl-title">Loss, each iteration</h4><svg class="tl-loss" role="img"></svg></div>
+      </div>
     </div>
     <p class="tl-message" role="status"></p>`;
   parent.append(root);
@@ -136,9 +135,14 @@ function create(parentElement) {
 function start(s) {
   clearInterval(s.timer);
   s.timer = setInterval(() => {
-    if (!s.frames.has(s.shown + 1)) {  // waiting for the server's next chunk, or training stopped
-      if (!s.data.canPlay) { stop(s); drawHead(s); }
-      return;
+    if (!s.frames.has(s.shown + 1)) {
+      // a stage mounted again while playing has the newest frames only: it goes on from the first it has
+      const later = [...s.frames.keys()].filter((n) => n > s.shown);
+      if (later.length) s.shown = Math.min(...later) - 1;
+      else {  // waiting for the server's next chunk, or training stopped
+        if (!s.data.canPlay) { stop(s); drawHead(s); }
+        return;
+      }
     }
     s.shown += 1;
     for (const n of s.frames.keys()) if (n < s.shown - 2) s.frames.delete(n);
@@ -310,8 +314,8 @@ function drawDetail(s) {
   const at = `${param}[${Math.floor(index / cols)}, ${index % cols}]`;
   const grad = frame.gradients[param], after = frame.updated[param];
   if (!grad) { out.textContent = `${at} = ${fmt(w.data[index])}: backward gave it no gradient.`; return; }
-  out.textContent = `${at} ← ${fmt(w.data[index])} − ${fmt(s.data.learningRate)} × ${signed(grad.data[index])} = `
-    + `${fmt(after.data[index])}   (its value − learning rate × ∂loss/∂${param} at this weight, in iteration ${frame.number})`;
+  out.textContent = `${at} ← ${fmt(w.data[index])} − ${s.data.learningRate} × ${signed(grad.data[index])} = `
+    + `${fmt(after.data[index])}   (w − learning rate × ∂loss/∂w, iteration ${frame.number})`;
 }
 
 function drawBoundary(s, frame) {
@@ -363,7 +367,7 @@ function drawUnits(s, frame) {
 
 function drawLoss(s) {
   const svg = s.q(".tl-loss"), losses = s.data.losses.slice(0, s.shown);
-  const w = 320, h = 120, left = 34, bottom = 18;
+  const w = 240, h = 150, left = 34, bottom = 18;
   svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
   const top = Math.max(1, ...losses), span = Math.max(100, losses.length);
   svg.setAttribute("aria-label", losses.length ? `The loss over ${losses.length} iterations: ${fmt(losses[0])} at the first, ${fmt(losses[losses.length - 1])} now.` : "The loss curve starts with the first iteration.");

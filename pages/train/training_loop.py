@@ -26,13 +26,23 @@ def load_dataset() -> None:
         live.edited = False
 
 
-controls = st.columns([1, 1, 1.4, 0.6], vertical_alignment="bottom")
-controls[0].selectbox("Load the points", DATASETS, key="training_dataset", on_change=load_dataset)
-learning_rate = controls[1].select_slider("Learning rate", [0.05, 0.1, 0.3, 0.5, 1.0], 0.5, key="training_lr")
-update = controls[2].selectbox("The update runs", UPDATES, format_func=UPDATE_LABELS.__getitem__, key="training_update")
-if controls[3].button("Start over", key="training_reset", width="stretch"):
-    st.session_state.pop(LIVE, None)
+def settings_controls() -> tuple[float, str]:
+    controls = st.columns([1, 1, 1.4, 0.6], vertical_alignment="bottom")
+    controls[0].selectbox("Load the points", DATASETS, key="training_dataset", on_change=load_dataset)
+    learning_rate = controls[1].select_slider("Learning rate", [0.05, 0.1, 0.3, 0.5, 1.0], 0.5, key="training_lr")
+    update = controls[2].selectbox(
+        "The update runs", UPDATES, format_func=UPDATE_LABELS.__getitem__, key="training_update"
+    )
+    if controls[3].button("Start over", key="training_reset", width="stretch"):
+        st.session_state.pop(LIVE, None)
+    return learning_rate, update
 
+
+# on a projector the settings go below the stage, so the stage has the screen
+first, second = st.container(), st.container()
+settings_box, stage_box = (second, first) if presenter_mode() else (first, second)
+with settings_box:
+    learning_rate, update = settings_controls()
 settings = (learning_rate, update, current_backend())
 live: LiveTraining | None = st.session_state.get(LIVE)
 if live is None or st.session_state.get("training_settings") != settings:
@@ -59,9 +69,6 @@ def command_sent() -> None:
 
 @st.fragment(run_every=TICK_S if live.playing else None)
 def live_stage(live: LiveTraining) -> None:
-    if live.full_rerun:  # play started or stopped: the page's ticker starts or stops with it
-        live.full_rerun = False
-        st.rerun()
     live.runs += 1
     training = live.training
     if live.replayed is not None:
@@ -103,9 +110,13 @@ def live_stage(live: LiveTraining) -> None:
             st.caption(str(too_many))
     else:
         st.query_params.pop("data", None)
+    if live.full_rerun:  # play started or stopped: the page's ticker starts or stops with it (after this run's
+        live.full_rerun = False  # elements, so none is left behind)
+        st.rerun()
 
 
-live_stage(live)
+with stage_box:
+    live_stage(live)
 
 st.markdown(
     "A small network learns to tell two classes of points apart. Each **iteration** runs the forward on the "

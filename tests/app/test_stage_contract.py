@@ -19,9 +19,10 @@ PYTHON_TYPES = {
 TRACE_EVENTS = typing.get_args(trace.Event)
 
 
-def js_typedefs() -> dict[str, str]:
-    """Each `@typedef {type} Name` of stage.js's JSDoc block: Name -> its type, the comment's `*` removed."""
-    doc = re.search(r"/\*\*(.*?)\*/", STAGE_JS, re.S).group(1)
+def js_typedefs(source: str = STAGE_JS) -> dict[str, str]:
+    """Each `@typedef {type} Name` of a script's first JSDoc block (stage.js's by default): Name -> its type, the
+    comment's `*` removed."""
+    doc = re.search(r"/\*\*(.*?)\*/", source, re.S).group(1)
     doc = re.sub(r"\n\s*\*", " ", doc)
     typedefs = {}
     for match in re.finditer(r"@typedef \{", doc):
