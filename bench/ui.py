@@ -11,6 +11,7 @@
   payload reaching the browser), and key press to frame over every press of the replay (target: at most 50 ms).
 - Thirty sessions opening the traversal lesson at once (agent API); stepping costs the server nothing.
 - The Memory growth run at 512 x 512, twenty passes, in Chromium: its time against its ticks' time (target <= 1.3x).
+- The Training lesson playing: iterations a second on screen (target >= 20), server CPU per iteration and runs.
 
 Run: python bench/ui.py   (the browser part needs /usr/bin/chromium and playwright)
 """
@@ -36,7 +37,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from autodiff.stage import replay_payload  # noqa: E402
 from course.programs import PROGRAMS, record_program  # noqa: E402
-from tests.browser.harness import CHROMIUM, CHROMIUM_ARGS, AgentSession, streamlit_server  # noqa: E402
+from tests.browser.harness import CHROMIUM, CHROMIUM_ARGS, AgentSession, cpu_seconds, streamlit_server  # noqa: E402
 from ui.navigation import LESSONS  # noqa: E402
 
 PAGES = {lesson.url_path or "home": lesson.path for lesson in LESSONS}
@@ -297,6 +298,48 @@ def memory_growth_run(passes: int = 20) -> None:
     )
 
 
+TRAINING_STAGE = """attr => [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')]
+  .map(host => host.shadowRoot && host.shadowRoot.querySelector('.tl')).filter(Boolean).pop().dataset[attr]"""
+
+
+def training_live(seconds: float = 10.0) -> None:
+    """The Training lesson playing in Chromium: iterations a second on screen (target: at least 20), and the server's
+    CPU per iteration and its runs (the stage plays chunks the server computes ahead, not a run per iteration)."""
+    if not Path(CHROMIUM).exists():
+        print("Training, live: /usr/bin/chromium is missing, skipped")
+        return
+    from playwright.sync_api import sync_playwright
+
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        streamlit_server(Path(tmp) / "server.log", with_pid=True) as (url, pid),
+        sync_playwright() as p,
+    ):
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(f"{url}/training")
+        page.get_by_role("button", name="Play", exact=True).wait_for()
+        page.wait_for_load_state("networkidle")
+        page.get_by_role("button", name="Play", exact=True).click()
+        page.wait_for_function(f"({TRAINING_STAGE})('iteration') >= 10")
+        first, runs, cpu, start = (
+            int(page.evaluate(TRAINING_STAGE, "iteration")),
+            int(page.evaluate(TRAINING_STAGE, "serverRuns")),
+            cpu_seconds(pid),
+            time.perf_counter(),
+        )
+        page.wait_for_timeout(seconds * 1000)
+        played = int(page.evaluate(TRAINING_STAGE, "iteration")) - first
+        elapsed, used = time.perf_counter() - start, cpu_seconds(pid) - cpu
+        runs = int(page.evaluate(TRAINING_STAGE, "serverRuns")) - runs
+        browser.close()
+    print(
+        f"Training, live, {elapsed:.1f} s of play in Chromium: {played / elapsed:.1f} iterations a second on screen "
+        f"(target >= 20); server CPU {used * 1e3 / max(played, 1):.2f} ms per iteration, {runs} server runs "
+        f"({played / max(runs, 1):.0f} iterations per run)"
+    )
+
+
 if __name__ == "__main__":
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, {platform.python_version()}")
     server_side()
@@ -304,3 +347,4 @@ if __name__ == "__main__":
     browser_side()
     classroom_stepping()
     memory_growth_run()
+    training_live()
