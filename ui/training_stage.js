@@ -94,13 +94,13 @@ function skeleton(parent) {
 
 function create(parentElement) {
   const root = skeleton(parentElement);
-  const s = { root, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, layoutKey: "", data: null };
+  const s = { root, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, data: null, sent: Date.now(), asked: 0 };
   const q = (sel) => root.querySelector(sel);
   s.q = q;
   const send = (action, extra = {}) => {
-    // the server rewinds to the iteration on screen first: what it computed beyond is computed again
-    for (const n of [...s.frames.keys()]) if (n > s.shown) s.frames.delete(n);
-    s.setStateValue("command", { action, at: s.shown, id: Date.now(), ...extra });
+    // but for "more", the server first goes back to the iteration on screen: what it computed beyond is computed again
+    if (action !== "more") for (const n of [...s.frames.keys()]) if (n > s.shown) s.frames.delete(n);
+    s.setStateValue("command", { action, at: s.shown, id: ++s.sent, ...extra });
   };
   s.send = send;
   q(".tl-play").addEventListener("click", () => {
@@ -126,7 +126,7 @@ function create(parentElement) {
   q(".tl-svg").addEventListener("pointerover", detail);
   q(".tl-svg").addEventListener("focusin", detail);
   q(".tl-svg").addEventListener("keydown", (event) => moveFocus(s, event));
-  const observer = new ResizeObserver(() => { s.layoutKey = ""; draw(s); });
+  const observer = new ResizeObserver(() => draw(s));
   observer.observe(root);
   s.observer = observer;
   return s;
@@ -135,6 +135,9 @@ function create(parentElement) {
 function start(s) {
   clearInterval(s.timer);
   s.timer = setInterval(() => {
+    // half a second of frames left: ask for the next chunk, once per newest frame
+    const newest = Math.max(s.shown, ...s.frames.keys());
+    if (s.data.canPlay && newest - s.shown < s.data.rate / 2 && s.asked < newest) { s.asked = newest; s.send("more"); }
     if (!s.frames.has(s.shown + 1)) {
       // a stage mounted again while playing has the newest frames only: it goes on from the first it has
       const later = [...s.frames.keys()].filter((n) => n > s.shown);

@@ -3,7 +3,6 @@ training_stage.js's JSDoc, checked by tests/app/test_training_stage.py), and wha
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,43 +168,45 @@ def training_stage(
 
 
 RATE = 30  # iterations a second on the stage while playing
-TICK_S = 0.5  # the server's chunk: each tick computes what the stage plays in the next `LEAD_S`
-LEAD_S = 1.0
-ACTIONS = ("play", "pause", "step", "replay", "add", "clear")
+AHEAD = RATE  # iterations the server computes past the one on the stage: a second of play
+ACTIONS = ("play", "more", "pause", "step", "replay", "add", "clear")
 
 
 @dataclass
 class LiveTraining:
-    """One session's training as the live stage drives it: the stage plays iterations at `RATE` a second from
-    chunks the server computes ahead (`ahead`), and its commands apply to the iteration on its screen."""
+    """One session's training as the live stage drives it. Playing, the stage shows `RATE` iterations a second
+    from chunks the server computes ahead, and asks for the next chunk ("more") when it has half a second left: no
+    timer on the server, no run per iteration. Every other command applies to the iteration on the stage's screen."""
 
     training: Training
     signature: str
     playing: bool = False
-    clock: tuple[float, int] = (0.0, 0)  # when play started, and the iteration on the stage then
     sent: int = 0  # the newest iteration whose picture the stage has
     runs: int = 0  # the server's runs of the stage, counted: not one per iteration
     replayed: IterationReplay | None = None
     message: str | None = None
-    full_rerun: bool = False  # play started or stopped: the ticker changes with a run of the whole page
     edited: bool = False  # the points are a student's own (the link keeps them)
 
     def apply(self, command: object) -> None:
-        """A command from the stage; anything else a visitor could send is ignored."""
+        """A command from the stage; anything else a visitor could send is ignored, and one command computes at
+        most `AHEAD` iterations."""
         if not isinstance(command, dict) or command.get("action") not in ACTIONS:
             return
         training, action = self.training, command["action"]
         at = command.get("at")
         at = min(max(at, 0), training.iterations) if isinstance(at, int) else training.iterations
+        if action == "more":  # the stage plays on through what was computed: nothing to go back to
+            if self.playing:
+                self.ahead(at)
+            return
         if training.update != "autodiff":  # the mistake's graph reaches back through updates: never rebuilt
             training.rewind(at)
         self.sent = min(self.sent, training.iterations)
         self.message = None
-        if action == "play" and not self.playing:
-            self.playing, self.clock, self.full_rerun = True, (time.monotonic(), training.iterations), True
-        elif action != "play" and self.playing:
-            self.playing, self.full_rerun = False, True
-        if action == "step" and len(training.labels):
+        self.playing = action == "play" and training.stopped is None and len(training.labels) > 0
+        if self.playing:
+            self.ahead(at)
+        elif action == "step" and len(training.labels):
             training.step()
         elif action == "replay" and training.iterations:
             self.replayed = replay_iteration(training, training.iterations)
@@ -214,6 +215,14 @@ class LiveTraining:
         elif action == "clear":
             self.use(np.zeros((0, 2), np.float32), np.zeros(0, np.int64))
             self.message = "No points: click on the plane to add some (pick the class first), or paste rows below."
+
+    def ahead(self, at: int) -> None:
+        """Compute up to `AHEAD` iterations past `at`, the one on the stage."""
+        for _ in range(at + AHEAD - self.training.iterations):
+            if self.training.step() is None:
+                break
+        if self.training.stopped is not None:
+            self.playing = False
 
     def back_to_training(self) -> None:
         self.replayed = None
@@ -235,18 +244,6 @@ class LiveTraining:
     def use(self, points: np.ndarray, labels: np.ndarray) -> None:
         self.training.use_points(points, labels)
         self.edited = True
-
-    def ahead(self) -> None:
-        """While playing, compute what the stage will play in the next `LEAD_S` (at most two seconds' worth)."""
-        if not self.playing:
-            return
-        started, first = self.clock
-        target = first + int((time.monotonic() - started + LEAD_S) * RATE)
-        for _ in range(min(target - self.training.iterations, 2 * RATE)):
-            if self.training.step() is None:
-                break
-        if self.training.stopped is not None:
-            self.playing, self.full_rerun = False, True
 
     def unsent(self) -> list[Frame]:
         frames = [f for f in self.training.frames if f.number > self.sent]

@@ -7,7 +7,7 @@ from course.training import DATASETS, MAX_POINTS, UPDATE_RULES, UPDATES, Trainin
 from ui.code import code_block
 from ui.replay_view import replay_view
 from ui.state import current_backend, presenter_mode
-from ui.training_stage import RATE, TICK_S, LiveTraining, training_stage
+from ui.training_stage import RATE, LiveTraining, training_stage
 from ui.training_view import iteration_sentence
 
 st.title("Training")
@@ -67,7 +67,7 @@ def command_sent() -> None:
     live.apply(state.get("command") if hasattr(state, "get") else None)
 
 
-@st.fragment(run_every=TICK_S if live.playing else None)
+@st.fragment
 def live_stage(live: LiveTraining) -> None:
     live.runs += 1
     training = live.training
@@ -86,7 +86,6 @@ def live_stage(live: LiveTraining) -> None:
             lines=replayed.lines,
         )
         return
-    live.ahead()
     training_stage(
         training,
         live.unsent(),
@@ -110,9 +109,6 @@ def live_stage(live: LiveTraining) -> None:
             st.caption(str(too_many))
     else:
         st.query_params.pop("data", None)
-    if live.full_rerun:  # play started or stopped: the page's ticker starts or stops with it (after this run's
-        live.full_rerun = False  # elements, so none is left behind)
-        st.rerun()
 
 
 with stage_box:
@@ -124,7 +120,8 @@ st.markdown(
     "of gradient descent: `w ← w − learning rate × ∂loss/∂w`. The update runs on the **inner device**, as Burn's "
     "optimizers do: it is arithmetic on numbers, not part of any graph, so each iteration's graph starts again at "
     f"the parameters and memory stays flat. The stage plays {RATE} iterations a second; the server computes them a "
-    "second ahead, in chunks. Pause on any iteration to step its backward with the chain rule of each step."
+    "second ahead, in chunks the stage asks for. Pause on any iteration to step its backward with the chain rule "
+    "of each step."
 )
 
 st.subheader("Your own points")
