@@ -75,7 +75,7 @@ function skeleton(parent) {
     <div class="tl-side">
       <h4 class="tl-title">Decision boundary and the training points</h4>
       <div class="tl-plane"><canvas class="tl-boundary" width="${CELLS}" height="${CELLS}" aria-hidden="true"></canvas>
-        <svg class="tl-points" role="img"></svg></div>
+        <svg class="tl-points" role="img" tabindex="0"></svg></div>
       <div class="tl-edit" role="group" aria-label="Add points">
         <span>A click adds a point of</span>
         <label><input type="radio" name="tl-class" value="0" checked> class 0 (circle)</label>
@@ -94,7 +94,7 @@ function skeleton(parent) {
 
 function create(parentElement) {
   const root = skeleton(parentElement);
-  const s = { root, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, data: null, sent: Date.now(), asked: 0 };
+  const s = { root, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, data: null, sent: Date.now(), asked: 0, cross: [0, 0] };
   const q = (sel) => root.querySelector(sel);
   s.q = q;
   const send = (action, extra = {}) => {
@@ -110,14 +110,26 @@ function create(parentElement) {
   q(".tl-step").addEventListener("click", () => { stop(s); send("step"); });
   q(".tl-replay").addEventListener("click", () => send("replay"));
   q(".tl-clear").addEventListener("click", () => { stop(s); send("clear"); });
-  q(".tl-points").addEventListener("click", (event) => {
-    const box = event.currentTarget.getBoundingClientRect(), e = s.data.extent;
-    const x = -e + (2 * e * (event.clientX - box.left)) / box.width;
-    const y = e - (2 * e * (event.clientY - box.top)) / box.height;
+  const addPoint = (x, y) => {
     const label = Number(root.querySelector("input[name=tl-class]:checked").value);
     s.data.points.push([x, y]); s.data.labels.push(label);
     drawPoints(s);
     send("add", { point: [Math.round(x * 1000) / 1000, Math.round(y * 1000) / 1000, label] });
+  };
+  q(".tl-points").addEventListener("click", (event) => {
+    const box = event.currentTarget.getBoundingClientRect(), e = s.data.extent;
+    addPoint(-e + (2 * e * (event.clientX - box.left)) / box.width, e - (2 * e * (event.clientY - box.top)) / box.height);
+  });
+  // from the keyboard: arrows move a cross over the plane (a tenth of it a press), Enter or Space adds a point there
+  q(".tl-points").addEventListener("keydown", (event) => {
+    const e = s.data.extent, step = e / 10, moves = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1] };
+    if (event.key in moves) {
+      const [dx, dy] = moves[event.key];
+      s.cross = [Math.max(-e, Math.min(e, s.cross[0] + dx * step)), Math.max(-e, Math.min(e, s.cross[1] + dy * step))];
+    } else if (event.key === "Enter" || event.key === " ") addPoint(...s.cross);
+    else return;
+    event.preventDefault();
+    drawPoints(s);
   });
   const detail = (event) => {
     const cell = event.target.closest && event.target.closest("[data-param]");
@@ -339,8 +351,11 @@ function drawPoints(s) {
   const svg = s.q(".tl-points"), e = s.data.extent, { points, labels } = s.data;
   svg.setAttribute("viewBox", "0 0 200 200");
   const ones = labels.filter((c) => c === 1).length;
-  svg.setAttribute("aria-label", `The plane, coloured by the model's probability of class 1 (orange above 50 %, blue below), with ${labels.length - ones} points of class 0 (circles) and ${ones} of class 1 (squares).`);
+  const [cx, cy] = s.cross.map((v) => Math.round(v * 100) / 100);
+  svg.setAttribute("aria-label", `The plane, coloured by the model's probability of class 1 (orange above 50 %, blue below), with ${labels.length - ones} points of class 0 (circles) and ${ones} of class 1 (squares). Arrow keys move the cross, now at x ${cx}, y ${cy}; Enter adds a point there.`);
   svg.replaceChildren();
+  const [kx, ky] = [((s.cross[0] + e) / (2 * e)) * 200, ((e - s.cross[1]) / (2 * e)) * 200];
+  svg.append(el("svg:path", { d: `M${kx - 6},${ky} H${kx + 6} M${kx},${ky - 6} V${ky + 6}`, class: "tl-cross" }));
   points.forEach(([x, y], i) => {
     const px = ((x + e) / (2 * e)) * 200, py = ((e - y) / (2 * e)) * 200;
     svg.append(labels[i] === 0 ? el("svg:circle", { cx: px, cy: py, r: 2.6, class: "tl-point c0" })

@@ -100,16 +100,20 @@ def test_playing_moves_the_whole_picture_on_one_screen_without_a_run_per_iterati
         screenshot(page, "training_1440x900_dark")
 
 
-def test_on_a_phone_the_stage_stacks_and_a_click_on_the_plane_adds_a_point_training_uses(page, app_url):
+def test_on_a_phone_the_stage_stacks_and_a_click_or_a_key_on_the_plane_adds_a_point_training_uses(page, app_url):
     page.set_viewport_size({"width": 390, "height": 844})
     open_training(page, app_url)
     page.get_by_role("radio", name="class 1 (square)").check()
     page.locator(f"{STAGE} .tl-points").click(position={"x": 30, "y": 30})
     page.locator(".tl-value[data-name='Points']").filter(has_text="201").wait_for()
+    page.locator(f"{STAGE} .tl-points").focus()  # and from the keyboard: the cross moves, Enter adds a point
+    for key in ("ArrowRight", "ArrowRight", "ArrowUp", "Enter"):
+        page.keyboard.press(key)
+    page.locator(".tl-value[data-name='Points']").filter(has_text="202").wait_for()
     page.get_by_role("button", name="One iteration").click()
     page.locator(f"{STAGE}[data-iteration='1']").wait_for()
-    assert shown(page, "Points") == "201"  # the iteration trained on the new point
-    assert page.locator(f"{STAGE} .tl-point.c1").count() == 101
+    assert shown(page, "Points") == "202"  # the iteration trained on the new points
+    assert page.locator(f"{STAGE} .tl-point.c1").count() == 102
     no_exception(page)
     screenshot(page, "training_390x844")
 
