@@ -178,7 +178,7 @@ def test_500_iterations_match_float64_numpy_gradient_for_gradient_and_update_for
         assert iteration.loss == pytest.approx(numpy_loss(start, points, training.labels), rel=1e-5)
         expected = numpy_gradients(start, points, training.labels)
         for name, grad in frame.gradients.items():
-            np.testing.assert_allclose(grad, expected[name], rtol=1e-3, atol=2e-6, err_msg=f"{name}, {iteration}")
+            np.testing.assert_allclose(grad, expected[name], rtol=1e-5, atol=1e-7, err_msg=f"{name}, {iteration}")
             updated = (frame.parameters[name] - np.float32(0.5) * grad.astype(np.float32)).astype(np.float32)
             np.testing.assert_array_equal(frame.updated[name], updated, err_msg=name)
     assert training.history[-1].loss < training.history[0].loss / 2
