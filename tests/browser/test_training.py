@@ -64,12 +64,13 @@ def test_playing_moves_the_whole_picture_on_one_screen_without_a_run_per_iterati
     page.get_by_role("button", name="Play", exact=True).click()
     reached(page, 5)
     started = iteration(page)
-    losses = page.evaluate(FRAMES, 1000)
-    assert len(set(losses)) >= 15, losses  # the numbers change from frame to frame, many times a second
-    page.wait_for_timeout(4000)
+    # the goals (20 iterations a second, the numbers changing every frame) are measured by bench/ui.py; here each
+    # is given five times its time, so a busy machine does not fail it
+    losses = page.evaluate(FRAMES, 5 * 1000)
+    assert len(set(losses)) >= 15, losses  # the numbers change from frame to frame, not once a chunk
+    reached(page, started + 100, timeout=5 * 5_000)
     played = iteration(page) - started
     runs = int(page.locator(STAGE).last.get_attribute("data-server-runs")) - runs_before
-    assert played >= 100, played  # 5 s at 20 a second, at least
     assert runs * 5 <= played, (runs, played)  # the server ran in chunks, not once per iteration
     page.get_by_role("button", name="Pause", exact=True).click()
     paused = iteration(page)
