@@ -25,8 +25,8 @@ class DataError(ValueError):
 def parse_csv(text: str) -> tuple[np.ndarray, np.ndarray]:
     """Points and classes from rows of `x, y, class` (class 0 or 1). Blank lines and a header row are skipped."""
     rows = [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if rows and not _is_number(rows[0][1].split(",")[0]):
-        rows = rows[1:]  # a header such as "x, y, class"
+    if rows and not any(_is_number(cell) for cell in rows[0][1].split(",")):
+        rows = rows[1:]  # a header such as "x, y, class": no number in it (any other first row is read, or named)
     if len(rows) > MAX_POINTS:
         raise DataError(f"There are {len(rows)} rows: this lesson trains on at most {MAX_POINTS}. Remove some rows.")
     points, labels = [], []

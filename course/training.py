@@ -443,7 +443,10 @@ def replay_iteration(training: Training, number: int) -> IterationReplay:
         raise ValueError(f"There is no iteration {number}: training has run {len(training.checkpoints)}.")
     values = training.checkpoints[number - 1]
     ad = Device.named(training.backend, seed=training.seed).autodiff(keep_values=True)
-    model = Mlp(**{name: Tensor.from_floats(v, ad).require_grad() for name, v in values.items()})
+    # one call per parameter, not a comprehension: the replay's picture groups nodes by the code that made them
+    w1, b1 = Tensor.from_floats(values["w1"], ad).require_grad(), Tensor.from_floats(values["b1"], ad).require_grad()
+    w2, b2 = Tensor.from_floats(values["w2"], ad).require_grad(), Tensor.from_floats(values["b2"], ad).require_grad()
+    model = Mlp(w1, b1, w2, b2)
     trained_points, trained_labels = training.trained_on[number - 1]
     points = Tensor.from_floats(trained_points, ad)
     targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[trained_labels], ad)

@@ -25,10 +25,10 @@ const el = (tag, attrs = {}, text) => {
   if (text !== undefined) node.textContent = text;
   return node;
 };
-const fmt = (v) => {
+const fmt = (v) => {  // 4 significant digits, no trailing zeros
   if (!Number.isFinite(v)) return String(v);
   const a = Math.abs(v);
-  return (a !== 0 && (a < 1e-3 || a >= 1e4) ? v.toExponential(2) : v.toPrecision(4)).replace("-", "−");
+  return (a !== 0 && (a < 1e-3 || a >= 1e4) ? v.toExponential(2) : String(Number(v.toPrecision(4)))).replace("-", "−");
 };
 const short = (v) => {  // a number in a cell: at most 6 characters
   const a = Math.abs(v);
@@ -69,8 +69,9 @@ function skeleton(parent) {
     <div class="tl-graph"><h4 class="tl-title">The iteration's graph: forward values and, after backward, gradients</h4>
       <div class="tl-svg"></div>
       <p class="tl-key">Grids (each on its own scale, 6 samples of a batch): values <span class="k-pos">&gt; 0</span>
-      <span class="k-neg">&lt; 0</span>, gradients ∂loss/∂ <span class="k-gpos">&gt; 0</span>
-      <span class="k-gneg">&lt; 0</span>. Edges carry backward's gradient ‖∂‖. Point at or focus a weight.</p>
+      <span class="k-neg">&lt; 0</span>, gradients ∂loss/∂x <span class="k-gpos">&gt; 0</span>
+      <span class="k-gneg">&lt; 0</span>. Thick border: a parameter; dashed: data. Edges carry backward's gradient
+      ‖∂‖. Point at or focus a weight.</p>
       <p class="tl-detail" aria-live="polite"></p></div>
     <div class="tl-side">
       <h4 class="tl-title">Decision boundary and the training points</h4>
@@ -212,7 +213,7 @@ function layout(s, frame, width, height) {
   const byColumn = new Map();
   nodes.forEach((n, i) => byColumn.set(column[i], [...(byColumn.get(column[i]) || []), i]));
   const header = s.data.presenter ? 40 : 32, gap = 16;
-  const boxes = nodes.map(() => null);
+  const boxes = nodes.map(() => null), bandBottom = new Array(bands).fill(0);
   for (const [c, members] of byColumn) {
     members.sort((a, b) => (nodes[a].inputs.length ? 1 : 0) - (nodes[b].inputs.length ? 1 : 0) || a - b);
     const band = Math.floor(c / perBand), x = (c % perBand) * colWidth + 4, w = colWidth - 26;
@@ -220,28 +221,36 @@ function layout(s, frame, width, height) {
     const gridRows = members.reduce((t, i) => t + rowsOf(nodes[i]), 0);
     const room = bandHeight - members.length * (header + gap + 12) - 8;
     const cell = Math.max(2, Math.min(16, room / Math.max(1, gridRows)));
-    let y = band * bandHeight + 4;
+    let y = 4;  // from the band's top; the bands are placed below
     for (const i of members) {
       const n = nodes[i], cw = Math.min(s.data.presenter ? 60 : 48, (w - 10) / n.value.cols);
       const h = header + rowsOf(n) * cell + (n.grad ? 6 : 0) + 6;
-      boxes[i] = { x, y, w, h, cell, cw, column: c };
+      boxes[i] = { x, y, w, h, cell, cw, column: c, band };
       y += h + gap;
     }
+    bandBottom[band] = Math.max(bandBottom[band], y);
   }
-  return boxes;
+  // a band whose columns need more than its share of the height pushes the next band down (the stage grows, the
+  // picture stays whole: the mistake's graph)
+  const tops = bandBottom.map((_, k) => bandBottom.slice(0, k).reduce((t, b) => t + Math.max(b, bandHeight), 0));
+  for (const box of boxes) box.y += tops[box.band];
+  return { boxes, total: tops[bands - 1] + Math.max(bandBottom[bands - 1], bandHeight) };
 }
 
 function label(n) {
   const shape = n.shape.join("×"), bare = (op) => op.replace(/\(.*\)/, "");
-  if (n.ops.length > 1) return { title: n.name || bare(n.op), sub: `cross-entropy, ${n.ops.length} ops`, ops: n.ops.map(bare).join(", ") };
-  if (n.kind !== "op") return { title: n.name || bare(n.op), sub: `${n.kind} · ${shape}` };
+  if (n.ops.length > 1) return { title: n.name || bare(n.op), sub: "cross-entropy", ops: n.ops.map(bare).join(", ") };
+  if (n.kind !== "op") return { title: n.name || bare(n.op), sub: shape };  // the border says parameter or data
   return { title: n.name || bare(n.op), sub: n.name ? `${bare(n.op)} · ${shape}` : shape };
 }
 
 function drawGraph(s, frame) {
   const pane = s.q(".tl-svg");
-  const width = Math.max(280, pane.clientWidth), height = Math.max(240, pane.clientHeight);
-  const boxes = layout(s, frame, width, height);
+  if (!s.root.classList.contains("tall")) s.fitHeight = pane.clientHeight;  // the screen's share, not grown
+  const width = Math.max(280, pane.clientWidth), fit = Math.max(240, s.fitHeight || pane.clientHeight);
+  const { boxes, total } = layout(s, frame, width, fit);
+  const height = Math.max(fit, Math.ceil(total));
+  s.root.classList.toggle("tall", height > fit + 1);
   const svg = el("svg:svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group",
     "aria-label": `The graph of iteration ${frame.number}: ${frame.nodes.length} tensors, ${frame.tape} operations on the tape` });
   const edges = el("svg:g", { class: "tl-edges" });
@@ -385,7 +394,8 @@ function drawUnits(s, frame) {
 
 function drawLoss(s) {
   const svg = s.q(".tl-loss"), losses = s.data.losses.slice(0, s.shown);
-  const w = 240, h = 150, left = 34, bottom = 18;
+  const w = Math.max(160, Math.round(svg.clientWidth || 240)), h = Math.max(80, Math.round(svg.clientHeight || 120));
+  const left = 40, bottom = 18;
   svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
   const top = Math.max(1, ...losses), span = Math.max(100, losses.length);
   svg.setAttribute("aria-label", losses.length ? `The loss over ${losses.length} iterations: ${fmt(losses[0])} at the first, ${fmt(losses[losses.length - 1])} now.` : "The loss curve starts with the first iteration.");

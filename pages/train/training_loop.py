@@ -135,7 +135,7 @@ if use_rows.button("Train on these rows", key="training_use_csv"):
     try:
         live.use(*parse_csv(pasted))
     except DataError as bad:
-        st.error(f"{bad} Nothing was changed: fix the row and press the button again.")
+        st.error(f"{bad} Nothing was changed: correct the rows and press the button again.")
     else:
         st.rerun()  # the stage above draws the new points
 download.download_button(

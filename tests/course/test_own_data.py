@@ -23,6 +23,7 @@ def test_rows_are_read_with_or_without_a_header_and_blank_lines():
         ("1, 2, 0\n3, abc, 1\n", "Row 2 ('3, abc, 1'): x and y must be numbers"),
         ("x,y,class\n1, 2, 0\n1, 2\n", "Row 3 ('1, 2') has 2 values"),
         ("1, 2, 2\n", "Row 1 ('1, 2, 2'): the class must be 0 or 1"),
+        ("<b>x</b>, y, 1\n0, 0, 0\n", "Row 1 ('<b>x</b>, y, 1'): x and y must be numbers"),
         ("1, nan, 0\n", "Row 1 ('1, nan, 0'): x and y must be numbers"),
         ("1e9, 0, 0\n", "Row 1 ('1e9, 0, 0'): x and y must lie between"),
         ("x, y, class\n", "There are no rows to read"),
