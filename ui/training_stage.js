@@ -7,6 +7,7 @@
  * @typedef {{rows: number, cols: number, data: number[]}} Grid
  * @typedef {{name: string, op: string, ops: string[], shape: number[], kind: string, inputs: number[], value: Grid, grad: (Grid|null)}} LiveNodeWire
  * @typedef {{number: number, loss: number, accuracy: number, tape: number, bytesBefore: number, bytesAfter: number, samples: number, rows: number[], nodes: LiveNodeWire[], parameters: Object<string, Grid>, gradients: Object<string, Grid>, updated: Object<string, Grid>}} FrameWire
+ * @typedef {{action: string, at: number, id: number, point?: number[]}} Command
  * @typedef {{signature: string, iterations: number, frames: FrameWire[], losses: number[], points: number[][], labels: number[], extent: number, learningRate: number, rate: number, playing: boolean, canPlay: boolean, message: (string|null), serverRuns: number, presenter: boolean}} TrainingPayload
  */
 

@@ -69,7 +69,7 @@ class TrainingPayload(TypedDict):
     presenter: bool
 
 
-class Command(TypedDict, total=False):
+class Command(TypedDict, total=False):  # what the stage sends (LiveTraining.apply checks each field)
     action: str  # play, pause, step, replay, add, clear
     at: int  # the iteration on the stage when it was asked
     id: int
