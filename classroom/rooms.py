@@ -29,6 +29,7 @@ from classroom.store import (
     Store,
     answers,
     attempts,
+    question_details,
     questions,
     room_programs,
     room_revisions,
@@ -55,6 +56,8 @@ from classroom.views import (
 
 CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0/O, 1/I: 32 signs, 5 bits each
 CODE_LENGTH = 8  # 40 bits: guesses are rate-limited, so a room is not found by walking codes
+LATE_GRACE_S = 1.0  # an answer sent as the countdown ends is still on its way: it counts
+VOTE_SECONDS = (10.0, 600.0)  # the shortest and longest countdown a teacher may set
 
 
 @dataclass(frozen=True)
@@ -136,35 +139,72 @@ class Classroom:
         return NewRoom(code, teacher_key)
 
     def set_step(self, code: str, teacher_key: str, step: int) -> None:
+        """Move the room to event `step`; refused past the asked event while a question waits for its reveal, since
+        running the asked step would show every stage the answer."""
         with self.store.transaction() as conn:
             room = self._teacher_room(conn, code, teacher_key)
             if not 0 <= step <= room.replay_events:
                 raise InvalidInput(f"Step {step} is not in this replay, which has steps 0 to {room.replay_events}.")
+            newest = self._newest_question(conn, room.code)
+            if newest is not None and newest.phase != REVEALED and step > newest.step:
+                raise WrongPhase(
+                    "A question is open on this step: running it would show the room the answer. "
+                    "Reveal the answer first, then step on."
+                )
             where = room_steps.c.room == room.code
             conn.execute(update(room_steps).where(where).values(step=step, changed_at=self.clock()))
             _raise_revision(conn, room.code)
 
-    def open_question(self, code: str, teacher_key: str, step: int, kind: str, key: str) -> Question:
-        """Open vote 1 on a question at `step`: `kind` is the exercise's kind, `key` what it asks about."""
+    def open_question(
+        self,
+        code: str,
+        teacher_key: str,
+        step: int,
+        kind: str,
+        key: str,
+        seconds: float | None = None,
+        transfer_of: int | None = None,
+    ) -> Question:
+        """Open vote 1 on a question at `step`: `kind` is the exercise's kind, `key` what it asks about; `seconds`
+        its countdown (None: open until the teacher closes it); `transfer_of` the revealed question whose transfer
+        it is (answered alone, once: it has no second vote)."""
         kind_, key_ = _bounded(kind, 40, "A question's kind"), _bounded(key, 200, "A question's key")
         if kind_ is None or key_ is None:
             raise InvalidInput("A question needs a kind and a key.")
+        if seconds is not None and not VOTE_SECONDS[0] <= seconds <= VOTE_SECONDS[1]:
+            raise InvalidInput(f"A vote's time is {VOTE_SECONDS[0]:.0f} to {VOTE_SECONDS[1]:.0f} seconds.")
         with self.store.transaction() as conn:
             room = self._teacher_room(conn, code, teacher_key)
             if not 0 <= step <= room.replay_events:
                 raise InvalidInput(f"Step {step} is not in this replay, which has steps 0 to {room.replay_events}.")
+            newest = self._newest_question(conn, room.code)
+            if newest is not None and newest.phase != REVEALED:
+                raise WrongPhase("Reveal the open question's answer before you ask another.")
+            if transfer_of is not None and (newest is None or newest.id != transfer_of or newest.is_transfer):
+                raise WrongPhase("A transfer question follows the question just revealed, once.")
+            now = self.clock()
             values = {"room": room.code, "step": step, "kind": kind_, "key": key_, "phase": VOTE1}
-            inserted = questions.insert().values(opened_at=self.clock(), **values).returning(questions.c.id)
+            inserted = questions.insert().values(opened_at=now, **values).returning(questions.c.id)
             new_id = conn.execute(inserted).scalar_one()
+            closes_at = None if seconds is None else now + seconds
+            if closes_at is not None or transfer_of is not None:
+                details = {"question": new_id, "closes_at": closes_at, "transfer_of": transfer_of}
+                conn.execute(question_details.insert().values(**details))
             _raise_revision(conn, room.code)
-        return Question(id=new_id, step=step, kind=kind_, key=key_, phase=VOTE1)
+        return Question(new_id, step, kind_, key_, VOTE1, closes_at, transfer_of)
 
     def close_vote(self, code: str, teacher_key: str, question: int) -> None:
         """End vote 1: the room discusses; answers to vote 1 are final."""
         self._move(code, teacher_key, question, {VOTE1}, DISCUSS, "Vote 1 is not open on this question.")
 
-    def open_second_vote(self, code: str, teacher_key: str, question: int) -> None:
-        self._move(code, teacher_key, question, {DISCUSS}, VOTE2, "Vote 2 opens after vote 1 is closed, once.")
+    def open_second_vote(self, code: str, teacher_key: str, question: int, seconds: float | None = None) -> None:
+        """Vote 2, after the discussion (a transfer question has none); `seconds` its countdown."""
+        if seconds is not None and not VOTE_SECONDS[0] <= seconds <= VOTE_SECONDS[1]:
+            raise InvalidInput(f"A vote's time is {VOTE_SECONDS[0]:.0f} to {VOTE_SECONDS[1]:.0f} seconds.")
+        closes_at = None if seconds is None else self.clock() + seconds
+        self._move(
+            code, teacher_key, question, {DISCUSS}, VOTE2, "Vote 2 opens after vote 1 is closed, once.", closes_at
+        )
 
     def reveal(self, code: str, teacher_key: str, question: int) -> None:
         """Close whichever vote is open and show each student their result."""
@@ -179,7 +219,7 @@ class Classroom:
         with self.store.read() as conn:
             room = self._teacher_room(conn, code, teacher_key)
             count = select(func.count()).where(students.c.room == room.code)
-            asked = conn.execute(select(questions).where(questions.c.room == room.code).order_by(questions.c.id))
+            asked = conn.execute(_ASKED.where(questions.c.room == room.code).order_by(questions.c.id))
             tallies: dict[int, tuple[Question, dict[int, list[Any]]]]
             tallies = {row.id: (_question(row), {1: [], 2: []}) for row in asked}
             given = select(answers).join(questions).where(questions.c.room == room.code)
@@ -205,8 +245,8 @@ class Classroom:
             joined = conn.execute(select(students.c.id, students.c.nickname).where(students.c.room == room.code))
             people = {row.id: (number, row.nickname) for number, row in enumerate(sorted(joined), start=1)}
             given = (
-                select(answers, questions)
-                .join(questions)
+                _ASKED.add_columns(answers)
+                .join(answers, answers.c.question == questions.c.id)
                 .where(questions.c.room == room.code)
                 .order_by(questions.c.id, answers.c.vote, answers.c.student)
             )
@@ -272,6 +312,11 @@ class Classroom:
                 raise QuestionNotFound("This question is not in your class.")
             if asked.phase not in OPEN_VOTE:
                 raise VoteClosed("This vote is closed; your earlier answer, if any, is the one kept.")
+            closes_at = conn.execute(
+                select(question_details.c.closes_at).where(question_details.c.question == asked.id)
+            ).scalar()
+            if closes_at is not None and self.clock() > closes_at + LATE_GRACE_S:
+                raise VoteClosed("Time is up for this vote: your answer came after it closed and was not counted.")
             values = {
                 "question": asked.id,
                 "student": student.id,
@@ -288,9 +333,7 @@ class Classroom:
         with self.store.read() as conn:
             student = self._student(conn, code, token)
             room = conn.execute(select(rooms).where(rooms.c.code == student.room)).one()
-            newest = conn.execute(
-                select(questions).where(questions.c.room == room.code).order_by(questions.c.id.desc()).limit(1)
-            ).first()
+            newest = self._newest_question(conn, room.code)
             mine: tuple[MyAnswer, ...] = ()
             if newest is not None:
                 revealed = newest.phase == REVEALED
@@ -309,7 +352,7 @@ class Classroom:
                 replay=room.replay,
                 replay_events=room.replay_events,
                 step=self._step(conn, room.code),
-                question=None if newest is None else _question(newest),
+                question=newest,
                 answers=mine,
             )
 
@@ -396,16 +439,34 @@ class Classroom:
     def _step(self, conn: Connection, code: str) -> int:
         return int(conn.execute(select(room_steps.c.step).where(room_steps.c.room == code)).scalar_one())
 
-    def _move(self, code: str, teacher_key: str, question: int, before: set[str], after: str, refusal: str) -> None:
+    def _newest_question(self, conn: Connection, code: str) -> Question | None:
+        newest = conn.execute(_ASKED.where(questions.c.room == code).order_by(questions.c.id.desc()).limit(1)).first()
+        return None if newest is None else _question(newest)
+
+    def _move(
+        self,
+        code: str,
+        teacher_key: str,
+        question: int,
+        before: set[str],
+        after: str,
+        refusal: str,
+        closes_at: float | None = None,
+    ) -> None:
         with self.store.transaction() as conn:
             room = self._teacher_room(conn, code, teacher_key)
             where = [questions.c.id == question, questions.c.room == room.code]
-            phase = conn.execute(select(questions.c.phase).where(*where)).scalar()
-            if phase is None:
+            found = conn.execute(_ASKED.where(*where)).first()
+            if found is None:
                 raise QuestionNotFound("This question is not in this class.")
-            if phase not in before:
+            if found.phase not in before:
                 raise WrongPhase(refusal)
-            conn.execute(update(questions).where(*where, questions.c.phase == phase).values(phase=after))
+            if after == VOTE2 and found.transfer_of is not None:
+                raise WrongPhase("A transfer question is answered alone, once: it has no second vote.")
+            conn.execute(update(questions).where(*where, questions.c.phase == found.phase).values(phase=after))
+            if after == VOTE2:  # vote 2's own countdown, or none
+                details = {"question": question, "closes_at": closes_at, "transfer_of": None}
+                self.store.upsert(conn, question_details, details, update=["closes_at"])
             _raise_revision(conn, room.code)
 
     def _delete_rooms(self, conn: Connection, codes: list[str]) -> None:
@@ -413,6 +474,7 @@ class Classroom:
             return
         asked = select(questions.c.id).where(questions.c.room.in_(codes))
         conn.execute(delete(answers).where(answers.c.question.in_(asked)))
+        conn.execute(delete(question_details).where(question_details.c.question.in_(asked)))
         for table in (questions, students, room_steps, room_revisions, room_programs):
             conn.execute(delete(table).where(table.c.room.in_(codes)))
         conn.execute(delete(attempts).where(attempts.c.room.in_(codes)))
@@ -425,8 +487,14 @@ def _raise_revision(conn: Connection, code: str, column: Any = room_revisions.c.
     conn.execute(update(room_revisions).where(where).values({column: column + 1}))
 
 
+# a question with its details (a countdown, the question it is the transfer of), when it has them
+_ASKED = select(questions, question_details.c.closes_at, question_details.c.transfer_of).outerjoin(
+    question_details, question_details.c.question == questions.c.id
+)
+
+
 def _question(row: Any) -> Question:
-    return Question(id=row.id, step=row.step, kind=row.kind, key=row.key, phase=row.phase)
+    return Question(row.id, row.step, row.kind, row.key, row.phase, row.closes_at, row.transfer_of)
 
 
 def _tally(rows: list[Any]) -> VoteTally:

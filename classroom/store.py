@@ -117,6 +117,17 @@ room_programs = Table(
     Column("source", Text, nullable=False),
 )
 
+# What a question has beyond its first schema (a table of its own: the first migration keeps its first form):
+# `closes_at`, the vote's time limit (answers after it are refused); `transfer_of`, the revealed question whose
+# transfer this one is (an equivalent question answered alone once, after the discussion: the report's third column).
+question_details = Table(
+    "question_details",
+    metadata,
+    Column("question", Integer, ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True),
+    Column("closes_at", Float, nullable=True),  # seconds since the epoch
+    Column("transfer_of", Integer, ForeignKey("questions.id", ondelete="CASCADE"), nullable=True),
+)
+
 # Joins and wrong room codes, per client (a hash of its address): shared by replicas, so a limit holds across them.
 attempts = Table(
     "attempts",
@@ -146,6 +157,10 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("rooms, their current step, students, questions, answers, join and guess attempts", _create_first_schema),
     ("each room's revisions, raised by its changes (for the push route)", _add_room_revisions),
     ("a Playground program a room follows", lambda conn: metadata.create_all(conn, tables=[room_programs])),
+    (
+        "a vote's time limit and a transfer's question",
+        lambda conn: metadata.create_all(conn, tables=[question_details]),
+    ),
 ]
 
 

@@ -27,6 +27,12 @@ class Question:
     kind: str
     key: str
     phase: str
+    closes_at: float | None = None  # the vote's time limit (seconds since the epoch), None: until the teacher closes
+    transfer_of: int | None = None  # the revealed question this one is the transfer of
+
+    @property
+    def is_transfer(self) -> bool:
+        return self.transfer_of is not None
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,63 @@ def test_phases_move_forward_only(classroom: Classroom) -> None:
         classroom.set_step(room.code, room.teacher_key, 4)
 
 
+def test_a_countdown_refuses_late_answers_in_a_sentence(classroom: Classroom, clock: Clock) -> None:
+    room = classroom.create_room("lesson:a", 3)
+    ada = classroom.join(room.code, "10.0.0.1", "Ada")
+    with pytest.raises(InvalidInput, match="10 to 600 seconds"):
+        classroom.open_question(room.code, room.teacher_key, 0, "grad", "x", seconds=5)
+    question = classroom.open_question(room.code, room.teacher_key, 0, "grad", "x", seconds=30)
+    assert question.closes_at == clock.now + 30
+    assert classroom.student_view(room.code, ada.token).question == question
+    clock.now += 30.5  # sent as the countdown ended: still on its way, it counts
+    classroom.answer(room.code, ada.token, question.id, "1")
+    clock.now += 1
+    with pytest.raises(VoteClosed, match="Time is up"):
+        classroom.answer(room.code, ada.token, question.id, "2")
+    assert classroom.student_view(room.code, ada.token).answers == (MyAnswer(1, "1", None, None),)
+    classroom.close_vote(room.code, room.teacher_key, question.id)
+    classroom.open_second_vote(room.code, room.teacher_key, question.id)  # vote 2 without a countdown
+    clock.now += 1000
+    classroom.answer(room.code, ada.token, question.id, "3")
+    assert classroom.teacher_view(room.code, room.teacher_key).questions[0].question.closes_at is None
+
+
+def test_the_asked_step_cannot_run_before_the_reveal(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 9)
+    classroom.set_step(room.code, room.teacher_key, 4)
+    question = classroom.open_question(room.code, room.teacher_key, 4, "sends", "sends:5:0")
+    with pytest.raises(WrongPhase, match="Reveal the answer first"):
+        classroom.set_step(room.code, room.teacher_key, 5)
+    with pytest.raises(WrongPhase, match="Reveal the open question"):
+        classroom.open_question(room.code, room.teacher_key, 4, "grad", "x")
+    classroom.set_step(room.code, room.teacher_key, 3)  # back is harmless
+    classroom.close_vote(room.code, room.teacher_key, question.id)
+    with pytest.raises(WrongPhase):  # the discussion does not open the step either
+        classroom.set_step(room.code, room.teacher_key, 9)
+    classroom.reveal(room.code, room.teacher_key, question.id)
+    classroom.set_step(room.code, room.teacher_key, 9)
+
+
+def test_a_transfer_follows_its_revealed_question_once_with_one_vote(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:a", 9)
+    first = classroom.open_question(room.code, room.teacher_key, 9, "leaf_grad", "grad:0")
+    with pytest.raises(WrongPhase, match="Reveal the open question"):
+        classroom.open_question(room.code, room.teacher_key, 9, "leaf_grad", "t", transfer_of=first.id)
+    classroom.reveal(room.code, room.teacher_key, first.id)
+    transfer = classroom.open_question(room.code, room.teacher_key, 9, "leaf_grad", "t", transfer_of=first.id)
+    assert transfer.is_transfer and not first.is_transfer
+    classroom.close_vote(room.code, room.teacher_key, transfer.id)
+    with pytest.raises(WrongPhase, match="answered alone, once"):
+        classroom.open_second_vote(room.code, room.teacher_key, transfer.id)
+    classroom.reveal(room.code, room.teacher_key, transfer.id)
+    with pytest.raises(WrongPhase, match="follows the question just revealed"):  # not a transfer of a transfer
+        classroom.open_question(room.code, room.teacher_key, 9, "leaf_grad", "u", transfer_of=transfer.id)
+    with pytest.raises(WrongPhase, match="follows the question just revealed"):  # nor of an older question
+        classroom.open_question(room.code, room.teacher_key, 9, "leaf_grad", "u", transfer_of=first.id)
+    asked = [tally.question for tally in classroom.teacher_view(room.code, room.teacher_key).questions]
+    assert [q.transfer_of for q in asked] == [None, first.id]
+
+
 def test_a_student_sees_the_step_and_only_their_own_answers(classroom: Classroom) -> None:
     room = classroom.create_room("lesson:a", 9)
     ada, bob = (classroom.join(room.code, "10.0.0.1", name) for name in ("Ada", "Bob"))
@@ -182,7 +239,7 @@ def _class_with_answers(classroom: Classroom) -> tuple[str, str]:
     room = classroom.create_room("playground", 3, program="x = 1")  # a row in every table
     classroom.set_step(room.code, room.teacher_key, 2)
     ada = classroom.join(room.code, "10.0.0.1", "Ada")
-    question = classroom.open_question(room.code, room.teacher_key, 2, "grad", "x")
+    question = classroom.open_question(room.code, room.teacher_key, 2, "grad", "x", seconds=60)
     classroom.answer(room.code, ada.token, question.id, "1", right=True)
     return room.code, room.teacher_key
 
