@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from autodiff import BackwardRecorder, Device, Tensor
-from course.grading import MISTAKES, Question, grade, questions
+from course.grading import MISTAKES, Question, grade, parse_numbers, questions
+from course.programs import PROGRAMS as LESSONS
 from course.programs import record_program
 
 pytestmark = pytest.mark.course
@@ -149,3 +150,129 @@ def test_none_is_read_everywhere_and_wrong_where_a_gradient_arrives():
     for question in (asked["grad:0"], next(q for q in asked.values() if q.kind == "sends")):
         graded = grade(question, "None")
         assert graded.right is False and graded.words.startswith("Not None")
+
+
+# -- prompts without ambiguity, and the answer worked out in numbers (issue 43) -------------------------------------
+
+
+def _lesson(key):
+    run = record_program(key)
+    return run, questions(run.before, run.recorder, run.names)
+
+
+def test_every_prompt_of_every_lesson_program_is_distinct():
+    for key in LESSONS:
+        prompts = [q.prompt for q in _lesson(key)[1]]
+        assert len(set(prompts)) == len(prompts), key
+
+
+def test_a_step_that_sends_to_one_node_through_two_operands_names_the_operand():
+    asked = {q.key: q for q in _lesson("seed")[1]}
+    through = sorted(q.prompt for q in asked.values() if q.kind == "sends" and q.node == 0 and "x·x" in q.prompt)
+    assert through == [
+        "What does the step of h send to x, through the first operand of x·x?",
+        "What does the step of h send to x, through the second operand of x·x?",
+    ]
+    assert asked["sends:11:0"].prompt == "What does the step of x·3 send to x?"  # not ambiguous: as it was
+    assert asked["grad:0"].prompt == "What is x's gradient after the backward?"
+
+
+def test_two_nodes_of_one_name_are_told_apart_by_their_ids():
+    ad = Device.numpy().autodiff(keep_values=True)
+    x = Tensor.from_floats(X, ad).require_grad()
+    first, second = x * 2.0, x * 2.0
+    loss = (first + second).sum()
+    before, recorder = ad.snapshot(), BackwardRecorder()
+    loss.backward(recorder=recorder)
+    names = {int(x.node_id): "x", int(first.node_id): "y", int(second.node_id): "y", int(loss.node_id): "loss"}
+    prompts = [q.prompt for q in questions(before, recorder, names)]
+    assert len(set(prompts)) == len(prompts)
+    assert any(p.startswith("What does the step of y send to x? (from NodeId(") for p in prompts)
+
+
+def _sum_of_terms(worked: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """`…: [3.0, 3.0] + [1.0, 2.0] + [1.0, 2.0] = [5.0, 7.0].` -> the terms and the total (one path: one term)."""
+    numbers = worked.rsplit(": ", 1)[1].removesuffix(".")
+    left, _, total = numbers.rpartition(" = ")
+    terms = left.split(" + ") if left else [total]
+    return [np.array(parse_numbers(t)) for t in terms], np.array(parse_numbers(total))
+
+
+def test_the_seeds_leaf_gradient_is_worked_out_path_by_path_in_the_order_they_arrived():
+    asked = {q.key: q for q in _lesson("seed")[1]}
+    assert asked["grad:0"].worked == (
+        "x's gradient is the sum of what each of its 3 paths sends, in the order they arrived (from x·3, from h's "
+        "first operand, from h's second operand): [3.0, 3.0] + [1.0, 2.0] + [1.0, 2.0] = [5.0, 7.0]."
+    )
+    unused = asked["grad:1"]
+    assert unused.values is None and unused.worked.startswith("unused's gradient is None: no path from the loss")
+
+
+# each lesson program's loss again, in float64 numpy, written independently of the engine
+NUMPY_LOSSES = {
+    "seed": lambda v: np.sum(v["x"] * v["x"] + 3 * v["x"]),
+    "shared": lambda v: np.sum(2 * np.exp(v["x"])) + np.sum(3 * np.exp(v["x"])),
+    "neuron": lambda v: np.sum(np.tanh(v["w"] @ v["x"] + v["b"])),
+    "mlp": lambda v: np.mean((np.maximum(v["batch"] @ v["w1"] + v["b1"], 0) @ v["w2"] - v["target"]) ** 2),
+    "mlp3": lambda v: np.mean(
+        (np.tanh(np.tanh(v["batch"] @ v["w1"] + v["b1"]) @ v["w2"] + v["b2"]) @ v["w3"] + v["b3"] - v["target"]) ** 2
+    ),
+}
+
+
+def _central_differences(loss, values: dict[str, np.ndarray], name: str, eps: float = 1e-6) -> np.ndarray:
+    out = np.zeros_like(values[name])
+    for i in np.ndindex(out.shape):
+        up = {**values, name: values[name].copy()}
+        down = {**values, name: values[name].copy()}
+        up[name][i] += eps
+        down[name][i] -= eps
+        out[i] = (loss(up) - loss(down)) / (2 * eps)
+    return out
+
+
+@pytest.mark.parametrize("key", list(LESSONS))
+def test_each_leafs_worked_sum_adds_up_to_its_gradient_and_that_is_the_finite_difference(key):
+    assert set(NUMPY_LOSSES) == set(LESSONS)  # a new lesson program gets its numpy loss here
+    run, asked = _lesson(key)
+    values = {name: np.asarray(run.before.node(t.node_id).value, dtype=np.float64) for name, t in run.tensors.items()}
+    loss = NUMPY_LOSSES[key]
+    assert np.isclose(loss(values), values["loss"].item(), rtol=1e-5)  # the same program
+    checked = 0
+    for q in asked:
+        if q.kind != "leaf_grad" or q.values is None:
+            continue
+        terms, total = _sum_of_terms(q.worked)
+        assert np.allclose(sum(terms), np.ravel(q.values), rtol=1e-5, atol=1e-6), q.key
+        assert np.allclose(total, np.ravel(q.values), rtol=1e-5, atol=1e-6), q.key
+        assert len(terms) == 1 or "paths sends" in q.worked
+        name = run.names[q.node]
+        expected = _central_differences(loss, values, name)
+        assert np.allclose(q.values, expected, rtol=1e-4, atol=1e-6), (key, name)
+        checked += 1
+    assert checked, key
+
+
+def test_a_steps_send_is_worked_out_as_upstream_times_local_derivative():
+    asked = {q.key: q for q in _lesson("seed")[1]}
+    assert asked["sends:11:0"].worked == (
+        "The step of x·3 sends x its upstream gradient times the local derivative ∂(x·3)/∂x = 3: "
+        "[1.0, 1.0] × 3 = [3.0, 3.0]."
+    )
+    assert "∂(h + x·3)/∂(x·3) = 1: [1.0, 1.0] × 1 = [1.0, 1.0]" in asked["sends:6:1"].worked
+    assert asked["sends:2:0"].worked.startswith("The step of loss = sum(h + x·3) sends h + x·3 by its rule")
+    for key in LESSONS:
+        for q in _lesson(key)[1]:
+            if q.kind == "sends":  # the card's product ends in what the step sent
+                sent = parse_numbers(q.worked.rsplit(" = ", 1)[1].removesuffix("."), limit=10_000)
+                assert sent is not None and np.allclose(sent, np.ravel(q.values), rtol=1e-5, atol=1e-6), q.key
+
+
+def test_remaining_is_worked_out_as_who_keeps_a_gradient_and_why():
+    asked = {q.key: q for q in _lesson("seed")[1]}
+    worked = asked["remaining"].worked
+    assert worked.startswith("x keeps its gradient: a leaf that asked for one (Grad)")
+    assert "h and loss hold none" in worked and "GradInBackward" in worked and "consumed" in worked
+    assert "unused asked for one, but no path from the loss reaches it" in worked
+    mlp = {q.key: q for q in _lesson("mlp")[1]}["remaining"].worked
+    assert "b1, w1 and w2 keep their gradients" in mlp and "batch and target never asked" in mlp
