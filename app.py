@@ -9,6 +9,7 @@ unless `--database` (or $CLASSROOM_DATABASE) names another, such as PostgreSQL f
 from streamlit.starlette import App
 
 from classroom.routes import ClassRoutes
+from ui.class_replays import CourseQuestions
 
-_class = ClassRoutes()
+_class = ClassRoutes(CourseQuestions())
 app = App("frame.py", routes=_class.routes(), lifespan=_class.lifespan)

@@ -296,9 +296,9 @@ class Classroom:
         text: str,
         right: bool | None = None,
         mistake: str | None = None,
-    ) -> None:
+    ) -> int:
         """Answer the open vote (replacing this student's earlier answer to it); `right` and `mistake` are the
-        caller's grading, stored as given."""
+        caller's grading, stored as given. Returns the vote it went to (1 or 2)."""
         answer = _bounded(text, self.limits.answer_chars, "An answer")
         mistake = _bounded(mistake, 80, "A mistake group")
         if answer is None:
@@ -328,6 +328,7 @@ class Classroom:
             }
             self.store.upsert(conn, answers, values, update=["answer", "is_right", "mistake", "answered_at"])
             _raise_revision(conn, student.room, room_revisions.c.tally)
+        return int(values["vote"])
 
     def student_view(self, code: str, token: str) -> StudentView:
         with self.store.read() as conn:

@@ -2,7 +2,10 @@
 long-polls its room's step and question, the teacher's stage long-polls the answers as they come and posts each step.
 
 No Streamlit session is involved, so 60 students following a class cost no page reruns: a request waits (at most
-`WAIT_S`) until the room changes, answered from one watcher per server. Each request carries the room's own secret
+`WAIT_S`) until the room changes, answered from one watcher per server. A student's stage draws the question, its
+answer form, the countdown and, once revealed, their own result and the worked answer from what `follow` sends, and
+posts the answer to `answer`, graded here (`classroom.asking.Questions`, given by the app): a class event reruns no
+student's page. Each request carries the room's own secret
 in a header (never in the URL, which proxies log): `X-Class-Seat` (a student's token) or `X-Class-Teacher` (the
 teacher key). Every refusal is a sentence in `{"error": ...}`.
 """
@@ -19,14 +22,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from classroom.errors import ClassroomError, InvalidInput, NotAllowed, RoomNotFound, TooManyAttempts
+from classroom.asking import AskedJson, Questions
+from classroom.errors import (
+    ClassroomError,
+    InvalidInput,
+    NotAllowed,
+    QuestionNotFound,
+    RoomNotFound,
+    TooManyAttempts,
+    VoteClosed,
+)
 from classroom.live import Revisions, RoomWatcher, classroom, sweep_forever
 from classroom.rooms import Classroom
-from classroom.views import QuestionTally, VoteTally
+from classroom.views import OPEN_VOTE, REVEALED, Question, QuestionTally, StudentView, VoteTally
 
 WAIT_S = 20.0  # a long poll's longest wait; the browser asks again at once
 MAX_WAITING = 1000  # visitors one server holds waiting at once
 MAX_BODY = 512  # a step's request body
+MAX_ANSWER_BODY = 2048  # an answer's: 200 characters, each escaped in JSON at most 6 bytes wide... and its id
 TOP_ANSWERS = 6  # the histogram's bars: the most given answers
 
 STATUS = {RoomNotFound: 404, NotAllowed: 403, TooManyAttempts: 429, InvalidInput: 400}
@@ -46,6 +59,8 @@ class QuestionJson(TypedDict):
     kind: str
     step: int
     phase: str
+    closes_in: float | None  # seconds left in the open vote's countdown (None: no countdown)
+    transfer_of: int | None  # the question this one is the transfer of
     votes: dict[str, VoteJson]  # "1", "2"
 
 
@@ -56,11 +71,40 @@ class TeacherJson(TypedDict):
     question: QuestionJson | None
 
 
+class StudentQuestionJson(AskedJson):
+    id: int
+    key: str
+    step: int
+    phase: str
+    vote: int | None  # the open vote (1 or 2), None while discussing or revealed
+    closes_in: float | None
+    transfer: bool
+
+
+class MineJson(TypedDict):
+    vote: int
+    answer: str
+
+
+class ResultJson(TypedDict):
+    answer: str  # the right answer
+    worked: str  # the worked answer in numbers
+    yours: str | None  # this student's last answer (None: they did not answer)
+    right: bool | None
+    why: str  # the mistake their answer shows, in words ("" when none)
+
+
 class StudentJson(TypedDict):
     since: str
     step: int
-    question: dict[str, Any] | None  # id, key, step, phase: the stage says its prompt, the page draws its form
-    answered: int  # this student's answers to it
+    question: StudentQuestionJson | None  # the stage draws its form, its countdown, the receipt
+    mine: list[MineJson]  # this student's stored answers to it, by vote
+    result: ResultJson | None  # once revealed: the answer, worked, and this student's own
+
+
+class ReceiptJson(TypedDict):
+    stored: str
+    vote: int
 
 
 def _vote(tally: VoteTally) -> VoteJson:
@@ -74,10 +118,54 @@ def _vote(tally: VoteTally) -> VoteJson:
     }
 
 
-def _question(tally: QuestionTally) -> QuestionJson:
+def _question(tally: QuestionTally, now: float) -> QuestionJson:
     q = tally.question
     votes = {str(vote): _vote(t) for vote, t in tally.votes.items()}
-    return {"id": q.id, "key": q.key, "kind": q.kind, "step": q.step, "phase": q.phase, "votes": votes}
+    return {
+        "id": q.id,
+        "key": q.key,
+        "kind": q.kind,
+        "step": q.step,
+        "phase": q.phase,
+        "closes_in": _closes_in(q, now),
+        "transfer_of": q.transfer_of,
+        "votes": votes,
+    }
+
+
+def _closes_in(q: Question, now: float) -> float | None:
+    if q.closes_at is None or q.phase not in OPEN_VOTE:
+        return None
+    return round(max(0.0, q.closes_at - now), 1)
+
+
+def student_json(seen: StudentView, questions: Questions, now: float) -> StudentJson:
+    """What a student's stage draws of its room: never the right answer before the reveal."""
+    q = seen.question
+    body: StudentJson = {"since": "", "step": seen.step, "question": None, "mine": [], "result": None}
+    if q is None:
+        return body
+    asked = questions.asked(seen.replay, seen.code, q.key)
+    body["question"] = {
+        **asked,
+        "id": q.id,
+        "key": q.key,
+        "step": q.step,
+        "phase": q.phase,
+        "vote": OPEN_VOTE.get(q.phase),
+        "closes_in": _closes_in(q, now),
+        "transfer": q.is_transfer,
+    }
+    body["mine"] = [{"vote": a.vote, "answer": a.answer} for a in seen.answers]
+    if q.phase == REVEALED:
+        last = seen.answers[-1] if seen.answers else None
+        body["result"] = {
+            **questions.revealed(seen.replay, seen.code, q.key),
+            "yours": None if last is None else last.answer,
+            "right": None if last is None else last.right,
+            "why": questions.mistakes.get(last.mistake or "", "") if last is not None else "",
+        }
+    return body
 
 
 def _refused(error: ClassroomError) -> JSONResponse:
@@ -107,7 +195,10 @@ def _credential(request: Request, header: str) -> tuple[str, str]:
 class ClassRoutes:
     """The routes and the watcher they share (one per server process)."""
 
-    def __init__(self, rooms: Callable[[], Classroom] = classroom, wait_s: float = WAIT_S) -> None:
+    def __init__(
+        self, questions: Questions, rooms: Callable[[], Classroom] = classroom, wait_s: float = WAIT_S
+    ) -> None:
+        self.questions = questions  # the course's questions: their words, grading and worked answers
         self.rooms = rooms  # this server's classroom (tests give their own store)
         self.wait_s = wait_s
         self.watcher = RoomWatcher(lambda codes: rooms().revisions(codes))
@@ -117,6 +208,7 @@ class ClassRoutes:
             Route("/class/api/follow", self.follow, methods=["GET"]),
             Route("/class/api/watch", self.watch, methods=["GET"]),
             Route("/class/api/step", self.step, methods=["POST"]),
+            Route("/class/api/answer", self.answer, methods=["POST"]),
         ]
 
     @asynccontextmanager
@@ -181,11 +273,12 @@ class ClassRoutes:
     async def follow(self, request: Request) -> Response:
         """A student's stage: the room's step and question, when they change."""
 
+        def seen(code: str, seat: str) -> StudentJson:
+            room = self.rooms()
+            return student_json(room.student_view(code, seat), self.questions, room.clock())
+
         async def view(code: str, seat: str) -> StudentJson:
-            seen = await anyio.to_thread.run_sync(self.rooms().student_view, code, seat)
-            q = seen.question
-            question = None if q is None else {"id": q.id, "key": q.key, "step": q.step, "phase": q.phase}
-            return {"since": "", "step": seen.step, "question": question, "answered": len(seen.answers)}
+            return await anyio.to_thread.run_sync(seen, code, seat)
 
         return await self._long_poll(request, "X-Class-Seat", lambda r: r[:1], view)
 
@@ -194,7 +287,7 @@ class ClassRoutes:
 
         async def view(code: str, key: str) -> TeacherJson:
             seen = await anyio.to_thread.run_sync(self.rooms().teacher_view, code, key)
-            newest = _question(seen.questions[-1]) if seen.questions else None
+            newest = _question(seen.questions[-1], self.rooms().clock()) if seen.questions else None
             return {"since": "", "step": seen.step, "students": seen.students, "question": newest}
 
         return await self._long_poll(request, "X-Class-Teacher", lambda r: r, view)
@@ -203,7 +296,7 @@ class ClassRoutes:
         """The teacher's stage moved: `{"step": event index}` (the room's students follow)."""
         try:
             code, key = _credential(request, "X-Class-Teacher")
-            body = await _bounded_body(request)
+            body = await _bounded_body(request, MAX_BODY)
             step = body.get("step") if isinstance(body, dict) else None
             if not isinstance(step, int) or isinstance(step, bool):
                 raise InvalidInput('A step is sent as {"step": a whole number}.')
@@ -212,15 +305,44 @@ class ClassRoutes:
         except ClassroomError as error:
             return _refused(error)
 
+    async def answer(self, request: Request) -> Response:
+        """A student's answer to the open vote, `{"question": id, "answer": text}`: graded here, stored with the
+        mistake it shows, and the receipt sent back; an answer that is not one (not numbers) is not stored."""
+        try:
+            code, seat = _credential(request, "X-Class-Seat")
+            body = await _bounded_body(request, MAX_ANSWER_BODY)
+            question = body.get("question") if isinstance(body, dict) else None
+            text = body.get("answer") if isinstance(body, dict) else None
+            if not isinstance(question, int) or isinstance(question, bool) or not isinstance(text, str):
+                raise InvalidInput('An answer is sent as {"question": its number, "answer": the text}.')
+            receipt = await anyio.to_thread.run_sync(self._answer, code, seat, question, text)
+            return JSONResponse(receipt, headers={"Cache-Control": "no-store"})
+        except ClassroomError as error:
+            return _refused(error)
 
-async def _bounded_body(request: Request) -> Any:
-    """The request's JSON, refused past MAX_BODY bytes however it is sent (a length, or a stream without one)."""
+    def _answer(self, code: str, seat: str, question: int, text: str) -> ReceiptJson:
+        room = self.rooms()
+        seen = room.student_view(code, seat)
+        q = seen.question
+        if q is None or q.id != question:
+            raise QuestionNotFound("This question is no longer the one open in your class.")
+        if q.phase not in OPEN_VOTE:
+            raise VoteClosed("This vote is closed; your earlier answer, if any, is the one kept.")
+        graded = self.questions.grade(seen.replay, seen.code, q.key, text)
+        if graded.right is None:
+            raise InvalidInput(f"{graded.words} Your answer was not stored.")
+        vote = room.answer(code, seat, q.id, text, graded.right, graded.mistake)
+        return {"stored": text.strip(), "vote": vote}
+
+
+async def _bounded_body(request: Request, limit: int) -> Any:
+    """The request's JSON, refused past `limit` bytes however it is sent (a length, or a stream without one)."""
     received = bytearray()
     async for chunk in request.stream():
         received += chunk
-        if len(received) > MAX_BODY:
-            raise InvalidInput(f"A step's request is at most {MAX_BODY} bytes.")
+        if len(received) > limit:
+            raise InvalidInput(f"This request is at most {limit} bytes.")
     try:
         return json.loads(received or b"null")
     except ValueError:
-        raise InvalidInput("A step's request is JSON.") from None
+        raise InvalidInput("This request is JSON.") from None

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from classroom.rooms import Classroom
 from classroom.routes import WAIT_S, ClassRoutes
 from classroom.views import NewRoom
+from ui.class_replays import CourseQuestions
 
 
 def _follow_request(code: str, seat: str, since: str, receive: Any) -> Request:
@@ -49,7 +50,7 @@ def _follow(
 
 @pytest.fixture
 def class_routes(classroom: Classroom) -> ClassRoutes:
-    return ClassRoutes(lambda: classroom)
+    return ClassRoutes(CourseQuestions(), lambda: classroom)
 
 
 def _seated(classroom: Classroom) -> tuple[NewRoom, str]:

@@ -15,11 +15,12 @@ from starlette.testclient import TestClient
 from classroom.errors import RoomNotFound
 from classroom.rooms import Classroom
 from classroom.routes import MAX_BODY, ClassRoutes
+from ui.class_replays import CourseQuestions, lesson_replay
 
 
 @pytest.fixture
 def client(classroom: Classroom) -> Iterator[TestClient]:
-    routes = ClassRoutes(lambda: classroom, wait_s=1.0)
+    routes = ClassRoutes(CourseQuestions(), lambda: classroom, wait_s=1.0)
     with TestClient(Starlette(routes=routes.routes(), lifespan=routes.lifespan)) as http:
         yield http
 
@@ -76,7 +77,57 @@ def test_a_student_sees_no_answer_of_anyone_and_no_tally(client, classroom):
     classroom.answer(room.code, seats[0], asked.id, "secret answer", right=False)
     told = follow(client, room.code, seats[1]).json()
     assert "secret answer" not in str(told) and "votes" not in str(told)
-    assert told["question"] == {"id": asked.id, "key": "grad:0", "step": 0, "phase": "vote1"} and told["answered"] == 0
+    assert (told["question"]["id"], told["question"]["phase"], told["question"]["vote"]) == (asked.id, "vote1", 1)
+    assert told["mine"] == [] and told["result"] is None
+
+
+def answer(client: TestClient, code: str, seat: str, body: object):
+    return client.post("/class/api/answer", params={"room": code}, json=body, headers={"X-Class-Seat": seat})
+
+
+def test_an_answer_is_graded_on_the_server_stored_with_its_mistake_and_receipted(client, classroom):
+    room = classroom.create_room("seed", 40)
+    seat = classroom.join(room.code, "10.0.0.1").token
+    asked = classroom.open_question(room.code, room.teacher_key, 0, "leaf_grad", "grad:0")  # x's gradient
+    told = follow(client, room.code, seat).json()["question"]
+    assert told["prompt"] == "What is x's gradient after the backward?"
+    assert (told["form"], told["size"], told["code"], told["closes_in"]) == ("numbers", 2, "", None)
+    right = lesson_replay("seed").questions["grad:0"].values.tolist()
+    assert "5" not in str(told) and str(right) not in str(told)  # the form holds no answer
+    not_numbers = answer(client, room.code, seat, {"question": asked.id, "answer": "five, seven"})
+    assert not_numbers.status_code == 400 and "was not stored" in not_numbers.json()["error"]
+    assert classroom.student_view(room.code, seat).answers == ()
+    stored = answer(client, room.code, seat, {"question": asked.id, "answer": "-5, -7"})
+    assert stored.json() == {"stored": "-5, -7", "vote": 1}
+    assert follow(client, room.code, seat).json()["mine"] == [{"vote": 1, "answer": "-5, -7"}]
+    tally = classroom.teacher_view(room.code, room.teacher_key).questions[0].votes[1]
+    assert (tally.right, tally.mistakes) == (0, {"sign": 1})  # graded by the server, not by the page
+    classroom.reveal(room.code, room.teacher_key, asked.id)
+    late = answer(client, room.code, seat, {"question": asked.id, "answer": "5, 7"})
+    assert late.status_code == 409 and late.json()["error"].endswith(".")
+    result = follow(client, room.code, seat).json()["result"]
+    assert result["yours"] == "-5, -7" and result["right"] is False and result["why"] == "got the sign wrong"
+    assert [float(v) for v in result["answer"].strip("[]").split(",")] == right == [5.0, 7.0]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"question": "1", "answer": "1"},
+        {"question": 1},
+        {"question": True, "answer": "1"},
+        ["1"],
+        {"question": 1, "answer": "1", "pad": "x" * 2048},
+    ],
+)
+def test_an_answer_that_is_not_one_is_refused_in_a_sentence(client, classroom, body):
+    room = classroom.create_room("seed", 40)
+    seat = classroom.join(room.code, "10.0.0.1").token
+    classroom.open_question(room.code, room.teacher_key, 0, "leaf_grad", "grad:0")
+    refused = answer(client, room.code, seat, body)
+    assert refused.status_code == 400 and refused.json()["error"].endswith(".")
+    forged = answer(client, room.code, "forged", {"question": 1, "answer": "1"})
+    assert forged.status_code == 403 and classroom.student_view(room.code, seat).answers == ()
 
 
 @pytest.mark.parametrize("header", [{}, {"X-Class-Teacher": "forged"}, {"X-Class-Seat": "forged"}])

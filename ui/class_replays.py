@@ -1,0 +1,175 @@
+"""The replays classes follow and their questions, once per server, for the Class page and for the class route.
+
+No Streamlit here: the route (`classroom/routes.py`, mounted in app.py) shows a student the question, grades the
+answer and reveals the worked answer without a page rerun, through `CourseQuestions`, the `classroom.asking.Questions`
+the route is given. The right answer reaches a student only once the question is revealed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autodiff import BackwardRecorder, GraphSnapshot
+from autodiff.snapshot import ValueSummary
+from autodiff.stage import StagePayload, replay_payload
+from autodiff.trace import BackwardFinished, StepStarted, SweepFreed
+from classroom.asking import AskedJson, GradedAnswer, RevealJson
+from classroom.errors import InvalidInput, QuestionNotFound
+from classroom.live import classroom
+from course.grading import MISTAKES, Question, grade, questions, right_answer
+from course.programs import PROGRAMS, record_program
+from playground import Limits as PlayLimits
+from playground.interpreter import BackwardRun
+from playground.workers import shared_pool
+
+PLAY_LIMITS = PlayLimits()
+PLAYED_KEPT = 16
+BOXES = 12  # a value with more entries than this is typed in one box, commas between the numbers
+
+
+@dataclass(frozen=True)
+class ClassReplay:
+    """A recorded backward a class follows and its questions: plain data, built once per server."""
+
+    key: str  # a lesson program's key, or "play:<sha256 of the program>"
+    title: str
+    before: GraphSnapshot
+    recorder: BackwardRecorder
+    names: dict[int, str]
+    source: str
+    lines: dict[int, tuple[int, int]] | None  # None: worked out from the source (a Playground program)
+    questions: dict[str, Question]
+    payloads: dict[bool, StagePayload] = field(default_factory=dict, compare=False)  # by presenter mode
+
+    @property
+    def events(self) -> int:
+        return len(self.recorder.events)
+
+    def steps(self) -> list[int]:
+        """The event each step starts at, as the stage counts steps (its scrubber's "step 3 of 7")."""
+        events = self.recorder.events
+        finish = (SweepFreed, BackwardFinished)
+        return [
+            k
+            for k, e in enumerate(events)
+            if k == 0 or isinstance(e, StepStarted) or (isinstance(e, finish) and not isinstance(events[k - 1], finish))
+        ]
+
+    def position(self, index: int) -> str:
+        """Where event `index` is, in the stage's words: "step 3 of 7"; the first event is step 0."""
+        starts = self.steps()
+        step = sum(1 for start in starts if start <= index) if index else 0
+        return f"step {step} of {len(starts)}"
+
+    def payload(self, presenter: bool) -> StagePayload:
+        if presenter not in self.payloads:  # the same for every visitor: built once per server and view
+            self.payloads[presenter] = replay_payload(
+                self.before, self.recorder, self.names, presenter, self.source, self.lines
+            )
+        return self.payloads[presenter]
+
+    def node_size(self, node: int | None) -> int:
+        by_id = {int(n.id): n for n in self.before.nodes}
+        value = by_id[node].value if node in by_id else None
+        if isinstance(value, ValueSummary):
+            return int(np.prod(value.shape))
+        return 0 if value is None else int(np.size(value))
+
+
+def _recorded(
+    key: str, title: str, run: BackwardRun, source: str, lines: dict[int, tuple[int, int]] | None
+) -> ClassReplay:
+    asked = {q.key: q for q in questions(run.before, run.recorder, run.names)}
+    return ClassReplay(key, title, run.before, run.recorder, run.names, source, lines, asked)
+
+
+_LESSONS: dict[str, ClassReplay] = {}
+_PLAYED: OrderedDict[str, ClassReplay] = OrderedDict()  # Playground programs' replays, by the program's hash
+_LOCK = threading.Lock()
+
+
+def lesson_replay(key: str) -> ClassReplay:
+    with _LOCK:
+        if key not in _LESSONS:
+            run = record_program(key)
+            backward = BackwardRun(run.before, run.recorder, run.names)
+            _LESSONS[key] = _recorded(key, PROGRAMS[key].title, backward, PROGRAMS[key].source, run.lines)
+        return _LESSONS[key]
+
+
+def keep_played(source: str, backward: BackwardRun) -> ClassReplay:
+    """A Playground program's replay, as the teacher just ran it, kept for every student of its classes."""
+    replay = _recorded(play_key(source), "a Playground program", backward, source, None)
+    with _LOCK:
+        _PLAYED[replay.key] = replay
+        _PLAYED.move_to_end(replay.key)
+        while len(_PLAYED) > PLAYED_KEPT:
+            _PLAYED.popitem(last=False)
+    return replay
+
+
+def play_key(source: str) -> str:
+    return "play:" + hashlib.sha256(source.encode()).hexdigest()[:24]
+
+
+def played_replay(source: str, client: str) -> ClassReplay:
+    """A Playground program's replay on this server: run once in the Playground's worker pool (never in the
+    server), then kept for every student of every class that follows it."""
+    key = play_key(source)
+    with _LOCK:
+        if key in _PLAYED:
+            return _PLAYED[key]
+    job = shared_pool().submit(key, source, PLAY_LIMITS, "numpy", client)
+    if not job.wait(PLAY_LIMITS.seconds * 4 + 10) or job.result is None or job.result.backward is None:
+        job.cancel()
+        raise InvalidInput("This class's program did not replay on this server; ask your teacher to start it again.")
+    return keep_played(source, job.result.backward)
+
+
+def class_replay(replay: str, code: str, client: str = "class route") -> ClassReplay:
+    """The replay room `code` follows: a lesson program (named in `replay`), or its stored Playground program."""
+    if replay in PROGRAMS:
+        return lesson_replay(replay)
+    source = classroom().program(code)
+    if source is None:
+        raise InvalidInput("This class follows a replay this server does not know; ask your teacher.")
+    return played_replay(source, client)
+
+
+def asked_question(replay: ClassReplay, key: str) -> tuple[Question, str]:
+    """The question stored under `key` in a room following `replay`, and the code a student works it out from
+    ("" when it is the stage's own program)."""
+    if key in replay.questions:
+        return replay.questions[key], ""
+    raise QuestionNotFound("This class's question is not one this server knows; ask your teacher.")
+
+
+class CourseQuestions:
+    """The class route's questions (`classroom.asking.Questions`): each stored key's words and form, its grading,
+    and its worked answer, from the course's graphs."""
+
+    mistakes = MISTAKES
+
+    def asked(self, replay: str, code: str, key: str) -> AskedJson:
+        followed = class_replay(replay, code)
+        q, source = asked_question(followed, key)
+        if q.kind == "remaining":
+            names = sorted(followed.names.values())
+            return {"prompt": q.prompt, "form": "names", "size": 0, "choices": names, "code": source}
+        size = q.values.size if q.values is not None else followed.node_size(q.node)
+        boxes = size if 0 < size <= BOXES else 0
+        return {"prompt": q.prompt, "form": "numbers", "size": boxes, "choices": [], "code": source}
+
+    def grade(self, replay: str, code: str, key: str, text: str) -> GradedAnswer:
+        q, _ = asked_question(class_replay(replay, code), key)
+        graded = grade(q, text)
+        return GradedAnswer(graded.right, graded.mistake, graded.words)
+
+    def revealed(self, replay: str, code: str, key: str) -> RevealJson:
+        q, _ = asked_question(class_replay(replay, code), key)
+        return {"answer": right_answer(q), "worked": getattr(q, "worked", "")}
