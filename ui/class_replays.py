@@ -23,6 +23,7 @@ from classroom.errors import InvalidInput, QuestionNotFound
 from classroom.live import classroom
 from course.grading import MISTAKES, Question, grade, questions, right_answer
 from course.programs import PROGRAMS, record_program
+from course.transfer import question_for_transfer_key
 from playground import Limits as PlayLimits
 from playground.interpreter import BackwardRun
 from playground.workers import shared_pool
@@ -141,11 +142,15 @@ def class_replay(replay: str, code: str, client: str = "class route") -> ClassRe
     return played_replay(source, client)
 
 
-def asked_question(replay: ClassReplay, key: str) -> tuple[Question, str]:
-    """The question stored under `key` in a room following `replay`, and the code a student works it out from
-    ("" when it is the stage's own program)."""
+def asked_question(replay: ClassReplay, key: str) -> tuple[Question, ClassReplay, str]:
+    """The question stored under `key` in a room following `replay`, the replay it is about (a transfer's is another
+    lesson's), and the code a student works it out from ("" when it is the stage's own program)."""
     if key in replay.questions:
-        return replay.questions[key], ""
+        return replay.questions[key], replay, ""
+    transfer = question_for_transfer_key(key)
+    if transfer is not None:
+        program, question, source = transfer
+        return question, lesson_replay(program), source
     raise QuestionNotFound("This class's question is not one this server knows; ask your teacher.")
 
 
@@ -156,8 +161,7 @@ class CourseQuestions:
     mistakes = MISTAKES
 
     def asked(self, replay: str, code: str, key: str) -> AskedJson:
-        followed = class_replay(replay, code)
-        q, source = asked_question(followed, key)
+        q, followed, source = asked_question(class_replay(replay, code), key)
         if q.kind == "remaining":
             names = sorted(followed.names.values())
             return {"prompt": q.prompt, "form": "names", "size": 0, "choices": names, "code": source}
@@ -166,10 +170,10 @@ class CourseQuestions:
         return {"prompt": q.prompt, "form": "numbers", "size": boxes, "choices": [], "code": source}
 
     def grade(self, replay: str, code: str, key: str, text: str) -> GradedAnswer:
-        q, _ = asked_question(class_replay(replay, code), key)
+        q, _, _ = asked_question(class_replay(replay, code), key)
         graded = grade(q, text)
         return GradedAnswer(graded.right, graded.mistake, graded.words)
 
     def revealed(self, replay: str, code: str, key: str) -> RevealJson:
-        q, _ = asked_question(class_replay(replay, code), key)
-        return {"answer": right_answer(q), "worked": getattr(q, "worked", "")}
+        q, _, _ = asked_question(class_replay(replay, code), key)
+        return {"answer": right_answer(q), "worked": q.worked}

@@ -9,144 +9,45 @@ again; the join link carries the room code only.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
 import segno
 import streamlit as st
 
-from autodiff import BackwardRecorder, GraphSnapshot
-from autodiff.stage import ClassroomLink, StagePayload, in_classroom, replay_payload
-from autodiff.trace import BackwardFinished, StepStarted, SweepFreed
-from classroom.errors import ClassroomError, InvalidInput, RoomNotFound
+from autodiff.stage import ClassroomLink, in_classroom
+from classroom.errors import ClassroomError, RoomNotFound
 from classroom.live import classroom
 from classroom.report import answers_csv, question_reports
 from classroom.rooms import normalize_code
-from classroom.views import DISCUSS, REVEALED, VOTE1, VOTE2, StudentView, TeacherView
-from course.grading import MISTAKES, Question, grade, questions, right_answer
-from course.programs import PROGRAMS, record_program
-from playground import Limits as PlayLimits
+from classroom.views import DISCUSS, REVEALED, VOTE1, VOTE2, TeacherView
+from course.grading import MISTAKES, Question, right_answer
+from course.programs import PROGRAMS
+from course.transfer import transfer_for, transfer_key
 from playground.interpreter import BackwardRun
-from playground.workers import shared_pool
 
+from .class_replays import ClassReplay, asked_question, class_replay, keep_played
 from .literal import code_span
 from .navigation import lesson_intro
 from .stage import stage
-from .state import client_address, presenter_mode, shared_result
+from .state import client_address, presenter_mode
 
 CLASS_PAGE = "pages/teach/class_mode.py"
-PLAY_LIMITS = PlayLimits()
 API = "class/api/"  # the push route, relative to the page (a prefix in front of the app keeps working)
 TEACHER = "class_teacher"  # (room code, teacher key) in the teacher's session
 ENDED = "class_ended"  # the code of the class this session just ended, or that ended under this student
 SEAT_CHARS = 64
 
 
-@dataclass(frozen=True)
-class ClassReplay:
-    """A recorded backward a class follows and its questions: plain data, built once per server."""
-
-    key: str  # a lesson program's key, or "play:<sha256 of the program>"
-    title: str
-    before: GraphSnapshot
-    recorder: BackwardRecorder
-    names: dict[int, str]
-    source: str
-    lines: dict[int, tuple[int, int]] | None  # None: worked out from the source (a Playground program)
-    questions: dict[str, Question]
-    payloads: dict[bool, StagePayload] = field(default_factory=dict, compare=False)  # by presenter mode
-
-    @property
-    def events(self) -> int:
-        return len(self.recorder.events)
-
-    def position(self, index: int) -> str:
-        """Where event `index` is, in the stage's words: "step 3 of 7 (event 11 of 25)"; the first event is step 0."""
-        events = self.recorder.events
-        finish = (SweepFreed, BackwardFinished)
-        starts = [
-            k == 0 or isinstance(e, StepStarted) or (isinstance(e, finish) and not isinstance(events[k - 1], finish))
-            for k, e in enumerate(events)
-        ]
-        step = sum(starts[: index + 1]) if index else 0
-        return f"step {step} of {sum(starts)} (event {index + 1} of {len(events)})"
-
-    def payload(self, presenter: bool) -> StagePayload:
-        if presenter not in self.payloads:  # the same for every visitor: built once per server and view
-            self.payloads[presenter] = replay_payload(
-                self.before, self.recorder, self.names, presenter, self.source, self.lines
-            )
-        return self.payloads[presenter]
-
-
-def _recorded(
-    key: str, title: str, run: BackwardRun, source: str, lines: dict[int, tuple[int, int]] | None
-) -> ClassReplay:
-    asked = {q.key: q for q in questions(run.before, run.recorder, run.names)}
-    return ClassReplay(key, title, run.before, run.recorder, run.names, source, lines, asked)
-
-
-def _lesson_replay(key: str) -> ClassReplay:
-    run = record_program(key)
-    backward = BackwardRun(run.before, run.recorder, run.names)
-    return _recorded(key, PROGRAMS[key].title, backward, PROGRAMS[key].source, run.lines)
-
-
-_PLAYED: OrderedDict[str, ClassReplay] = OrderedDict()  # Playground programs' replays, by the program's hash
-_PLAYED_LOCK = threading.Lock()
-PLAYED_KEPT = 16
-
-
-def _keep_played(replay: ClassReplay) -> ClassReplay:
-    with _PLAYED_LOCK:
-        _PLAYED[replay.key] = replay
-        _PLAYED.move_to_end(replay.key)
-        while len(_PLAYED) > PLAYED_KEPT:
-            _PLAYED.popitem(last=False)
-    return replay
-
-
-def _play_key(source: str) -> str:
-    return "play:" + hashlib.sha256(source.encode()).hexdigest()[:24]
-
-
-def _played_replay(source: str) -> ClassReplay:
-    """A Playground program's replay on this server: run once in the Playground's worker pool (never in the
-    server), then kept for every student of every class that follows it."""
-    key = _play_key(source)
-    with _PLAYED_LOCK:
-        if key in _PLAYED:
-            return _PLAYED[key]
-    job = shared_pool().submit(key, source, PLAY_LIMITS, "numpy", client_address())
-    if not job.wait(PLAY_LIMITS.seconds * 4 + 10) or job.result is None or job.result.backward is None:
-        job.cancel()
-        raise InvalidInput("This class's program did not replay on this server; ask your teacher to start it again.")
-    return _keep_played(_recorded(key, "a Playground program", job.result.backward, source, None))
-
-
 def teach_playground(source: str, backward: BackwardRun) -> None:
     """The Playground's program, as the teacher just ran it, becomes a class: its replay is kept on this server, its
     source in the store for the other replicas; the Class page opens on it."""
-    replay = _keep_played(_recorded(_play_key(source), "a Playground program", backward, source, None))
+    replay = keep_played(source, backward)
     room = classroom().create_room("playground", replay.events - 1, program=source)
     st.session_state[TEACHER] = (room.code, room.teacher_key)
     st.switch_page(CLASS_PAGE)
-
-
-def class_replay(replay: str, code: str) -> ClassReplay:
-    """The replay room `code` follows: a lesson program (named in `replay`), or its stored Playground program."""
-    if replay in PROGRAMS:
-        return shared_result(_lesson_replay, replay)
-    source = classroom().program(code)
-    if source is None:
-        raise InvalidInput("This class follows a replay this server does not know; ask your teacher.")
-    return _played_replay(source)
 
 
 def page_url(**params: str) -> str:
@@ -168,15 +69,14 @@ def qr_image(text: str) -> str:
     return f'<img src="{html.escape(uri)}" alt="QR code of the join link">'
 
 
-def _seen(question_id: int | None, phase: str | None, answered: int) -> str:
-    """The room as a page drew it, in the stage's own terms (stage.js `roomSeen`)."""
-    return "none" if question_id is None else f"{question_id}:{phase}:{answered}"
-
-
 def _stage(replay: ClassReplay, link: ClassroomLink, step: int, key: str) -> None:
     payload = in_classroom(replay.payload(presenter_mode()), link)  # a new dict
     payload["index"] = step
     stage(payload, key=f"{key}_{payload['signature']}")
+
+
+def _followed(replay: str, code: str) -> ClassReplay:
+    return class_replay(replay, code, client_address())
 
 
 def _asked_nodes(replay: ClassReplay) -> dict[str, int]:
@@ -195,7 +95,7 @@ def start_or_join() -> None:
             "The replay", list(PROGRAMS), format_func=lambda k: PROGRAMS[k].title, key="class_program"
         )
         if st.form_submit_button("Start a class", type="primary", key="class_start_send") and program is not None:
-            replay = class_replay(program, "")
+            replay = _followed(program, "")
             try:
                 room = classroom().create_room(program, replay.events - 1)
             except ClassroomError as refused:
@@ -245,24 +145,22 @@ def teacher_page(code: str, key: str) -> None:
         st.error(f"{refused} Start a new class below.")
         start_or_join()
         return
-    replay = class_replay(view.replay, view.code)
+    replay = _followed(view.replay, view.code)
     join_url = page_url(room=view.code)
     left, right = st.columns([4, 1], vertical_alignment="top")  # the QR code whole, its quiet zone too
     with left:
         st.title(f"Class {spaced(view.code, keep_whole=True)}")
         st.markdown(f"Join at {code_span(join_url)} (room code {code_span(spaced(view.code))})")
-        st.caption(f"{view.students} joined so far (the stage below counts them live). The replay: {replay.title}.")
+        st.caption(f"The replay: {replay.title}. The stage below counts who joined, live.")
     right.html(qr_image(join_url))
     link: ClassroomLink = {
         "role": "teacher",
         "room": view.code,
         "secret": key,
         "api": API,
-        "seen": "",
         "join": f"Join at {join_url} · room code {spaced(view.code)}",
         "asked": _asked_nodes(replay),
         "mistakes": MISTAKES,
-        "prompts": {},
     }
     index = _followed_index(view.step, replay)
     question_controls(view, replay, key, index)  # above the stage: in view while the teacher acts
@@ -280,42 +178,70 @@ def _next_step_start(replay: ClassReplay, index: int) -> int | None:
     return next((start for start in starts if start >= index), None)
 
 
+SECONDS = {0: "No time limit", 30: "30 seconds", 60: "1 minute", 90: "90 seconds", 120: "2 minutes"}
+SECONDS_CHOSEN = "class_seconds"  # the countdown the teacher chose last: vote 2 and the transfer keep it
+
+
 def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: int) -> None:
     room = classroom()
-    current = view.questions[-1] if view.questions else None
-    if current is not None and current.question.phase != REVEALED:
-        q = replay.questions[current.question.key]
-        st.markdown(f"**Asked:** {q.prompt}")
-        phase = current.question.phase
+    current = view.questions[-1].question if view.questions else None
+    limit = st.session_state.get(SECONDS_CHOSEN) or None
+    if current is not None and current.phase != REVEALED:
+        q = asked_question(replay, current.key)[0]
+        st.markdown(f"**Asked{' (transfer)' if current.is_transfer else ''}:** {q.prompt}")
         cols = iter(st.columns([1, 1, 2]))
-        if phase == VOTE1 and next(cols).button("Close vote 1: discuss", key="class_close"):
-            _teacher_act(lambda: room.close_vote(view.code, key, current.question.id))
-        if phase == DISCUSS and next(cols).button("Vote again", key="class_vote2"):
-            _teacher_act(lambda: room.open_second_vote(view.code, key, current.question.id))
+        if current.phase == VOTE1 and not current.is_transfer and next(cols).button("Close vote 1", key="class_close"):
+            _teacher_act(lambda: room.close_vote(view.code, key, current.id))
+        if current.phase == DISCUSS and next(cols).button("Vote again", key="class_vote2"):
+            _teacher_act(lambda: room.open_second_vote(view.code, key, current.id, limit))
         if next(cols).button("Reveal the answer", key="class_reveal", type="primary"):
-            _teacher_act(lambda: room.reveal(view.code, key, current.question.id))
-        st.caption(_phase_sentence(phase))
+            _teacher_act(lambda: room.reveal(view.code, key, current.id))
+        st.caption(_phase_sentence(current.phase, current.is_transfer))
         return
     if current is not None:
-        revealed(replay.questions[current.question.key], replay)
+        revealed(asked_question(replay, current.key)[0])
+        if not current.is_transfer:
+            transfer_button(view, replay, key, index, current.id, current.key, limit)
     start = _next_step_start(replay, index)
     choices = [q for q in replay.questions.values() if q.kind != "sends" or q.event == start]
     with st.form("class_ask"):
-        chosen = st.selectbox(
+        left, right = st.columns([3, 1])
+        chosen = left.selectbox(
             "Ask the room",
             [q.key for q in choices],
             format_func=lambda k: replay.questions[k].prompt,
             key="class_question",
         )
+        right.selectbox("Time to answer", list(SECONDS), format_func=SECONDS.__getitem__, key=SECONDS_CHOSEN)
         if st.form_submit_button("Ask", type="primary", key="class_ask_send") and chosen is not None:
             q = replay.questions[chosen]
-            _teacher_act(lambda: room.open_question(view.code, key, index, q.kind, q.key))
+            asked_limit = st.session_state.get(SECONDS_CHOSEN) or None
+            _teacher_act(lambda: room.open_question(view.code, key, index, q.kind, q.key, asked_limit))
     st.caption("A step's question is about the next step to run: ask before you press →, reveal, then step on.")
 
 
-def _phase_sentence(phase: str) -> str:
+def transfer_button(
+    view: TeacherView, replay: ClassReplay, key: str, index: int, revealed_id: int, asked: str, limit: int | None
+) -> None:
+    """The revealed question's transfer: an equivalent question on another node or program, answered alone once
+    (peer instruction's measure of what the discussion taught)."""
+    transfer = transfer_for(replay.questions[asked], view.replay) if asked in replay.questions else None
+    if transfer is None:
+        st.caption("No lesson graph has a question equivalent to this one: it has no transfer question.")
+        return
+    q = transfer.question
+    if st.button(f"Ask the transfer question: {q.prompt}", key="class_transfer"):
+        room = classroom()
+        _teacher_act(
+            lambda: room.open_question(view.code, key, index, q.kind, transfer_key(transfer), limit, revealed_id)
+        )
+
+
+def _phase_sentence(phase: str, transfer: bool) -> str:
+    if transfer:
+        return "The transfer question is open: each student answers alone, once. Reveal when most have answered."
     return {
-        VOTE1: "Vote 1 is open: the room answers on their own. Close it when most have answered.",
+        VOTE1: "Vote 1 is open: the room answers on their own. Close it when most have answered, to discuss.",
         DISCUSS: "Vote 1 is closed. Let neighbours convince each other, then open vote 2.",
         VOTE2: "Vote 2 is open: the same question after the discussion.",
     }[phase]
@@ -331,14 +257,11 @@ def _teacher_act(action: Callable[[], object]) -> None:
     st.rerun()
 
 
-def revealed(q: Question, replay: ClassReplay) -> None:
-    """The answer and, for a step's send, the chain rule that gives it."""
+def revealed(q: Question) -> None:
+    """The answer, and how it is worked out in numbers (the sum over paths, the local derivative)."""
     st.success(f"{q.prompt} The answer: {code_span(right_answer(q))}.")
-    card = replay.payload(False)["cards"].get(str(q.event))
-    if q.kind == "sends" and card is not None:
-        rows = [i for i in card["inputs"] if i["node"] == q.node]
-        for row in rows:
-            st.markdown(f"The chain rule: {code_span(row['rule'])}; in numbers, {code_span(row['product'])}.")
+    if q.worked:
+        st.markdown(q.worked)
 
 
 def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
@@ -348,14 +271,17 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
     with st.expander("After the class: the report, the CSV, and ending the class"):
         rows = []
         for report in question_reports(room, view.code, key):
-            gain = report.gain
             rows.append(
                 {
-                    "Question": replay.questions[report.question.key].prompt,
+                    "Question": asked_question(replay, report.question.key)[0].prompt,
                     "Asked at": replay.position(report.question.step),
                     "Right in vote 1": f"{report.right_1} of {report.answered_1}",
                     "Right in vote 2": f"{report.right_2} of {report.answered_2}",
-                    "Normalized gain": "—" if gain is None else f"{gain:.2f}",
+                    "Gain, vote 1 to 2": _gain(report.gain),
+                    "Right in the transfer": "not asked"
+                    if report.transfer is None
+                    else f"{report.right_t} of {report.answered_t}",
+                    "Gain, vote 1 to transfer": _gain(report.transfer_gain),
                 }
             )
         st.table(rows)
@@ -379,6 +305,11 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
             st.rerun()
 
 
+def _gain(gain: float | None) -> str:
+    """Hake's normalized gain, or a dash where it has no meaning (no answers, or all right at first)."""
+    return "—" if gain is None else f"{gain:.2f}"
+
+
 def teacher_link(code: str, key: str) -> None:
     """The private teacher link, in the sidebar: off the projector's main area, and only when asked for."""
     with st.sidebar.expander("Your teacher link (private)"):
@@ -390,6 +321,7 @@ def teacher_link(code: str, key: str) -> None:
 
 
 def student_page(code: str, seat: str) -> None:
+    """A student's page: drawn once (at the join, or a reload); the stage then draws every class event itself."""
     room = classroom()
     try:
         view = room.student_view(code, seat)
@@ -402,69 +334,22 @@ def student_page(code: str, seat: str) -> None:
         st.query_params.clear()
         return
     try:
-        replay = class_replay(view.replay, view.code)
+        replay = _followed(view.replay, view.code)
     except ClassroomError as refused:
         st.error(str(refused))
         return
-    q = view.question
     link: ClassroomLink = {
         "role": "student",
         "room": view.code,
         "secret": seat,
         "api": API,
         "join": "",
-        "seen": _seen(q.id if q else None, q.phase if q else None, len(view.answers)),
         "asked": {},
         "mistakes": {},
-        "prompts": {key: q.prompt for key, q in replay.questions.items()},
     }
     st.subheader(f"Class {spaced(view.code, keep_whole=True)}")
-    st.caption("The stage follows your teacher's steps; questions appear here.")
-    if q is not None:
-        student_question(view, replay, code, seat)
+    st.caption("The stage follows your teacher's steps; their questions appear in it, with a box for your answer.")
     _stage(replay, link, _followed_index(view.step, replay), "class_student_stage")
-
-
-def student_question(view: StudentView, replay: ClassReplay, code: str, seat: str) -> None:
-    assert view.question is not None
-    asked, phase = replay.questions[view.question.key], view.question.phase
-    mine = {a.vote: a for a in view.answers}
-    if phase == REVEALED:
-        revealed(asked, replay)
-        last = mine.get(2) or mine.get(1)
-        if last is None:
-            st.info("You did not answer this one.")
-        elif last.right:
-            st.success(f"Your answer {code_span(last.answer)} was right.")
-        else:
-            why = MISTAKES.get(last.mistake or "", "")
-            st.error(f"Your answer {code_span(last.answer)} was not right{': you ' + why if why else ''}.")
-        return
-    st.markdown(f"**{asked.prompt}**")
-    if phase == DISCUSS:
-        st.info("Vote 1 is closed. Discuss with your neighbours: your teacher opens a second vote.")
-        return
-    vote = 1 if phase == VOTE1 else 2
-    with st.form(f"class_answer_{view.question.id}_{vote}"):
-        hint = "names, or none" if asked.kind == "remaining" else "numbers, such as 1.0, 2.0, or None"
-        text = st.text_input(f"Your answer, vote {vote} ({hint})", max_chars=200, key="class_answer_text")
-        if st.form_submit_button("Send my answer", type="primary", key="class_answer_send"):
-            send_answer(asked, code, seat, view.question.id, text)
-    if vote in mine:
-        st.caption(f"Your answer: {code_span(mine[vote].answer)}. You can change it until the vote closes.")
-
-
-def send_answer(asked: Question, code: str, seat: str, question_id: int, text: str) -> None:
-    graded = grade(asked, text)
-    if graded.right is None:
-        st.error(f"{graded.words} Your answer was not sent.")
-        return
-    try:
-        classroom().answer(code, seat, question_id, text, graded.right, graded.mistake)
-    except ClassroomError as refused:
-        st.error(str(refused))
-        return
-    st.rerun()
 
 
 # --- the page's entry ---

@@ -80,10 +80,8 @@ class ClassroomLink(TypedDict):
     secret: str  # the teacher key or the student's seat: sent in a header, never in a URL
     api: str  # the push route, relative to the page: "class/api/"
     join: str  # the teacher's stage: how to join (the link and the code), kept in view on a projector; else ""
-    seen: str  # the room as the page was drawn (`question id:phase:answers`): a change reruns the page
     asked: dict[str, int]  # a question's key -> the NodeId it asks about (the teacher's tallies are drawn there)
     mistakes: dict[str, str]  # a mistake group -> the words the teacher reads
-    prompts: dict[str, str]  # a question's key -> its words: a student's stage says a question as soon as it opens
 
 
 class StagePayload(TypedDict):
@@ -179,8 +177,7 @@ def with_view(payload: StagePayload, exercise: bool = False, embed: bool = False
 
 
 def in_classroom(payload: StagePayload, link: ClassroomLink) -> StagePayload:
-    """`payload` as a class's teacher or student sees it: a new stage per room and role; the `seen` a rerun brings
-    reaches the stage in place."""
+    """`payload` as a class's teacher or student sees it: a new stage per room and role."""
     kept = f"{payload['signature']}{link['role']}{link['room']}"
     signature = hashlib.sha256(kept.encode()).hexdigest()[:16]
     return {**payload, "classroom": link, "exercise": False, "signature": signature}

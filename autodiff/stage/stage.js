@@ -33,8 +33,8 @@
  * @typedef {{value: string, path: string}} SumTerm
  * @typedef {{node: number, terms: SumTerm[], total: string, text: string}} GradientSum
  * @typedef {{lines: Array<Array<Array<(string|null)>>>, spans: Object<string, number[]>}} StageProgram
- * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, join: string, seen: string,
- *   asked: Object<string, number>, mistakes: Object<string, string>, prompts: Object<string, string>}} ClassroomLink
+ * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, join: string,
+ *   asked: Object<string, number>, mistakes: Object<string, string>}} ClassroomLink
  * @typedef {{mode: ("static"|"replay"), rankdirs: string[], fonts: number[],
  *   nodes: StageNode[], edges: StageEdge[], groups: StageGroup[], events: StageEvent[], index: number,
  *   presenter: boolean, embed: boolean, legend: Object<string, string>, words: Object<string, string>,
@@ -212,6 +212,7 @@ function dispose(stage) {
   // unpacked (a shell) or refused in words leaves too
   if (stage.disposed) return;
   stage.disposed = true;
+  clearInterval(stage.countdownTimer);
   if (stage.unpacking) {
     if (mounted.get(stage.latest.parentElement) === stage) mounted.delete(stage.latest.parentElement);
     if (stage.real) dispose(stage.real);
@@ -612,6 +613,7 @@ function onKey(stage, event) {
   const inStage = stage.root.contains(target);
   const tag = (target && target.tagName) || "";
   if (target && (target.isContentEditable || tag === "TEXTAREA")) return;
+  if (inStage && target.closest && target.closest(".class-question")) return;  // a student's answer: its own keys
   if (zoom && ["INPUT", "SELECT"].includes(tag) && !(tag === "INPUT" && target.type === "range")) return;
   // an answer being typed: its keys are the caret's, but a presenter's clicker (Page Down / Up) still steps
   if (tag === "INPUT" && target.classList.contains("stage-answer") && !event.key.startsWith("Page")) return;
@@ -1278,6 +1280,7 @@ function nodeView(data, node, state) {
 }
 
 function show(stage, index, animate, period = 800, report = true) {
+  if (report && roomHolds(stage, index)) return;
   const { data, root } = stage;
   stage.index = index;
   const state = stage.replay ? frameOf(stage, index) : null;
@@ -1868,7 +1871,11 @@ function classPanel(link) {
   if (link.role === "teacher") {
     const tally = element("div", "class-tally");
     tally.setAttribute("aria-live", "polite");
-    panel.append(tally);
+    panel.append(tally, element("p", "class-countdown"));
+  } else {
+    const question = element("section", "class-question");
+    question.setAttribute("aria-label", "Your teacher's question");
+    panel.append(question);
   }
   return panel;
 }
@@ -1924,36 +1931,188 @@ async function joinRoom(stage) {
   }
 }
 
-function roomSeen(body) {
-  const q = body.question;
-  return q ? `${q.id}:${q.phase}:${body.answered}` : "none";
+function roomHolds(stage, index) {
+  // a teacher's press past the asked event while its question waits for the reveal would show every stage the
+  // answer: refused here (and by the server), in a sentence
+  const link = stage.data.classroom, q = stage.room && stage.room.question;
+  if (!link || link.role !== "teacher" || !q || q.phase === "revealed" || index <= q.step) return false;
+  pause(stage);
+  const scrub = stage.root.querySelector(".stage-scrub");
+  if (scrub) scrub.value = String(Math.max(1, stopAt(stage, stage.index) + 1));
+  classStatus(stage, "A question is open on this step: running it would show the room the answer. Reveal the answer first, then step on.");
+  return true;
 }
 
-const STUDENT_PHASE_WORDS = {  // said in the stage's status (a live region): the question itself is above the stage
-  vote1: "Your teacher asked a question: answer it above the stage. ",
+const STUDENT_PHASE_WORDS = {  // said in the stage's status (a live region); the question's box says the rest
+  vote1: "Your teacher asked a question: answer it in the question box. ",
   discuss: "Vote 1 is closed: discuss with your neighbours. ",
-  vote2: "Vote 2 is open: answer again above the stage. ",
-  revealed: "The answer is revealed above the stage. ",
+  vote2: "Vote 2 is open: answer again in the question box. ",
+  revealed: "The answer is revealed in the question box. ",
 };
 
 function studentSees(stage, body) {
   const last = stage.data.events.length - 1;
   const index = Math.max(0, Math.min(body.step, last));
   if (index !== stage.index) show(stage, index, index === stage.index + 1 || stage.stops.includes(index), 800, false);
-  const q = body.question, prompt = q && stage.data.classroom.prompts[q.key];
-  // the question's words at once (its answer form comes with the page's rerun, a moment later)
-  const asked = !q ? "" : q.phase === "vote1" && prompt ? `Your teacher asks: ${prompt} Answer above the stage. `
-    : STUDENT_PHASE_WORDS[q.phase];
+  const q = body.question;
+  const asked = q ? (q.transfer && q.phase === "vote1" ? "A transfer question, answered on your own. " : "") + STUDENT_PHASE_WORDS[q.phase] : "";
   classStatus(stage, `${asked}Following the teacher: ${stage.root.querySelector(".stage-scrub").getAttribute("aria-valuetext")}.`);
-  const seen = roomSeen(body);
-  if (seen !== stage.data.classroom.seen) {  // a question opened or moved on: the page below draws it
-    stage.data = { ...stage.data, classroom: { ...stage.data.classroom, seen } };
-    stage.setStateValue("room", seen);
+  drawQuestion(stage, body);
+}
+
+function drawQuestion(stage, body) {
+  // the question, its answer form, the receipt, the countdown and, once revealed, this student's result: drawn
+  // here from the room's answer, so a class event reruns no page; the form is drawn anew only when the question
+  // or its phase moves on (what a student typed stays)
+  const box = stage.root.querySelector(".class-question");
+  const q = body.question;
+  const drawn = q ? `${q.id}:${q.phase}` : "none";
+  if (box.dataset.drawn === drawn) return showReceipt(stage, body);
+  box.dataset.drawn = drawn;
+  countdown(stage, q && q.closes_in);
+  if (!q) return box.replaceChildren(element("p", "class-none", "No question yet: your teacher's questions appear here."));
+  const parts = [];
+  if (q.transfer) parts.push(element("p", "class-kind", "Transfer question: a new one, answered on your own."));
+  parts.push(element("p", "class-prompt", q.prompt));
+  if (q.code) {
+    const code = element("pre", "class-code");
+    code.append(element("code", "", q.code));
+    code.tabIndex = 0;
+    code.setAttribute("aria-label", "The program the question is about");
+    parts.push(code);
   }
+  if (q.phase === "discuss") {
+    parts.push(element("p", "", "Vote 1 is closed. Discuss with your neighbours: your teacher opens a second vote."));
+  } else if (q.phase === "revealed") {
+    parts.push(...resultParts(body.result));
+  } else {
+    parts.push(answerForm(stage, q));
+  }
+  const receipt = element("p", "class-receipt");
+  receipt.setAttribute("role", "status");
+  parts.push(receipt);
+  box.replaceChildren(...parts);
+  showReceipt(stage, body);
+}
+
+function resultParts(result) {
+  if (!result) return [];
+  const parts = [element("p", "class-answer-is", `The answer: ${result.answer}.`)];
+  if (result.worked) parts.push(element("p", "class-worked", result.worked));
+  const mine = result.yours === null ? "You did not answer this one."
+    : result.right ? `Your answer ${result.yours} was right.`
+    : `Your answer ${result.yours} was not right${result.why ? `: you ${result.why}` : ""}.`;
+  parts.push(element("p", `class-mine ${result.yours === null ? "" : result.right ? "right" : "wrong"}`, mine));
+  return parts;
+}
+
+function answerForm(stage, q) {
+  const form = element("form", "class-form");
+  const fields = element("fieldset", "class-fields");
+  fields.append(element("legend", "", `Your answer, vote ${q.vote}`));
+  const boxes = [], names = [];
+  if (q.form === "names") {
+    for (const name of q.choices) {
+      const label = element("label", "class-choice");
+      const tick = element("input");
+      tick.type = "checkbox";
+      tick.value = name;
+      names.push(tick);
+      label.append(tick, element("span", "", name));
+      fields.append(label);
+    }
+    fields.append(element("p", "class-hint", "Tick each tensor that still holds a gradient; none ticked means none."));
+  } else {
+    const count = q.size || 1;
+    for (let k = 0; k < count; k++) {
+      const label = element("label", "class-number");
+      const input = element("input", "stage-answer class-box");
+      input.type = "text";
+      input.inputMode = "decimal";
+      input.autocomplete = "off";
+      input.maxLength = q.size ? 24 : 200;
+      boxes.push(input);
+      label.append(element("span", "", q.size ? (count === 1 ? "Value" : `Entry ${k + 1}`) : "Numbers, commas between"), input);
+      fields.append(label);
+    }
+    const none = element("label", "class-choice");
+    const tick = element("input", "class-none-box");
+    tick.type = "checkbox";
+    none.append(tick, element("span", "", "None: no gradient arrives"));
+    tick.onchange = () => boxes.forEach((b) => { b.disabled = tick.checked; });
+    fields.append(none);
+  }
+  const send = element("button", "class-send", "Send my answer");
+  send.type = "submit";
+  form.append(fields, send, element("p", "class-countdown"));
+  form.onsubmit = (event) => {
+    event.preventDefault();
+    const none = form.querySelector(".class-none-box");
+    const text = q.form === "names" ? (names.filter((t) => t.checked).map((t) => t.value).join(", ") || "none")
+      : none && none.checked ? "None" : boxes.map((b) => b.value.trim()).filter((v) => v).join(", ");
+    if (!text) return receiptSays(stage, "Type your answer first: nothing was sent.");
+    sendAnswer(stage, q, text);
+  };
+  return form;
+}
+
+function receiptSays(stage, text) {
+  const receipt = stage.root.querySelector(".class-receipt");
+  if (receipt && receipt.textContent !== text) receipt.textContent = text;
+}
+
+function showReceipt(stage, body) {
+  // what the store has for the open vote, as the room last said (a reload, a second tab); a send's own answer
+  // says it at once
+  const q = body.question;
+  if (!q || !q.vote) return;
+  const mine = (body.mine || []).find((a) => a.vote === q.vote);
+  if (mine) receiptSays(stage, stored(mine.answer));
+}
+
+function stored(answer) {
+  return `Stored: ${answer} (you can change it until the vote closes).`;
+}
+
+async function sendAnswer(stage, q, text) {
+  const link = stage.data.classroom;
+  receiptSays(stage, "Sending…");
+  try {
+    const response = await fetch(roomUrl(stage, "answer", ""), {
+      method: "POST", headers: { ...roomHeaders(link), "Content-Type": "application/json" },
+      body: JSON.stringify({ question: q.id, answer: text }), cache: "no-store", signal: stage.listeners.signal,
+    });
+    const body = await response.json();
+    receiptSays(stage, response.ok ? stored(body.stored) : `Not stored: ${body.error || "the class did not answer."}`);
+  } catch (error) {
+    if (!stage.disposed) receiptSays(stage, "Not stored: the connection to the class dropped. Send it again in a moment.");
+  }
+}
+
+function countdown(stage, seconds) {
+  // the open vote's seconds left, counted here from the room's answer (the server refuses late answers itself)
+  clearInterval(stage.countdownTimer);
+  if (seconds === null || seconds === undefined) return;
+  const ends = performance.now() + seconds * 1000;
+  const tick = () => {
+    const el = stage.root.querySelector(".class-countdown");
+    const left = Math.max(0, Math.ceil((ends - performance.now()) / 1000));
+    if (el) el.textContent = left ? `${left} s left in this vote.` : "Time is up: this vote takes no more answers.";
+    const send = stage.root.querySelector(".class-send");
+    if (send && !left) send.disabled = true;
+    if (!left) clearInterval(stage.countdownTimer);
+  };
+  tick();
+  stage.countdownTimer = setInterval(tick, 1000);
 }
 
 function teacherSees(stage, body) {
   classStatus(stage, `${body.students} student${body.students === 1 ? "" : "s"} joined. The class follows your steps.`);
+  const q = body.question, drawn = q ? `${q.id}:${q.phase}` : "none";
+  if (stage.countdownFor !== drawn) {
+    stage.countdownFor = drawn;
+    countdown(stage, q && q.closes_in);
+  }
   drawTally(stage);
 }
 
@@ -2002,7 +2161,7 @@ function drawTally(stage) {
   const q = body.question;
   stage.svg && stage.svg.querySelectorAll(".class-badge").forEach((el) => el.remove());
   if (!q) {
-    panel.replaceChildren(element("p", "", "No question yet: choose one below the stage and ask the room."));
+    panel.replaceChildren(element("p", "", "No question yet: choose one above the stage and ask the room."));
     if (stage.badgeView) roomForBadge(stage, null);
     return;
   }

@@ -1,15 +1,23 @@
 """The Class page through AppTest: a teacher's session and students' sessions on one store (the session's temporary
 SQLite file), each action through the page's own widgets; the answers checked in the store and against the grading's
-finite-difference-checked values (tests/course/test_grading.py)."""
+finite-difference-checked values (tests/course/test_grading.py). A student's answers go where their stage sends
+them, the class route (POST /class/api/answer), and what their stage draws comes from its follow: no page rerun."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+
 import numpy as np
+import pytest
 from apptest import open_link, stage_data
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
 
 from classroom.live import classroom
+from classroom.routes import ClassRoutes
 from course.programs import record_program
-from ui.literal import code_span
+from ui.class_replays import CourseQuestions
 
 PAGE = "pages/teach/class_mode.py"
 
@@ -42,6 +50,35 @@ def join(code: str, nickname: str = ""):
     return student
 
 
+@pytest.fixture(scope="module")
+def route() -> Iterator[TestClient]:
+    """The class route as app.py mounts it, on this server's classroom."""
+    routes = ClassRoutes(CourseQuestions(), wait_s=1.0)
+    with TestClient(Starlette(routes=routes.routes(), lifespan=routes.lifespan)) as http:
+        yield http
+
+
+def seat_of(student) -> tuple[str, str]:
+    params = student.query_params
+    first = {k: (v[0] if isinstance(v, list) else v) for k, v in params.items()}
+    return first["room"], first["seat"]
+
+
+def send(route: TestClient, student, text: str):
+    """What a student's stage sends when they press "Send my answer"."""
+    code, seat = seat_of(student)
+    question = classroom().student_view(code, seat).question
+    assert question is not None
+    body = {"question": question.id, "answer": text}
+    return route.post("/class/api/answer", params={"room": code}, json=body, headers={"X-Class-Seat": seat})
+
+
+def follow(route: TestClient, student) -> dict:
+    """What a student's stage is told of its room (and draws)."""
+    code, seat = seat_of(student)
+    return route.get("/class/api/follow", params={"room": code}, headers={"X-Class-Seat": seat}).json()
+
+
 def x_gradient_key() -> tuple[str, np.ndarray]:
     run = record_program("seed")
     (x,) = [node_id for node_id, name in run.names.items() if name == "x"]
@@ -72,58 +109,86 @@ def test_students_join_by_link_follow_the_room_and_never_hold_the_teacher_key():
     assert stage_payload(student)["index"] == 5  # a reload (or another replica) opens at the room's step
 
 
-def test_a_question_is_asked_answered_graded_with_its_mistake_and_revealed():
+def test_a_question_is_asked_answered_graded_with_its_mistake_and_revealed(route):
     teacher, code, key = start_class()
     right_student, wrong_student = join(code), join(code)
     asked, right = x_gradient_key()
     teacher.selectbox(key="class_question").set_value(asked)
     teacher.button(key="class_ask_send").click().run()
     assert "What is x's gradient after the backward?" in texts(teacher)
+    told = follow(route, right_student)["question"]
+    assert (told["prompt"], told["form"], told["size"]) == ("What is x's gradient after the backward?", "numbers", 2)
 
     for student, answer in ((right_student, ", ".join(str(v) for v in right)), (wrong_student, "1, 2")):
-        student.run()  # the stage's rerun when the question opened
-        student.text_input(key="class_answer_text").set_value(answer)
-        student.button(key="class_answer_send").click().run()
-        assert not student.error
-    wrong_student.text_input(key="class_answer_text").set_value("not numbers")
-    wrong_student.button(key="class_answer_send").click().run()
-    assert "not a list of numbers" in wrong_student.error[0].value  # refused, and the earlier answer kept
+        assert send(route, student, answer).json() == {"stored": answer, "vote": 1}
+    refused = send(route, wrong_student, "not numbers")
+    assert "not a list of numbers" in refused.json()["error"] and "not stored" in refused.json()["error"]
 
     vote = classroom().teacher_view(code, key).questions[-1].votes[1]
-    assert (vote.answered, vote.right) == (2, 1)
+    assert (vote.answered, vote.right) == (2, 1)  # the earlier answer kept
     assert vote.mistakes == {"forward_value": 1}  # x's value [1, 2] given for its gradient
 
     teacher.run()
     teacher.button(key="class_reveal").click().run()
-    right_student.run()
-    wrong_student.run()
-    assert "was right" in texts(right_student) and "was not right" not in texts(right_student)
-    assert "used the forward value instead of the gradient" in texts(wrong_student)
-    assert "[5.0, 7.0]" in texts(wrong_student)  # the answer revealed, and it is 2x + 3
+    mine, theirs = follow(route, right_student)["result"], follow(route, wrong_student)["result"]
+    assert mine["right"] is True and theirs["right"] is False
+    assert theirs["why"] == "used the forward value instead of the gradient"
+    assert theirs["answer"] == "[5.0, 7.0]"  # the answer revealed, and it is 2x + 3
+    terms = theirs["worked"].split(": ", 1)[1].rstrip(".").split(" = ")
+    paths = [np.array(json.loads(term)) for term in terms[0].split(" + ")]
+    assert len(paths) == 3 and sum(paths).tolist() == json.loads(terms[1]) == right.tolist()  # x·x twice, x·3
+    assert theirs["worked"] in texts(teacher)  # the teacher's screen works it out too
 
 
-def test_vote_two_follows_a_discussion_and_the_report_shows_the_gain():
+def test_vote_two_follows_a_discussion_and_the_report_shows_the_gain(route):
     teacher, code, key = start_class()
     student = join(code)
     asked, _ = x_gradient_key()
     teacher.selectbox(key="class_question").set_value(asked)
     teacher.button(key="class_ask_send").click().run()
-    student.run()
-    student.text_input(key="class_answer_text").set_value("2, 4")  # one path of x·x + 3x only
-    student.button(key="class_answer_send").click().run()
+    send(route, student, "2, 4")  # one path of x·x + 3x only
     teacher.button(key="class_close").click().run()
-    student.run()
-    assert "Discuss with your neighbours" in texts(student)
+    assert follow(route, student)["question"]["phase"] == "discuss"
     teacher.button(key="class_vote2").click().run()
-    student.run()
-    student.text_input(key="class_answer_text").set_value("5, 7")
-    student.button(key="class_answer_send").click().run()
+    assert follow(route, student)["question"]["vote"] == 2
+    send(route, student, "5, 7")
     view = classroom().teacher_view(code, key).questions[-1]
     assert view.votes[1].mistakes == {"one_path": 1} and view.votes[2].right == 1
     teacher.button(key="class_reveal").click().run()
     report = teacher.table[0].value
     assert list(report["Right in vote 1"]) == ["0 of 1"] and list(report["Right in vote 2"]) == ["1 of 1"]
-    assert list(report["Normalized gain"]) == ["1.00"]
+    assert list(report["Gain, vote 1 to 2"]) == ["1.00"] and list(report["Right in the transfer"]) == ["not asked"]
+
+
+def test_a_transfer_question_is_answered_once_and_reported_beside_its_votes(route):
+    teacher, code, key = start_class()
+    student = join(code)
+    first = "sends:2:0"  # what the step of loss sends to its input: the seed's first step
+    teacher.selectbox(key="class_question").set_value(first)
+    teacher.button(key="class_ask_send").click().run()
+    send(route, student, "0")  # wrong
+    teacher.button(key="class_reveal").click().run()
+    teacher.button(key="class_transfer").click().run()
+    told = follow(route, student)["question"]
+    assert told["transfer"] is True and told["code"] and told["prompt"].startswith("In this program")
+    assert not [b for b in teacher.button if b.key in ("class_close", "class_vote2")]  # answered alone, once
+    right = told_right_answer(code, key)
+    assert send(route, student, right).json()["vote"] == 1
+    teacher.button(key="class_reveal").click().run()
+    report = teacher.table[0].value
+    assert list(report["Right in vote 1"]) == ["0 of 1"] and list(report["Right in the transfer"]) == ["1 of 1"]
+    assert list(report["Gain, vote 1 to transfer"]) == ["1.00"]
+    assert "What does the step of" in list(report["Question"])[0]  # one row: the transfer is a column
+
+
+def told_right_answer(code: str, key: str) -> str:
+    from course.grading import right_answer
+    from course.transfer import question_for_transfer_key
+
+    transfer = classroom().teacher_view(code, key).questions[-1].question
+    found = question_for_transfer_key(transfer.key)
+    assert found is not None
+    return right_answer(found[1])
 
 
 def test_a_forged_teacher_link_is_refused_with_a_sentence_and_no_controls():
@@ -165,8 +230,8 @@ def test_ending_the_class_deletes_it_and_its_students_are_told():
     assert "This class has ended" in student.info[0].value and not student.error
 
 
-def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay():
-    from ui import class_view
+def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay(route):
+    from ui import class_replays
 
     program = "x = Tensor.from_floats([1.0, -2.0], ad).require_grad()\ny = (x * x).sum()\ny.backward()\n"
     play = open_link("pages/check_and_play/playground.py")
@@ -177,19 +242,17 @@ def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay
     code, key = play.session_state["class_teacher"]
     assert classroom().program(code) == program
 
-    class_view._PLAYED.clear()  # a student on another replica: the program runs again there, from the store
+    class_replays._PLAYED.clear()  # a student on another replica: the program runs again there, from the store
     student = join(code)
-    asked = [k for k in class_view._PLAYED[class_view._play_key(program)].questions if k.startswith("grad:")]
+    asked = [k for k in class_replays._PLAYED[class_replays.play_key(program)].questions if k.startswith("grad:")]
     teacher = open_link(PAGE, room=code, teacher=key)
     teacher.selectbox(key="class_question").set_value(asked[0])
     teacher.button(key="class_ask_send").click().run()
-    student.run()
-    student.text_input(key="class_answer_text").set_value("2, -4")  # d/dx sum(x·x) = 2x, by hand
-    student.button(key="class_answer_send").click().run()
+    send(route, student, "2, -4")  # d/dx sum(x·x) = 2x, by hand
     assert classroom().teacher_view(code, key).questions[-1].votes[1].right == 1
 
 
-def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_replaces_the_first():
+def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_replaces_the_first(route):
     classroom().sweep(now=10**12)  # every test here joins from the same address: start from no guesses
     guesser = open_link(PAGE)
     sentences = []
@@ -205,10 +268,8 @@ def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_repl
     student = join(code)
     teacher.selectbox(key="class_question").set_value(x_gradient_key()[0])
     teacher.button(key="class_ask_send").click().run()
-    student.run()
     for answer in ("1, 2", "5, 7"):
-        student.text_input(key="class_answer_text").set_value(answer)
-        student.button(key="class_answer_send").click().run()
+        send(route, student, answer)
     vote = classroom().teacher_view(code, key).questions[-1].votes[1]
     assert (vote.answered, vote.right, vote.answers) == (1, 1, {"5, 7": 1})
 
@@ -227,18 +288,15 @@ def test_a_flood_of_joins_from_one_network_is_stopped_with_a_sentence(monkeypatc
     assert "seat" not in flooder.query_params
 
 
-def test_markup_in_an_answer_is_kept_as_typed_and_shown_as_text():
+def test_markup_in_an_answer_is_kept_as_typed(route):
     teacher, code, key = start_class()
     student = join(code)
     teacher.selectbox(key="class_question").set_value("remaining")
     teacher.button(key="class_ask_send").click().run()
-    student.run()
     typed = "x <img src=x onerror=alert(1)>"
-    student.text_input(key="class_answer_text").set_value(typed)
-    student.button(key="class_answer_send").click().run()
+    assert send(route, student, typed).json()["stored"] == typed  # the stage shows it with textContent: as text
     assert classroom().teacher_view(code, key).questions[-1].votes[1].answers == {typed: 1}
-    shown = [c.value for c in student.caption if "Your answer" in c.value][0]
-    assert f"Your answer: {code_span(typed)}." in shown  # a code span: Markdown shows its content as typed
+    assert follow(route, student)["mine"] == [{"vote": 1, "answer": typed}]
 
 
 def test_the_report_says_where_each_question_was_asked_as_the_stage_does():
@@ -250,10 +308,10 @@ def test_the_report_says_where_each_question_was_asked_as_the_stage_does():
     teacher.button(key="class_reveal").click().run()
     replay = class_replay_of(code)
     assert list(teacher.table[0].value["Asked at"]) == [replay.position(10)]
-    assert replay.position(10).startswith("step ") and "(event 11 of " in replay.position(10)
+    assert replay.position(10).startswith("step ") and "event" not in replay.position(10)  # one counter
 
 
 def class_replay_of(code: str):
-    from ui.class_view import class_replay
+    from ui.class_replays import class_replay
 
     return class_replay("seed", code)

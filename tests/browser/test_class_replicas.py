@@ -36,7 +36,7 @@ from classroom.store import open_store
 from course.grading import grade
 from deploy.replicas import FAIL_TIMEOUT_S, Deployment, deployment
 from tests.postgres import postgres_bin_dir, postgres_cluster
-from ui.class_view import class_replay
+from ui.class_replays import class_replay
 
 from .conftest import _missing
 from .test_deploy import replica_of

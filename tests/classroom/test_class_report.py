@@ -45,6 +45,23 @@ def test_per_question_counts_and_gain(classroom: Classroom) -> None:
     assert second.gain is None
 
 
+def test_a_transfer_is_a_column_of_its_question_in_the_report_and_the_csv(classroom: Classroom) -> None:
+    code, key = _hand_built_class(classroom)
+    first = classroom.teacher_view(code, key).questions[1].question  # the last question revealed
+    transfer = classroom.open_question(code, key, 5, "remains", "z", transfer_of=first.id)
+    late_comers = [classroom.join(code, f"10.0.1.{k}").token for k in range(4)]
+    for k, token in enumerate(late_comers):
+        classroom.answer(code, token, transfer.id, "none", right=k != 0)  # 3 of 4 right, alone
+    reports = question_reports(classroom, code, key)
+    assert len(reports) == 2 and reports[1].transfer == classroom.teacher_view(code, key).questions[2].question
+    assert (reports[1].answered_t, reports[1].right_t, reports[1].after) == (4, 3, 0.75)
+    assert reports[1].transfer_gain is None  # vote 1 was all right: no room to gain
+    assert reports[0].transfer is None and reports[0].transfer_gain is None
+    rows = list(csv.DictReader(io.StringIO(answers_csv(classroom, code, key))))
+    assert {row["transfer_of"] for row in rows if row["key"] == "z"} == {str(first.id)}
+    assert {row["transfer_of"] for row in rows if row["key"] != "z"} == {""}
+
+
 def test_normalized_gain_by_hand() -> None:
     assert normalized_gain(0.5, 0.75) == 0.5
     assert normalized_gain(0.5, 0.25) == -0.5  # a room can lose ground
@@ -65,6 +82,7 @@ def test_the_csv_has_no_names_unless_asked(classroom: Classroom) -> None:
         "kind": "grad",
         "key": "x",
         "vote": "1",
+        "transfer_of": "",
         "student": "1",
         "answer": "2",
         "right": "true",
