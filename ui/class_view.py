@@ -178,14 +178,16 @@ def _next_step_start(replay: ClassReplay, index: int) -> int | None:
     return next((start for start in starts if start >= index), None)
 
 
-SECONDS = {0: "No time limit", 30: "30 seconds", 60: "1 minute", 90: "90 seconds", 120: "2 minutes"}
-SECONDS_CHOSEN = "class_seconds"  # the countdown the teacher chose last: vote 2 and the transfer keep it
+SECONDS = {0: "No time limit", 15: "15 seconds", 30: "30 seconds", 60: "1 minute", 90: "90 seconds", 120: "2 minutes"}
+SECONDS_CHOSEN = "class_seconds"  # the select box's key
+LIMIT = "class_limit"  # the countdown of the last question asked: vote 2 and the transfer keep it (not a widget's
+# key, so it outlives the runs that do not draw the select box)
 
 
 def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: int) -> None:
     room = classroom()
     current = view.questions[-1].question if view.questions else None
-    limit = st.session_state.get(SECONDS_CHOSEN) or None
+    limit = st.session_state.get(LIMIT) or None
     if current is not None and current.phase != REVEALED:
         q = asked_question(replay, current.key)[0]
         st.markdown(f"**Asked{' (transfer)' if current.is_transfer else ''}:** {q.prompt}")
@@ -215,7 +217,7 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
         right.selectbox("Time to answer", list(SECONDS), format_func=SECONDS.__getitem__, key=SECONDS_CHOSEN)
         if st.form_submit_button("Ask", type="primary", key="class_ask_send") and chosen is not None:
             q = replay.questions[chosen]
-            asked_limit = st.session_state.get(SECONDS_CHOSEN) or None
+            asked_limit = st.session_state[LIMIT] = st.session_state.get(SECONDS_CHOSEN) or None
             _teacher_act(lambda: room.open_question(view.code, key, index, q.kind, q.key, asked_limit))
     st.caption("A step's question is about the next step to run: ask before you press →, reveal, then step on.")
 

@@ -91,6 +91,8 @@ function newStage(data, parent, root, setStateValue) {
     following: data.classroom && data.classroom.role === "student",  // a student's stage moves with the room's
     room: null,  // the room as the push route told it last (class mode)
     posting: null,  // the teacher's step being sent, and the one to send after it
+    countdownTimer: null,  // the open vote's countdown, ticking each second
+    countdownFor: "",  // the question and phase the teacher's countdown was started for
     badgeView: null,  // the graph's own viewBox, before a badge beside a node made room for itself
     tree: programTree(data),  // the program's parts: each group's children, depth and nodes (groups.py made them)
     open: new Set(),  // the groups drawn unfolded, in place; the others are one box each

@@ -1,7 +1,9 @@
-"""Class mode end to end in Chromium (issue 27): a teacher and three students, each in their own browser context,
-on a server whose class store is an SQLite file or a real PostgreSQL. The students join by the link on the teacher's
-page, follow three steps, vote; the teacher sees the tally and the mistake groups on the graph, opens a second vote,
-reveals, exports the CSV and ends the class."""
+"""Class mode end to end in Chromium (issues 27 and 43): a teacher and three students, each in their own browser
+context, on a server whose class store is an SQLite file or a real PostgreSQL. The students join by the link on the
+teacher's page, follow three steps, vote in their stage's question box (no page rerun: counted); the teacher's press
+during the vote is refused; the teacher sees the tally and the mistake groups on the graph, opens a second vote,
+reveals (each student sees the worked answer and their own result), asks the transfer question with a countdown (a
+late answer refused), exports the report and the CSV and ends the class."""
 
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from pathlib import Path
 import pytest
 from postgres import new_database
 
+from classroom.rooms import LATE_GRACE_S
+
+from .class_student import form_drawn, send_answer
 from .conftest import screenshot
 from .harness import streamlit_server
 
@@ -95,10 +100,8 @@ def choose(page, label: str, option: str) -> None:
 
 
 def answer(page, vote: int, text: str) -> None:
-    box = page.get_by_label(f"Your answer, vote {vote} (numbers, such as 1.0, 2.0, or None)")
-    box.fill(text)
-    page.get_by_role("button", name="Send my answer").click()
-    page.get_by_text(f"Your answer: {text}. You can change it until the vote closes.").wait_for()
+    form_drawn(page, vote).wait_for()
+    send_answer(page, text)
 
 
 def tally(teacher) -> str:
@@ -121,7 +124,7 @@ def download_csv(teacher) -> list[dict[str, str]]:
 
 
 def no_teacher_controls(page) -> None:
-    for name in ("Ask", "Close vote 1: discuss", "Vote again", "Reveal the answer", "End the class"):
+    for name in ("Ask", "Close vote 1", "Vote again", "Reveal the answer", "End the class"):
         assert page.get_by_role("button", name=name, exact=True).count() == 0, name
     assert page.locator(".class-tally").count() == 0
     assert page.locator("g.class-badge").count() == 0
@@ -179,13 +182,29 @@ def test_a_class_end_to_end(browser, class_url, request):
         teacher.wait_for_timeout(1000)  # the teacher's page reports its step to Python (a rerun) before the next
     step_now = scrub_text(teacher)
 
-    # vote 1: one right, one the forward value, one a single path
-    choose(teacher, "Ask the room", QUESTION)
-    teacher.get_by_role("button", name="Ask", exact=True).click()
-    teacher.get_by_role("button", name="Close vote 1: discuss").wait_for()
+    # from here on a student's page sends its server nothing: every class event is drawn by the stage
+    student_frames: list[float] = []
     for page in students.values():
-        page.get_by_text(QUESTION, exact=True).wait_for()
+        page.on("websocket", lambda ws: ws.on("framesent", lambda _: student_frames.append(time.monotonic())))
+
+    # vote 1: one right, one the forward value, one a single path; every form drawn within the goal of the Ask
+    choose(teacher, "Ask the room", QUESTION)
+    asked = time.monotonic()
+    teacher.get_by_role("button", name="Ask", exact=True).click()
+    drawn = {}
+    for name, page in students.items():
+        form_drawn(page, 1).wait_for()
+        drawn[name] = time.monotonic() - asked
+    print("ask to each student's form:", {n: f"{s:.2f} s" for n, s in drawn.items()}, f"(limit {limit:.0f} s)")
+    assert max(drawn.values()) <= limit, drawn
+    teacher.get_by_role("button", name="Close vote 1").wait_for()
+    for page in students.values():
+        page.locator(".class-prompt").get_by_text(QUESTION, exact=True).wait_for()
         assert scrub_text(page) == step_now  # asking does not move the room
+    # a stray press during the vote would show the room the answer: refused in a sentence, the room stays
+    teacher.locator(".stage-controls button", has_text="Next ▶").click()
+    teacher.locator(".class-status", has_text="A question is open on this step").wait_for()
+    assert scrub_text(teacher) == step_now and all(scrub_text(p) == step_now for p in students.values())
     vote_1 = {"large": "5, 7", "phone": "1, 2", "small": "2, 4"}
     for name, text in vote_1.items():
         answer(students[name], 1, text)
@@ -204,23 +223,21 @@ def test_a_class_end_to_end(browser, class_url, request):
     assert sum(overlaps(badge.bounding_box(), box) for box in others) == 0  # it hides nothing of the graph
     teacher.locator(".stage").first.scroll_into_view_if_needed()
     screenshot(teacher, f"class_teacher_laptop_{database}")
-    students["phone"].get_by_label(
-        "Your answer, vote 1 (numbers, such as 1.0, 2.0, or None)"
-    ).scroll_into_view_if_needed()
+    students["phone"].locator(".class-question").scroll_into_view_if_needed()
     screenshot(students["phone"], f"class_student_phone_{database}")
     for name, page in students.items():  # their own answer only, no tally, no teacher controls
         no_teacher_controls(page)
         assert page.locator(".stage-controls button:enabled").count() == 0  # the teacher steps the room
-        assert page.get_by_text(re.compile(r"Your answer: ")).inner_text().startswith(f"Your answer: {vote_1[name]}.")
+        assert page.locator(".class-receipt").inner_text().startswith(f"Stored: {vote_1[name]} ")
         assert page.get_by_text(re.compile(r"of \d+ answered|\d+ right")).count() == 0
 
     # discuss, then vote 2, the tally following each answer while nobody touches the teacher's page
-    teacher.get_by_role("button", name="Close vote 1: discuss").click()
+    teacher.get_by_role("button", name="Close vote 1").click()
     for page in students.values():
         page.get_by_text("Vote 1 is closed. Discuss with your neighbours").wait_for()
     teacher.get_by_role("button", name="Vote again").click()
     for page in students.values():
-        page.get_by_label("Your answer, vote 2 (numbers, such as 1.0, 2.0, or None)").wait_for()
+        form_drawn(page, 2).wait_for()
     wait_for_tally(teacher, "Vote 2. In vote 1, 3 of 3 answered, 1 right.")
     frames_before = len(teacher_frames)
     assert frames_before > 0  # the listener hears the teacher's page (its clicks so far)
@@ -237,7 +254,7 @@ def test_a_class_end_to_end(browser, class_url, request):
     assert teacher.locator("g.class-badge text").text_content() == "3 answered · 2 right"
     assert len(teacher_frames) == frames_before  # the teacher's page asked for no rerun: its stage drew each change
 
-    # reveal: the right answer, and each student's own result
+    # reveal: the right answer worked out path by path, and each student's own result
     teacher.get_by_role("button", name="Reveal the answer").click()
     teacher.get_by_text(f"{QUESTION} The answer: [5.0, 7.0].").wait_for()
     results = {
@@ -246,19 +263,56 @@ def test_a_class_end_to_end(browser, class_url, request):
         "large": "Your answer 1, 2 was not right: you used the forward value instead of the gradient.",
     }
     for name, page in students.items():
-        page.get_by_text(f"{QUESTION} The answer: [5.0, 7.0].").wait_for()
+        page.locator(".class-answer-is").get_by_text("The answer: [5.0, 7.0].").wait_for()
+        worked = page.locator(".class-worked").inner_text()
+        assert worked.endswith("[3.0, 3.0] + [1.0, 2.0] + [1.0, 2.0] = [5.0, 7.0].") or "= [5.0, 7.0]" in worked
         page.get_by_text(results[name]).wait_for()
         others = set(results.values()) - {results[name]}
         assert all(page.get_by_text(other).count() == 0 for other in others)
         no_teacher_controls(page)
+    assert student_frames == []  # no student's page reran for any of it: the stage drew every event
+
+    # the transfer question: an equivalent one, answered alone once, with a countdown; the late answer is refused
+    teacher.get_by_text("No lesson graph has a question equivalent to this one").wait_for()  # x's: none
+    choose(teacher, "Time to answer", "15 seconds")
+    choose(teacher, "Ask the room", "What does the step of x·3 send to x?")  # the next step's: it has a transfer
+    teacher.get_by_role("button", name="Ask", exact=True).click()
+    for page in students.values():
+        form_drawn(page, 1).wait_for()
+        page.locator(".class-countdown", has_text=re.compile(r"^\d+ s left in this vote\.$")).wait_for()
+    teacher.locator(".class-countdown", has_text=re.compile(r"s left in this vote")).wait_for()
+    send_answer(students["large"], "1")
+    teacher.get_by_role("button", name="Reveal the answer").click()
+    teacher.get_by_role("button", name=re.compile("^Ask the transfer question: In this program")).click()
+    for page in students.values():
+        page.locator(".class-kind", has_text="Transfer question").wait_for()
+        assert page.locator(".class-code").inner_text().strip()  # the program it is about, beside it
+    assert teacher.get_by_role("button", name="Vote again").count() == 0
+    assert teacher.get_by_role("button", name="Close vote 1").count() == 0  # answered alone, once
+    transfer_answer = right_transfer_answer(students["phone"])
+    send_answer(students["phone"], transfer_answer)
+    late = students["small"]
+    late.locator(".class-countdown", has_text="Time is up").wait_for(timeout=40_000)
+    assert late.get_by_role("button", name="Send my answer").is_disabled()
+    late.wait_for_timeout((LATE_GRACE_S + 0.5) * 1000)  # an answer sent as time ran out still counts: later, none
+    refused = late.evaluate(LATE_ANSWER)
+    assert refused["status"] == 409 and "Time is up" in refused["error"], refused
+    teacher.get_by_role("button", name="Reveal the answer").click()
+    students["phone"].get_by_text(f"Your answer {transfer_answer} was right.").wait_for()
+    late.get_by_text("You did not answer this one.").wait_for()
 
     # after the class: the report, the CSV (no nicknames unless asked), then the end
     teacher.get_by_text("After the class: the report, the CSV, and ending the class").click()
     report = teacher.locator("[data-testid=stTable]").inner_text()
     assert QUESTION in report, report
-    assert re.search(r"1 of 3\s+2 of 3\s+0\.50", report), report  # Hake's gain: (2/3 - 1/3) / (1 - 1/3)
-    rows = download_csv(teacher)
-    assert list(rows[0]) == ["question", "event", "kind", "key", "vote", "student", "answer", "right", "mistake"]
+    assert re.search(r"1 of 3\s+2 of 3\s+0\.50\s+not asked", report), report  # Hake's gain: (2/3 - 1/3) / (1 - 1/3)
+    assert re.search(r"0 of 1\s+0 of 0\s+—\s+1 of 1\s+1\.00", report), report  # the step: its transfer beside
+    every = download_csv(teacher)
+    header = ["question", "event", "kind", "key", "vote", "transfer_of", "student", "answer", "right", "mistake"]
+    assert list(every[0]) == header
+    transfer_rows = [r for r in every if r["transfer_of"]]
+    assert [(r["answer"], r["right"]) for r in transfer_rows] == [(transfer_answer, "true")]
+    rows = [r for r in every if r["kind"] == "leaf_grad" and not r["transfer_of"]]
     assert sorted((r["vote"], r["answer"], r["right"], r["mistake"]) for r in rows) == [
         ("1", "1, 2", "false", "forward_value"),
         ("1", "2, 4", "false", "one_path"),
@@ -285,7 +339,7 @@ def test_a_class_end_to_end(browser, class_url, request):
         named = download_csv(teacher)
     assert list(named[0])[-1] == "nickname"
     assert sorted({r["nickname"] for r in named}) == ["", NICKNAME]  # as plain text, exactly as typed
-    assert [r["answer"] for r in named if r["nickname"] == NICKNAME] == ["2, 4", "5, 7"]
+    assert [r["answer"] for r in named if r["nickname"] == NICKNAME and r["kind"] == "leaf_grad"] == ["2, 4", "5, 7"]
 
     assert teacher.get_by_role("button", name="End the class").is_disabled()  # one click never deletes a class
     teacher.get_by_text("Yes: delete this class's answers and end it").click()
@@ -300,6 +354,38 @@ def test_a_class_end_to_end(browser, class_url, request):
         nothing_typed_as_markup(page)
         page.context.close()
     assert errors == []  # among them: no script a student typed ever ran
+
+
+LATE_ANSWER = """async () => {
+  // what a stage whose countdown a student outran would send: the server refuses it in a sentence
+  const params = new URLSearchParams(location.search);
+  const seat = {"X-Class-Seat": params.get("seat")};
+  const follow = await fetch(`class/api/follow?room=${params.get("room")}`, {headers: seat});
+  const question = (await follow.json()).question;
+  const sent = await fetch(`class/api/answer?room=${params.get("room")}`, {method: "POST",
+    headers: {"X-Class-Seat": params.get("seat"), "Content-Type": "application/json"},
+    body: JSON.stringify({question: question.id, answer: "1"})});
+  return {status: sent.status, error: (await sent.json()).error};
+}"""
+
+
+def right_transfer_answer(page) -> str:
+    """The transfer's right answer, worked out by the course from its stored key (never sent to a stage)."""
+    from course.grading import right_answer
+    from course.transfer import question_for_transfer_key
+
+    key = page.evaluate(
+        """async () => {
+          const params = new URLSearchParams(location.search);
+          const seat = {"X-Class-Seat": params.get("seat")};
+          const r = await fetch(`class/api/follow?room=${params.get("room")}`, {headers: seat});
+          return (await r.json()).question.key;
+        }"""
+    )
+    found = question_for_transfer_key(key)
+    assert found is not None, key
+    values = right_answer(found[1]).strip("[]")
+    return ", ".join(f"{float(v):g}" for v in values.split(","))
 
 
 def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:

@@ -38,6 +38,7 @@ from deploy.replicas import FAIL_TIMEOUT_S, Deployment, deployment
 from tests.postgres import postgres_bin_dir, postgres_cluster
 from ui.class_replays import class_replay
 
+from .class_student import send_answer
 from .conftest import _missing
 from .test_deploy import replica_of
 
@@ -48,6 +49,7 @@ FOLLOW_S = 1.0  # the teacher's press to every student's stage (issue 27)
 PROGRAM = "seed"  # x's gradient is [5.0, 7.0]
 QUESTION = "What is x's gradient after the backward?"
 NEXT = ".stage-controls button:has-text('Next')"
+PREV = ".stage-controls button:has-text('Prev')"
 SCRUB = ".stage-scrub"
 STATUS = ".stage-class .class-status"
 TALLY = ".class-tally"
@@ -182,9 +184,10 @@ WATCH_SCRUB = """(el) => {
 }"""
 
 
-def step_everyone(teacher, pages: list, followers: list[Follower]) -> list[float]:
-    """The teacher presses Next once; returns each student's delay (browsers by their own clock, as the stage
-    showed it; the HTTP students when their long poll answered)."""
+def step_everyone(teacher, pages: list, followers: list[Follower], button: str = "") -> list[float]:
+    """The teacher presses Next once (or `button`: Prev while a vote is open, since running the asked step waits
+    for the reveal); returns each student's delay (browsers by their own clock, as the stage showed it; the HTTP
+    students when their long poll answered)."""
     for page in pages:
         page.locator(SCRUB).evaluate(WATCH_SCRUB)
     click = """(b) => {
@@ -193,7 +196,7 @@ def step_everyone(teacher, pages: list, followers: list[Follower]) -> list[float
       return [t, b.getRootNode().querySelector(".stage-scrub").getAttribute("aria-valuetext")];
     }"""
     befores = [follower.seen[-1][1] for follower in followers]
-    pressed_ms, shown = teacher.locator(NEXT).evaluate(click)
+    pressed_ms, shown = teacher.locator(button or NEXT).evaluate(click)
     pressed = pressed_ms / 1000
     delays = []
     for page in pages:
@@ -226,9 +229,7 @@ def join_by_page(page, join_url: str, nickname: str) -> str:
 
 
 def answer_by_page(page, text: str) -> None:
-    page.get_by_label(re.compile(r"Your answer, vote 1")).fill(text)
-    page.get_by_role("button", name="Send my answer").click()
-    page.get_by_text(f"Your answer: {text}.").wait_for()
+    send_answer(page, text)
 
 
 def answer_by_store(store: Classroom, code: str, seat: str, text: str) -> None:
@@ -328,8 +329,8 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         # a question: everyone answers vote 1
         choose(teacher, "Ask the room", QUESTION)
         teacher.get_by_role("button", name="Ask").click()
-        teacher.get_by_role("button", name="Close vote 1: discuss").wait_for()
-        ann.get_by_text(QUESTION, exact=True).wait_for()  # each student's stage reran its page for the question
+        teacher.get_by_role("button", name="Close vote 1").wait_for()
+        ann.get_by_text(QUESTION, exact=True).wait_for()  # each student's stage draws the question
         ben.get_by_text(QUESTION, exact=True).wait_for()
         answer_by_page(ann, "5, 7")
         answer_by_page(ben, "2, 4")
@@ -350,7 +351,7 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         answer_by_store(store, code, seats["Dan"], "5, 7")
         teacher.locator(TALLY).filter(has_text="In vote 1, 4 of 4 answered, 4 right.").wait_for()
         teacher.locator(".class-bar").filter(has_text="5, 7: 3 (right)").wait_for()
-        delays = step_everyone(teacher, [ann, ben], followers)
+        delays = step_everyone(teacher, [ann, ben], followers, PREV)
         print("after replica-1 stopped, press to each student's stage, s:", [f"{d:.2f}" for d in delays])
         assert max(delays) <= FOLLOW_S, delays
         assert not dan.failures, dan.failures  # his long poll in flight was sent on to replica-0 by nginx ...
@@ -370,13 +371,13 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         moved_off(ann, "replica-0")
         answer_by_page(ann, "-5, -7")  # Ann changes her answer on replica-1
         teacher.locator(TALLY).filter(has_text="In vote 1, 4 of 4 answered, 3 right.").wait_for()
-        delays = step_everyone(teacher, [ann, ben], followers)
+        delays = step_everyone(teacher, [ann, ben], followers, PREV)
         print("after replica-0 stopped, press to each student's stage, s:", [f"{d:.2f}" for d in delays])
         assert max(delays) <= FOLLOW_S, delays
         assert {r.answer for r in store.answer_records(code, key)} == {"-5, -7", "5, 7", "5.0, 7.0"}
 
-        # the teacher closes the vote: every student's stage, moved or not, has its page draw the discussion
-        teacher.get_by_role("button", name="Close vote 1: discuss").click()
+        # the teacher closes the vote: every student's stage, moved or not, draws the discussion
+        teacher.get_by_role("button", name="Close vote 1").click()
         for page in (ann, ben):
             page.get_by_text("Vote 1 is closed.").wait_for()
         for follower in followers:
