@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from classroom.asking import AskedJson, Questions
+from classroom.asking import AskedJson, Questions, RevealJson
 from classroom.errors import (
     ClassroomError,
     InvalidInput,
@@ -69,6 +69,7 @@ class TeacherJson(TypedDict):
     step: int
     students: int
     question: QuestionJson | None
+    revealed: RevealJson | None  # the newest question's answer, worked, once revealed (the projector shows it)
 
 
 class StudentQuestionJson(AskedJson):
@@ -285,10 +286,18 @@ class ClassRoutes:
     async def watch(self, request: Request) -> Response:
         """The teacher's stage: the step, the students and the newest question's answers, when they change."""
 
+        def seen(code: str, key: str) -> TeacherJson:
+            room = self.rooms()
+            view = room.teacher_view(code, key)
+            newest = view.questions[-1].question if view.questions else None
+            shown = None if newest is None else _question(view.questions[-1], room.clock())
+            revealed = None
+            if newest is not None and newest.phase == REVEALED:
+                revealed = self.questions.revealed(view.replay, view.code, newest.key)
+            return {"since": "", "step": view.step, "students": view.students, "question": shown, "revealed": revealed}
+
         async def view(code: str, key: str) -> TeacherJson:
-            seen = await anyio.to_thread.run_sync(self.rooms().teacher_view, code, key)
-            newest = _question(seen.questions[-1], self.rooms().clock()) if seen.questions else None
-            return {"since": "", "step": seen.step, "students": seen.students, "question": newest}
+            return await anyio.to_thread.run_sync(seen, code, key)
 
         return await self._long_poll(request, "X-Class-Teacher", lambda r: r, view)
 

@@ -69,8 +69,24 @@ _FOCUS = (
     "{outline: 2px solid currentColor !important; outline-offset: 2px !important;}"
 )
 
+# A page's bar that stays above the stage while the page scrolls (the Class page's teacher controls in presenter
+# mode: the room code, ask, close and reveal in view with the whole graph on one projector screen). Under Streamlit's
+# toolbar; the stage paints it with the page's background and fits the rest of the screen below it (stage.js
+# `stickyBar`).
+_STAGE_BAR = ".st-key-stage_bar {position: sticky; top: 3.75rem; z-index: 990; padding-bottom: 0.25rem;}"
+
 ACCESSIBLE_CSS = "\n".join(
-    [token_rules(), _PRIMARY_BUTTON, _CAPTIONS, _CODE_BLOCK, _TABLE_WRAP, _COLLAPSED_SIDEBAR, _LABEL_WRAP, _FOCUS]
+    [
+        token_rules(),
+        _PRIMARY_BUTTON,
+        _CAPTIONS,
+        _CODE_BLOCK,
+        _TABLE_WRAP,
+        _COLLAPSED_SIDEBAR,
+        _LABEL_WRAP,
+        _FOCUS,
+        _STAGE_BAR,
+    ]
 )
 
 

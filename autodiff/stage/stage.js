@@ -184,6 +184,12 @@ function mountUnpacked(component, loadGraphviz, pageKeys) {
     fitHeight(stage);
     place(stage, stage.fitted ? null : stage.scale);
   }, { signal });
+  const bar = stickyBar();
+  if (bar && typeof ResizeObserver !== "undefined") {  // the bar grew or shrank (a question asked): refit below it
+    const watcher = new ResizeObserver(() => { fitHeight(stage); place(stage, stage.fitted ? null : stage.scale); });
+    watcher.observe(bar);
+    signal.addEventListener("abort", () => watcher.disconnect());
+  }
   stage.stops = stopsOf(stage);
   wireControls(stage);
   if (stage.replay && pageKeys) {
@@ -246,6 +252,8 @@ function followTheme(stage) {
   const update = () => {
     const dark = isDark(root);
     if (dark !== root.classList.contains("dark")) root.classList.toggle("dark", dark);
+    const bar = stickyBar();  // the stage scrolls under it: it wears the page's own background, opaque
+    if (bar) bar.style.backgroundColor = getComputedStyle(document.body).backgroundColor;
   };
   update();
   stage.theme = new MutationObserver(update);
@@ -1170,8 +1178,15 @@ function scrollerOf(el) {
 
 function headerBottom() {
   const header = document.querySelector("header[data-testid='stHeader']");
-  if (!header || getComputedStyle(header).display === "none") return 0;
-  return Math.max(0, header.getBoundingClientRect().bottom);
+  const top = !header || getComputedStyle(header).display === "none" ? 0 : Math.max(0, header.getBoundingClientRect().bottom);
+  const bar = stickyBar();  // a bar the page keeps above the stage takes its room too
+  return bar ? top + bar.offsetHeight : top;
+}
+
+function stickyBar() {
+  // the page's bar that stays above the stage while it scrolls (a class's teacher controls on a projector)
+  const bar = document.querySelector(".st-key-stage_bar");
+  return bar && getComputedStyle(bar).position === "sticky" ? bar : null;
 }
 
 function bringIntoView(stage) {
@@ -2182,6 +2197,10 @@ function drawTally(stage) {
   if (bars.length) parts.push(list);
   if (others) parts.push(element("p", "", `${others} other answer${others === 1 ? "" : "s"}.`));
   if (mistakes.length) parts.push(element("p", "", `Wrong answers show: ${mistakes.join("; ")}.`));
+  if (body.revealed) {  // the room reads the answer worked out on the projector
+    parts.push(element("p", "class-answer-is", `The answer: ${body.revealed.answer}.`));
+    if (body.revealed.worked) parts.push(element("p", "class-worked", body.revealed.worked));
+  }
   panel.replaceChildren(...parts);
   const node = link.asked[q.key];
   const g = node === undefined ? null : stage.nodes.get(stage.boxOf.get(node));
