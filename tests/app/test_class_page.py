@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 
 from classroom.live import classroom
 from classroom.routes import ClassRoutes
+from classroom.serve import PUBLIC_URL_ENV
 from course.programs import record_program
 from ui.class_replays import CourseQuestions
 
@@ -85,7 +86,8 @@ def x_gradient_key() -> tuple[str, np.ndarray]:
     return f"grad:{x}", 2 * run.tensors["x"].numpy() + 3  # d/dx sum(x·x + 3x), by hand
 
 
-def test_a_teacher_starts_a_class_with_a_code_a_join_link_and_a_qr_code():
+def test_a_teacher_starts_a_class_with_a_code_a_join_link_and_a_qr_code(monkeypatch):
+    monkeypatch.setenv(PUBLIC_URL_ENV, "http://192.0.2.2:8501")  # as `python -m classroom.serve` says
     teacher, code, key = start_class()
     shown = texts(teacher)
     assert f"{code[:4]}-{code[4:]}" in shown and f"class?room={code}" in shown

@@ -50,10 +50,15 @@ def streamlit_server(
     with_pid: bool = False,
     env: dict[str, str] | None = None,
     script: str = "app.py",
+    public_url: bool = True,
 ) -> Iterator[Any]:
     """`streamlit run app.py` (or another `script`, with the app's config) on a free loopback port; yields its URL
-    (or `(url, pid)`) once /_stcore/health says ok."""
+    (or `(url, pid)`) once /_stcore/health says ok. With `public_url`, $CLASSROOM_PUBLIC_URL is that loopback URL:
+    the tests' students are on this machine, so a class's join link names it (a server students on the network open
+    is tests/browser/test_class_serve.py's; without `public_url` the page shows no join link)."""
     port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    own = {"CLASSROOM_PUBLIC_URL": url if public_url else ""}
     with open(log, "w") as out:
         server = subprocess.Popen(
             [
@@ -77,9 +82,8 @@ def streamlit_server(
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **own, **(env or {})},
         )
-    url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(f"{url}/_stcore/health", server, log, "streamlit")
         yield (url, server.pid) if with_pid else url

@@ -32,6 +32,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from classroom.rooms import Classroom
+from classroom.serve import PUBLIC_URL_ENV
 from classroom.store import open_store
 from course.grading import grade
 from deploy.replicas import FAIL_TIMEOUT_S, Deployment, deployment
@@ -85,8 +86,16 @@ def replicas(database: str) -> Iterator[Deployment]:
     if not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"):
         _missing("nginx is not installed (apt-get install nginx)")
     port = _free_ports(3)
-    with deployment(replicas=2, port=port, first_replica_port=port + 1, database=database) as running:
-        yield running
+    before = os.environ.get(PUBLIC_URL_ENV)
+    os.environ[PUBLIC_URL_ENV] = f"http://127.0.0.1:{port}"  # the replicas' join link names nginx (this machine's)
+    try:
+        with deployment(replicas=2, port=port, first_replica_port=port + 1, database=database) as running:
+            yield running
+    finally:
+        if before is None:
+            os.environ.pop(PUBLIC_URL_ENV)
+        else:
+            os.environ[PUBLIC_URL_ENV] = before
 
 
 @pytest.fixture(scope="module")
