@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 
 class AskedJson(TypedDict):
@@ -39,3 +39,8 @@ class Questions(Protocol):
     def grade(self, replay: str, code: str, key: str, text: str) -> GradedAnswer: ...
 
     def revealed(self, replay: str, code: str, key: str) -> RevealJson: ...
+
+    def events(self, replay: str, code: str, start: int, end: int) -> dict[str, Any]:
+        """The replay's events `start` to `end`, whole (a student's stage holds them redacted until the room gets
+        there: autodiff.stage.revealed_events)."""
+        ...

@@ -101,6 +101,7 @@ class StudentJson(TypedDict):
     question: StudentQuestionJson | None  # the stage draws its form, its countdown, the receipt
     mine: list[MineJson]  # this student's stored answers to it, by vote
     result: ResultJson | None  # once revealed: the answer, worked, and this student's own
+    events: dict[str, Any] | None  # the replay's events the room reached since the stage's `have` (filled in whole)
 
 
 class ReceiptJson(TypedDict):
@@ -140,10 +141,13 @@ def _closes_in(q: Question, now: float) -> float | None:
     return round(max(0.0, q.closes_at - now), 1)
 
 
-def student_json(seen: StudentView, questions: Questions, now: float) -> StudentJson:
-    """What a student's stage draws of its room: never the right answer before the reveal."""
+def student_json(seen: StudentView, questions: Questions, now: float, have: int | None = None) -> StudentJson:
+    """What a student's stage draws of its room: never the right answer before the reveal. `have`: how many of the
+    replay's events the stage holds whole; those the room reached since come along."""
     q = seen.question
-    body: StudentJson = {"since": "", "step": seen.step, "question": None, "mine": [], "result": None}
+    body: StudentJson = {"since": "", "step": seen.step, "question": None, "mine": [], "result": None, "events": None}
+    if have is not None and have <= seen.step:
+        body["events"] = questions.events(seen.replay, seen.code, have, seen.step)
     if q is None:
         return body
     asked = questions.asked(seen.replay, seen.code, q.key)
@@ -183,6 +187,11 @@ def _since(text: str | None, parts: int) -> tuple[int, ...] | None:
     except ValueError:
         return None
     return values if len(values) == parts else None
+
+
+def _count(text: str | None) -> int | None:
+    """A small whole number from a query (`have`), else None."""
+    return int(text) if text and len(text) <= 6 and text.isdigit() else None
 
 
 def _credential(request: Request, header: str) -> tuple[str, str]:
@@ -274,9 +283,11 @@ class ClassRoutes:
     async def follow(self, request: Request) -> Response:
         """A student's stage: the room's step and question, when they change."""
 
+        have = _count(request.query_params.get("have"))
+
         def seen(code: str, seat: str) -> StudentJson:
             room = self.rooms()
-            return student_json(room.student_view(code, seat), self.questions, room.clock())
+            return student_json(room.student_view(code, seat), self.questions, room.clock(), have)
 
         async def view(code: str, seat: str) -> StudentJson:
             return await anyio.to_thread.run_sync(seen, code, seat)

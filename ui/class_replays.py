@@ -11,12 +11,13 @@ import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.snapshot import ValueSummary
-from autodiff.stage import StagePayload, replay_payload
+from autodiff.stage import StagePayload, replay_payload, revealed_events
 from autodiff.trace import BackwardFinished, StepStarted, SweepFreed
 from classroom.asking import AskedJson, GradedAnswer, RevealJson
 from classroom.errors import InvalidInput, QuestionNotFound
@@ -177,3 +178,6 @@ class CourseQuestions:
     def revealed(self, replay: str, code: str, key: str) -> RevealJson:
         q, _, _ = asked_question(class_replay(replay, code), key)
         return {"answer": right_answer(q), "worked": q.worked}
+
+    def events(self, replay: str, code: str, start: int, end: int) -> dict[str, Any]:
+        return dict(revealed_events(class_replay(replay, code).payload(False), start, end))

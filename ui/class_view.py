@@ -10,14 +10,16 @@ again; the join link carries the room code only.
 from __future__ import annotations
 
 import html
+import os
 import re
 from collections.abc import Callable
+from typing import Literal
 from urllib.parse import urlencode, urlsplit
 
 import segno
 import streamlit as st
 
-from autodiff.stage import ClassroomLink, in_classroom
+from autodiff.stage import ClassroomLink, in_classroom, redacted
 from classroom.errors import ClassroomError, RoomNotFound
 from classroom.live import classroom
 from classroom.report import answers_csv, question_reports
@@ -29,6 +31,7 @@ from course.transfer import transfer_for, transfer_key
 from playground.interpreter import BackwardRun
 
 from .class_replays import ClassReplay, asked_question, class_replay, keep_played
+from .join_address import UNREACHABLE, join_address
 from .literal import code_span
 from .navigation import lesson_intro
 from .stage import stage
@@ -51,9 +54,18 @@ def teach_playground(source: str, backward: BackwardRun) -> None:
 
 
 def page_url(**params: str) -> str:
-    """This page's address with `params` as its query: what the join link and the teacher link are."""
-    url = urlsplit(st.context.url or "http://localhost:8501/class")
-    return f"{url.scheme}://{url.netloc}{url.path}?{urlencode(params)}"
+    """This page's address with `params` as its query: the one phones in the room can open when it is known
+    (ui/join_address.py), else this page's own (the teacher link then reopens the class on this computer only)."""
+    own = st.context.url or "http://localhost:8501/class"
+    url = urlsplit(own)
+    base = join_address(own, os.environ) or f"{url.scheme}://{url.netloc}{url.path}"
+    return f"{base}?{urlencode(params)}"
+
+
+def join_link(code: str) -> str | None:
+    """The students' link to room `code` (its code only, never the teacher key), or None when no address a phone can
+    open is known: then the page says so instead of a link and a QR code naming this computer itself."""
+    return page_url(room=code) if join_address(st.context.url, os.environ) else None
 
 
 def spaced(code: str, keep_whole: bool = False) -> str:
@@ -62,15 +74,17 @@ def spaced(code: str, keep_whole: bool = False) -> str:
     return f"{code[:4]}{'‑' if keep_whole else '-'}{code[4:]}"
 
 
-def qr_image(text: str) -> str:
+def qr_image(text: str, small: bool = False) -> str:
     """A QR code as an image of its SVG, dark on white whatever the theme (phones read it best so). An `<img>`
     with a data URI, not inline SVG: `st.html`'s sanitizer keeps HTML only and drops an inline `<svg>` whole."""
-    uri = segno.make(text, error="m").svg_data_uri(scale=5, dark="#000000", light="#ffffff", border=4)
+    uri = segno.make(text, error="m").svg_data_uri(scale=3 if small else 5, dark="#000000", light="#ffffff", border=4)
     return f'<img src="{html.escape(uri)}" alt="QR code of the join link">'
 
 
 def _stage(replay: ClassReplay, link: ClassroomLink, step: int, key: str) -> None:
     payload = in_classroom(replay.payload(presenter_mode()), link)  # a new dict
+    if link["role"] == "student":  # what the room has not reached yet is not in the student's browser
+        payload = redacted(payload, step)
     payload["index"] = step
     stage(payload, key=f"{key}_{payload['signature']}")
 
@@ -146,27 +160,50 @@ def teacher_page(code: str, key: str) -> None:
         start_or_join()
         return
     replay = _followed(view.replay, view.code)
-    join_url = page_url(room=view.code)
-    left, right = st.columns([4, 1], vertical_alignment="top")  # the QR code whole, its quiet zone too
-    with left:
-        st.title(f"Class {spaced(view.code, keep_whole=True)}")
-        st.markdown(f"Join at {code_span(join_url)} (room code {code_span(spaced(view.code))})")
-        st.caption(f"The replay: {replay.title}. The stage below counts who joined, live.")
-    right.html(qr_image(join_url))
+    join_url = join_link(view.code)
+    # a projector: the room code, the QR code and the question's controls in a bar that stays above the stage, so the
+    # whole graph and its answer badges are in view with them on one screen (the stage fits the rest below it)
+    compact = presenter_mode()
+    bar = st.container(key="stage_bar") if compact else st.container()
+    with bar:
+        class_header(view, replay, join_url, compact)
     link: ClassroomLink = {
         "role": "teacher",
         "room": view.code,
         "secret": key,
         "api": API,
-        "join": f"Join at {join_url} · room code {spaced(view.code)}",
+        # in view whenever the stage is: on a projector the bar above the stage already says it
+        "join": "" if compact else f"Join at {join_url} · room code {spaced(view.code)}" if join_url else "",
         "asked": _asked_nodes(replay),
         "mistakes": MISTAKES,
     }
     index = _followed_index(view.step, replay)
-    question_controls(view, replay, key, index)  # above the stage: in view while the teacher acts
+    with bar:
+        question_controls(view, replay, key, index)  # above the stage: in view while the teacher acts
     _stage(replay, link, index, "class_teacher_stage")
     after_class(view, key, replay)
     teacher_link(view.code, key)
+
+
+def class_header(view: TeacherView, replay: ClassReplay, join_url: str | None, compact: bool) -> None:
+    """The room code, the join link and its QR code: one line beside a small QR code on a projector (`compact`)."""
+    left, right = st.columns([6, 1] if compact else [4, 1], vertical_alignment="top")  # the QR code whole
+    code = spaced(view.code, keep_whole=True)
+    with left:
+        if compact:
+            where = f"join at {code_span(join_url)}" if join_url else "no address a phone can open (see below)"
+            st.markdown(f"**Class {code}** · {where}")
+        else:
+            st.title(f"Class {code}")
+            if join_url:
+                st.markdown(f"Join at {code_span(join_url)} (room code {code_span(spaced(view.code))})")
+        if not join_url:
+            st.warning(UNREACHABLE)
+            st.markdown(f"Room code {code_span(spaced(view.code))}")
+        if not compact:
+            st.caption(f"The replay: {replay.title}. The stage below counts who joined, live.")
+    if join_url:
+        right.html(qr_image(join_url, small=compact))
 
 
 def _followed_index(room_step: int, replay: ClassReplay) -> int:
@@ -186,40 +223,54 @@ LIMIT = "class_limit"  # the countdown of the last question asked: vote 2 and th
 
 def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: int) -> None:
     room = classroom()
+    compact = presenter_mode()  # a projector: one row each, the stage's tally says the phase
     current = view.questions[-1].question if view.questions else None
     limit = st.session_state.get(LIMIT) or None
     if current is not None and current.phase != REVEALED:
         q = asked_question(replay, current.key)[0]
-        st.markdown(f"**Asked{' (transfer)' if current.is_transfer else ''}:** {q.prompt}")
-        cols = iter(st.columns([1, 1, 2]))
-        if current.phase == VOTE1 and not current.is_transfer and next(cols).button("Close vote 1", key="class_close"):
-            _teacher_act(lambda: room.close_vote(view.code, key, current.id))
-        if current.phase == DISCUSS and next(cols).button("Vote again", key="class_vote2"):
-            _teacher_act(lambda: room.open_second_vote(view.code, key, current.id, limit))
-        if next(cols).button("Reveal the answer", key="class_reveal", type="primary"):
-            _teacher_act(lambda: room.reveal(view.code, key, current.id))
-        st.caption(_phase_sentence(current.phase, current.is_transfer))
+        with st.container(horizontal=True, vertical_alignment="center"):  # buttons wrap whole, never cut
+            st.markdown(f"**Asked{' (transfer)' if current.is_transfer else ''}:** {q.prompt}", width="content")
+            if current.phase == VOTE1 and not current.is_transfer and st.button("Close vote 1", key="class_close"):
+                _teacher_act(lambda: room.close_vote(view.code, key, current.id))
+            if current.phase == DISCUSS and st.button("Vote again", key="class_vote2"):
+                _teacher_act(lambda: room.open_second_vote(view.code, key, current.id, limit))
+            if st.button("Reveal the answer", key="class_reveal", type="primary"):
+                _teacher_act(lambda: room.reveal(view.code, key, current.id))
+        if not compact:
+            st.caption(_phase_sentence(current.phase, current.is_transfer))
         return
     if current is not None:
-        revealed(asked_question(replay, current.key)[0])
+        if not compact:  # a projector: the stage beside the graph shows the answer, worked out
+            revealed(asked_question(replay, current.key)[0])
         if not current.is_transfer:
             transfer_button(view, replay, key, index, current.id, current.key, limit)
     start = _next_step_start(replay, index)
     choices = [q for q in replay.questions.values() if q.kind != "sends" or q.event == start]
-    with st.form("class_ask"):
-        left, right = st.columns([3, 1])
+    # a projector's row: the labels stay, for screen readers
+    labels: Literal["collapsed", "visible"] = "collapsed" if compact else "visible"
+    with st.form("class_ask", border=not compact):
+        left, middle, right = st.columns([6, 2, 1] if compact else [3, 1, 0.01], vertical_alignment="bottom")
         chosen = left.selectbox(
             "Ask the room",
             [q.key for q in choices],
             format_func=lambda k: replay.questions[k].prompt,
             key="class_question",
+            label_visibility=labels,
         )
-        right.selectbox("Time to answer", list(SECONDS), format_func=SECONDS.__getitem__, key=SECONDS_CHOSEN)
-        if st.form_submit_button("Ask", type="primary", key="class_ask_send") and chosen is not None:
+        middle.selectbox(
+            "Time to answer",
+            list(SECONDS),
+            format_func=SECONDS.__getitem__,
+            key=SECONDS_CHOSEN,
+            label_visibility=labels,
+        )
+        send = (right if compact else st).form_submit_button("Ask", type="primary", key="class_ask_send")
+        if send and chosen is not None:
             q = replay.questions[chosen]
             asked_limit = st.session_state[LIMIT] = st.session_state.get(SECONDS_CHOSEN) or None
             _teacher_act(lambda: room.open_question(view.code, key, index, q.kind, q.key, asked_limit))
-    st.caption("A step's question is about the next step to run: ask before you press →, reveal, then step on.")
+    if not compact:
+        st.caption("A step's question is about the next step to run: ask before you press →, reveal, then step on.")
 
 
 def transfer_button(
@@ -232,7 +283,8 @@ def transfer_button(
         st.caption("No lesson graph has a question equivalent to this one: it has no transfer question.")
         return
     q = transfer.question
-    if st.button(f"Ask the transfer question: {q.prompt}", key="class_transfer"):
+    label = "Ask its transfer question" if presenter_mode() else f"Ask the transfer question: {q.prompt}"
+    if st.button(label, key="class_transfer", help=q.prompt):
         room = classroom()
         _teacher_act(
             lambda: room.open_question(view.code, key, index, q.kind, transfer_key(transfer), limit, revealed_id)
@@ -261,9 +313,7 @@ def _teacher_act(action: Callable[[], object]) -> None:
 
 def revealed(q: Question) -> None:
     """The answer, and how it is worked out in numbers (the sum over paths, the local derivative)."""
-    st.success(f"{q.prompt} The answer: {code_span(right_answer(q))}.")
-    if q.worked:
-        st.markdown(q.worked)
+    st.success(f"{q.prompt} The answer: {code_span(right_answer(q))}. {q.worked}".strip())
 
 
 def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:

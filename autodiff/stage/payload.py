@@ -183,6 +183,68 @@ def in_classroom(payload: StagePayload, link: ClassroomLink) -> StagePayload:
     return {**payload, "classroom": link, "exercise": False, "signature": signature}
 
 
+class RevealedEvents(TypedDict):
+    """Events `start` on of a class's replay, as the room reaches them: what a student's stage fills in."""
+
+    start: int
+    events: list[StageEvent]
+    cards: dict[str, StepCard]
+    sums: dict[str, GradientSum]
+
+
+_NUMBERS = str.maketrans("0123456789-−", "000000000000")  # digits are as wide as each other: room kept, value not
+_WORDS: dict[str, object] = {
+    "text": "",
+    "op": "",
+    "value": "",
+    "total": "",
+    "total_full": "",
+    "numbers": None,
+    "rules": [],
+}
+
+
+def redacted(payload: StagePayload, upto: int) -> StagePayload:
+    """`payload` as a class's student holds it while the room is at event `upto`: each later event keeps its kind and
+    the nodes and edges it touches (so the player counts the steps to come) but not its words or numbers, no card or
+    sum of a step still to run is there, and the room laid out for the numbers still to come keeps its width but not
+    its digits. The stage never holds an answer before the room reaches it (`revealed_events` fills it in)."""
+    events = [e if k <= upto else _blank(e) for k, e in enumerate(payload["events"])]
+    return {
+        **payload,
+        "events": events,
+        "cards": {k: card for k, card in payload["cards"].items() if int(k) <= upto},
+        "sums": _sums_known(payload, upto),
+        "nodes": [{**node, "wide": node["wide"].translate(_NUMBERS)} for node in payload["nodes"]],
+        "edges": [{**edge, "label": edge["label"].translate(_NUMBERS)} for edge in payload["edges"]],
+    }
+
+
+def revealed_events(payload: StagePayload, start: int, end: int) -> RevealedEvents:
+    """Events `start` to `end` whole, with the cards and sums the room now knows: what a student's stage, redacted
+    up to `start - 1`, fills in as the room moves on to `end`."""
+    return {
+        "start": start,
+        "events": payload["events"][start : end + 1],
+        "cards": {k: card for k, card in payload["cards"].items() if start <= int(k) <= end},
+        "sums": _sums_known(payload, end),
+    }
+
+
+def _blank(event: StageEvent) -> StageEvent:
+    kept = {key: value for key, value in event.items() if key not in _WORDS}
+    return {**kept, **{key: _WORDS[key] for key in event if key in _WORDS}}  # type: ignore[return-value]
+
+
+def _sums_known(payload: StagePayload, upto: int) -> dict[str, GradientSum]:
+    """A node's gradient is whole once its step starts (every path into it has sent), a leaf's at the end."""
+    events = payload["events"]
+    if upto >= len(events) - 1:
+        return dict(payload["sums"])
+    started = {e["node"] for e in events[: upto + 1] if e["kind"] == "StepStarted"}
+    return {k: total for k, total in payload["sums"].items() if total["node"] in started}
+
+
 def _payload(
     mode: Literal["static", "replay"],
     pic: Picture,

@@ -35,6 +35,8 @@
  * @typedef {{lines: Array<Array<Array<(string|null)>>>, spans: Object<string, number[]>}} StageProgram
  * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, join: string,
  *   asked: Object<string, number>, mistakes: Object<string, string>}} ClassroomLink
+ * @typedef {{start: number, events: StageEvent[], cards: Object<string, StepCard>,
+ *   sums: Object<string, GradientSum>}} RevealedEvents
  * @typedef {{mode: ("static"|"replay"), rankdirs: string[], fonts: number[],
  *   nodes: StageNode[], edges: StageEdge[], groups: StageGroup[], events: StageEvent[], index: number,
  *   presenter: boolean, embed: boolean, legend: Object<string, string>, words: Object<string, string>,
@@ -92,6 +94,7 @@ function newStage(data, parent, root, setStateValue) {
     room: null,  // the room as the push route told it last (class mode)
     posting: null,  // the teacher's step being sent, and the one to send after it
     countdownTimer: null,  // the open vote's countdown, ticking each second
+    whole: data.index + 1,  // a class's student: the events held whole (the rest, redacted, come as the room moves)
     countdownFor: "",  // the question and phase the teacher's countdown was started for
     badgeView: null,  // the graph's own viewBox, before a badge beside a node made room for itself
     tree: programTree(data),  // the program's parts: each group's children, depth and nodes (groups.py made them)
@@ -1902,6 +1905,7 @@ function roomUrl(stage, route, since) {
   const url = new URL(`${link.api}${route}`, document.baseURI);
   url.searchParams.set("room", link.room);
   if (since) url.searchParams.set("since", since);
+  if (link.role === "student" && route === "follow") url.searchParams.set("have", String(stage.whole));
   return url.href;
 }
 
@@ -1967,7 +1971,20 @@ const STUDENT_PHASE_WORDS = {  // said in the stage's status (a live region); th
   revealed: "The answer is revealed in the question box. ",
 };
 
+/** @param {RevealedEvents|null} revealed */
+function fillIn(stage, revealed) {
+  // the events the room reached, whole: the stage held them without their words and numbers until now
+  if (!revealed || revealed.start > stage.whole) return;
+  const { data } = stage;
+  revealed.events.forEach((e, k) => { data.events[revealed.start + k] = e; });
+  Object.assign(data.cards, revealed.cards);
+  Object.assign(data.sums, revealed.sums);
+  stage.whole = Math.max(stage.whole, revealed.start + revealed.events.length);
+  stage.lastFrame = null;  // frames are worked out again from the whole events
+}
+
 function studentSees(stage, body) {
+  fillIn(stage, body.events);
   const last = stage.data.events.length - 1;
   const index = Math.max(0, Math.min(body.step, last));
   if (index !== stage.index) show(stage, index, index === stage.index + 1 || stage.stops.includes(index), 800, false);

@@ -106,6 +106,8 @@ def test_students_join_by_link_follow_the_room_and_never_hold_the_teacher_key():
     assert "class_teacher" not in student.session_state and key not in str(payload)
     assert not [b for b in student.button if b.key in ("class_reveal", "class_close", "class_end")]
     assert classroom().teacher_view(code, key).students == 1
+    assert "[5.0, 7.0]" in json.dumps(stage_payload(teacher))  # x's gradient, on the teacher's stage
+    assert "[5.0, 7.0]" not in json.dumps(stage_payload(student))  # not in the student's browser before the room
     classroom().set_step(code, key, 5)
     student.run()
     assert stage_payload(student)["index"] == 5  # a reload (or another replica) opens at the room's step

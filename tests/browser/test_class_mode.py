@@ -300,6 +300,15 @@ def test_a_class_end_to_end(browser, class_url, request):
     teacher.get_by_role("button", name="Reveal the answer").click()
     students["phone"].get_by_text(f"Your answer {transfer_answer} was right.").wait_for()
     late.get_by_text("You did not answer this one.").wait_for()
+    # the room steps on: each student's stage fills in the step it had held without its numbers
+    step_now = scrub_text(teacher)
+    teacher.locator(".stage-controls button", has_text="Next ▶").click()
+    moved = scrub_text(teacher)
+    assert moved != step_now
+    for page in students.values():
+        page.locator(".class-status", has_text=f"Following the teacher: {moved}.").wait_for()
+        caption = page.locator(".stage-caption").inner_text()
+        assert re.search(r"The step of .+ runs \(\w+", caption), caption  # its words and its op, filled in
 
     # after the class: the report, the CSV (no nicknames unless asked), then the end
     teacher.get_by_text("After the class: the report, the CSV, and ending the class").click()
