@@ -2,7 +2,9 @@
 watcher that tells waiting visitors when their room changed.
 
 The watcher polls one query for every room someone on this server is waiting on (not one per visitor), a few times a
-second, so a change made on any replica reaches this server's visitors within one period.
+second, so a change made on any replica reaches this server's visitors within one period; a change this server's
+route made (a teacher's press, an answer) is polled at once (`nudge`), so the press reaches the students on the
+teacher's own replica without waiting for the period.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from classroom.rooms import Classroom
 from classroom.store import open_store
 
 DATABASE_ENV = "CLASSROOM_DATABASE"  # the store's URL for a server started without --database
-POLL_PERIOD_S = 0.15
+POLL_PERIOD_S = 0.25  # the longest a change made on another replica waits (each poll is one query)
 SWEEP_PERIOD_S = 600.0
 _log = logging.getLogger(__name__)
 
@@ -62,6 +64,7 @@ class RoomWatcher:
         self.known: dict[str, Revisions | None] = {}  # None: the room ended
         self.waiting: Counter[str] = Counter()
         self.changed: dict[str, asyncio.Event] = {}
+        self.nudged = asyncio.Event()  # a change made here: poll now
 
     @property
     def visitors(self) -> int:
@@ -100,13 +103,19 @@ class RoomWatcher:
                 if event is not None:
                     event.set()
 
+    def nudge(self) -> None:
+        """This server changed a room: poll now rather than at the end of the period."""
+        self.nudged.set()
+
     async def run(self) -> None:
         while True:
+            self.nudged.clear()
             try:
                 await self.poll_once()
             except Exception:  # a database hiccup (a restart, a lock): visitors wait one more period, not forever
                 _log.warning("The class watcher could not read the rooms' revisions", exc_info=True)
-            await asyncio.sleep(self.period_s)
+            with anyio.move_on_after(self.period_s):
+                await self.nudged.wait()
 
 
 async def sweep_forever(rooms: Callable[[], Classroom] = classroom, period_s: float = SWEEP_PERIOD_S) -> None:

@@ -322,6 +322,7 @@ class ClassRoutes:
             if not isinstance(step, int) or isinstance(step, bool):
                 raise InvalidInput('A step is sent as {"step": a whole number}.')
             await anyio.to_thread.run_sync(self.rooms().set_step, code, key, step)
+            self.watcher.nudge()  # the students on this server see the press at once
             return JSONResponse({"step": step}, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
             return _refused(error)
@@ -337,6 +338,7 @@ class ClassRoutes:
             if not isinstance(question, int) or isinstance(question, bool) or not isinstance(text, str):
                 raise InvalidInput('An answer is sent as {"question": its number, "answer": the text}.')
             receipt = await anyio.to_thread.run_sync(self._answer, code, seat, question, text)
+            self.watcher.nudge()  # the teacher, if on this server, sees the answer at once
             return JSONResponse(receipt, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
             return _refused(error)
