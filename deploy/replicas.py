@@ -225,6 +225,11 @@ def main() -> None:
         default=PER_CLIENT,
         help="connections one client address may hold (raise it for a class behind one NAT)",
     )
+    parser.add_argument(
+        "--public-url",
+        help="the address students open, such as https://class.example.org behind a proxy (default: with --listen "
+        "0.0.0.0, this machine's network address)",
+    )
     parser.add_argument("--first-replica-port", type=int, default=8601)
     parser.add_argument(
         "--database",
@@ -232,10 +237,18 @@ def main() -> None:
         "(default: the SQLite file in data/, for replicas on this machine only)",
     )
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))  # run as a script: the app's packages are beside this folder
+    from classroom.serve import PUBLIC_URL_ENV, students_address
+
+    # the join links the replicas' Class pages show: never this machine's loopback (ui/join_address.py)
+    address, why = students_address(args.listen, args.port, args.public_url or os.environ.get(PUBLIC_URL_ENV))
+    if address is not None:
+        os.environ[PUBLIC_URL_ENV] = address
     options = (args.replicas, args.port, args.first_replica_port, (), args.listen, args.per_client, args.database)
     try:
         with deployment(*options) as running:
             print(f"{len(running.replicas)} replicas behind nginx at {running.url} (logs in {running.prefix})")
+            print(f"Students open {address}/class ({why})." if address else f"Students cannot open it: {why}.")
             while True:
                 time.sleep(5)
                 for port in running.supervise_once():

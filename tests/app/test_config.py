@@ -37,7 +37,7 @@ def effective_config() -> dict[str, object]:
 
 def test_production_settings_are_in_effect():
     options = effective_config()
-    assert options["server.address"] == "127.0.0.1"  # a network reaches the app through nginx (deploy/)
+    assert options["server.address"] == "127.0.0.1"  # a network reaches it through classroom.serve or deploy/
     assert options["server.enableXsrfProtection"] is True
     assert options["server.runOnSave"] is False
     assert options["server.fileWatcherType"] == "none"
