@@ -78,6 +78,7 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode(errors="surrogatepass")).hexdigest()
 
 
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _DASHES = str.maketrans("", "", "-‐‑‒–—")  # the hyphen, and the dashes a title or a chat may turn it into
 
 
@@ -92,8 +93,10 @@ def _bounded(text: str | None, limit: int, what: str) -> str | None:
     text = (text or "").strip()
     if len(text) > limit:
         raise TooLong(f"{what} has {len(text)} characters; at most {limit} are kept.")
-    if any(unicodedata.category(char) == "Cc" for char in text):
+    if any(unicodedata.category(char) in ("Cc", "Cs") for char in text):
         raise InvalidInput(f"{what} cannot hold control characters (tabs, line breaks, ...).")
+    if any(char in _BIDI for char in text):  # they reorder what the teacher's screen and the CSV show around them
+        raise InvalidInput(f"{what} cannot hold characters that change the direction of the text.")
     return text or None
 
 

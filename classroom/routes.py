@@ -12,7 +12,10 @@ teacher key). Every refusal is a sentence in `{"error": ...}`.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypedDict
@@ -22,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from classroom.asking import AskedJson, Questions, RevealJson
+from classroom.asking import AskedJson, Questions
 from classroom.errors import (
     ClassroomError,
     InvalidInput,
@@ -38,6 +41,8 @@ from classroom.views import OPEN_VOTE, REVEALED, Question, QuestionTally, Studen
 
 WAIT_S = 20.0  # a long poll's longest wait; the browser asks again at once
 MAX_WAITING = 1000  # visitors one server holds waiting at once
+MAX_WAITING_PER_SECRET = 4  # long polls one seat (or teacher key) holds at once: a few tabs, never the server's places
+ANSWERS_PER_MINUTE = 20  # answers one seat may send a minute: changing one's mind, not a flood of writes
 MAX_BODY = 512  # a step's request body
 MAX_ANSWER_BODY = 2048  # an answer's: 200 characters, each escaped in JSON at most 6 bytes wide... and its id
 TOP_ANSWERS = 6  # the histogram's bars: the most given answers
@@ -69,7 +74,6 @@ class TeacherJson(TypedDict):
     step: int
     students: int
     question: QuestionJson | None
-    revealed: RevealJson | None  # the newest question's answer, worked, once revealed (the projector shows it)
 
 
 class StudentQuestionJson(AskedJson):
@@ -189,9 +193,14 @@ def _since(text: str | None, parts: int) -> tuple[int, ...] | None:
     return values if len(values) == parts else None
 
 
+def _digest(secret: str) -> str:
+    """What the route keeps of a secret to count its requests: never the secret itself."""
+    return hashlib.sha256(secret.encode(errors="surrogatepass")).hexdigest()
+
+
 def _count(text: str | None) -> int | None:
     """A small whole number from a query (`have`), else None."""
-    return int(text) if text and len(text) <= 6 and text.isdigit() else None
+    return int(text) if text and len(text) <= 6 and text.isascii() and text.isdigit() else None
 
 
 def _credential(request: Request, header: str) -> tuple[str, str]:
@@ -212,6 +221,8 @@ class ClassRoutes:
         self.rooms = rooms  # this server's classroom (tests give their own store)
         self.wait_s = wait_s
         self.watcher = RoomWatcher(lambda codes: rooms().revisions(codes))
+        self.waiting: Counter[str] = Counter()  # long polls waiting, by the hash of their secret
+        self.answered: dict[str, deque[float]] = {}  # when each seat (its secret's hash) answered, the last minute
 
     def routes(self) -> list[Route]:
         return [
@@ -248,8 +259,17 @@ class ClassRoutes:
                     },
                     status_code=503,
                 )
+            holder = _digest(secret)
+            if self.waiting[holder] >= MAX_WAITING_PER_SECRET:
+                raise TooManyAttempts("This class is open in too many tabs here; close the others and reload this one.")
             since = _since(request.query_params.get("since"), len(pick((0, 0))))
-            waited = await self._wait_while_connected(request, code, lambda current: pick(current) != since)
+            self.waiting[holder] += 1
+            try:
+                waited = await self._wait_while_connected(request, code, lambda current: pick(current) != since)
+            finally:
+                self.waiting[holder] -= 1
+                if not self.waiting[holder]:
+                    del self.waiting[holder]
             if not waited:
                 return Response(status_code=204)  # the visitor left: nobody reads this
             now = waited[0]
@@ -301,12 +321,8 @@ class ClassRoutes:
         def seen(code: str, key: str) -> TeacherJson:
             room = self.rooms()
             view = room.teacher_view(code, key)
-            newest = view.questions[-1].question if view.questions else None
-            shown = None if newest is None else _question(view.questions[-1], room.clock())
-            revealed = None
-            if newest is not None and newest.phase == REVEALED:
-                revealed = self.questions.revealed(view.replay, view.code, newest.key)
-            return {"since": "", "step": view.step, "students": view.students, "question": shown, "revealed": revealed}
+            newest = _question(view.questions[-1], room.clock()) if view.questions else None
+            return {"since": "", "step": view.step, "students": view.students, "question": newest}
 
         async def view(code: str, key: str) -> TeacherJson:
             return await anyio.to_thread.run_sync(seen, code, key)
@@ -337,11 +353,23 @@ class ClassRoutes:
             text = body.get("answer") if isinstance(body, dict) else None
             if not isinstance(question, int) or isinstance(question, bool) or not isinstance(text, str):
                 raise InvalidInput('An answer is sent as {"question": its number, "answer": the text}.')
+            self._count_answer(_digest(seat), time.monotonic())
             receipt = await anyio.to_thread.run_sync(self._answer, code, seat, question, text)
             self.watcher.nudge()  # the teacher, if on this server, sees the answer at once
             return JSONResponse(receipt, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
             return _refused(error)
+
+    def _count_answer(self, seat: str, now: float) -> None:
+        """Refused past ANSWERS_PER_MINUTE from one seat; the record of a seat that stopped answering is dropped."""
+        for other in [s for s, times in self.answered.items() if times[-1] < now - 60]:
+            del self.answered[other]
+        times = self.answered.setdefault(seat, deque())
+        while times and times[0] < now - 60:
+            times.popleft()
+        if len(times) >= ANSWERS_PER_MINUTE:
+            raise TooManyAttempts("You sent many answers this minute; wait a moment, then send your answer again.")
+        times.append(now)
 
     def _answer(self, code: str, seat: str, question: int, text: str) -> ReceiptJson:
         room = self.rooms()

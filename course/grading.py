@@ -35,7 +35,7 @@ MISTAKES = {  # group key -> what the teacher reads beside the group
     "no_local_derivative": "passed the upstream gradient on unchanged (forgot the local derivative)",
     "forward_value": "used the forward value instead of the gradient",
     "sign": "got the sign wrong",
-    "one_path": "counted one path only (forgot to add the gradients of the other paths)",
+    "one_path": "left out a path (forgot to add up the gradients of every path into it)",
     "kept_intermediate": "expected an intermediate or the loss to keep its gradient",
 }
 

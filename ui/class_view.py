@@ -31,6 +31,7 @@ from course.transfer import transfer_for, transfer_key
 from playground.interpreter import BackwardRun
 
 from .class_replays import ClassReplay, asked_question, class_replay, keep_played
+from .code import code_block
 from .join_address import UNREACHABLE, join_address
 from .literal import code_span
 from .navigation import lesson_intro
@@ -74,10 +75,10 @@ def spaced(code: str, keep_whole: bool = False) -> str:
     return f"{code[:4]}{'‑' if keep_whole else '-'}{code[4:]}"
 
 
-def qr_image(text: str, small: bool = False) -> str:
+def qr_image(text: str, scale: int = 5) -> str:
     """A QR code as an image of its SVG, dark on white whatever the theme (phones read it best so). An `<img>`
     with a data URI, not inline SVG: `st.html`'s sanitizer keeps HTML only and drops an inline `<svg>` whole."""
-    uri = segno.make(text, error="m").svg_data_uri(scale=3 if small else 5, dark="#000000", light="#ffffff", border=4)
+    uri = segno.make(text, error="m").svg_data_uri(scale=scale, dark="#000000", light="#ffffff", border=4)
     return f'<img src="{html.escape(uri)}" alt="QR code of the join link">'
 
 
@@ -202,8 +203,8 @@ def class_header(view: TeacherView, replay: ClassReplay, join_url: str | None, c
             st.markdown(f"Room code {code_span(spaced(view.code))}")
         if not compact:
             st.caption(f"The replay: {replay.title}. The stage below counts who joined, live.")
-    if join_url:
-        right.html(qr_image(join_url, small=compact))
+    if join_url:  # on a projector the code is large until the first question (the room joins), then makes room
+        right.html(qr_image(join_url, scale=5 if not compact else 3 if not view.questions else 2))
 
 
 def _followed_index(room_step: int, replay: ClassReplay) -> int:
@@ -212,7 +213,7 @@ def _followed_index(room_step: int, replay: ClassReplay) -> int:
 
 def _next_step_start(replay: ClassReplay, index: int) -> int | None:
     starts = sorted({q.event for q in replay.questions.values() if q.kind == "sends"})
-    return next((start for start in starts if start >= index), None)
+    return next((start for start in starts if start > index), None)  # at its start its card already shows it
 
 
 SECONDS = {0: "No time limit", 15: "15 seconds", 30: "30 seconds", 60: "1 minute", 90: "90 seconds", 120: "2 minutes"}
@@ -227,7 +228,7 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
     current = view.questions[-1].question if view.questions else None
     limit = st.session_state.get(LIMIT) or None
     if current is not None and current.phase != REVEALED:
-        q = asked_question(replay, current.key)[0]
+        q, _, source = asked_question(replay, current.key)
         with st.container(horizontal=True, vertical_alignment="center"):  # buttons wrap whole, never cut
             st.markdown(f"**Asked{' (transfer)' if current.is_transfer else ''}:** {q.prompt}", width="content")
             if current.phase == VOTE1 and not current.is_transfer and st.button("Close vote 1", key="class_close"):
@@ -236,14 +237,17 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
                 _teacher_act(lambda: room.open_second_vote(view.code, key, current.id, limit))
             if st.button("Reveal the answer", key="class_reveal", type="primary"):
                 _teacher_act(lambda: room.reveal(view.code, key, current.id))
+        if source:  # a transfer: the program it is about, for the room to read (their phones show it too)
+            code_block(source)
         if not compact:
             st.caption(_phase_sentence(current.phase, current.is_transfer))
         return
-    if current is not None:
-        if not compact:  # a projector: the stage beside the graph shows the answer, worked out
-            revealed(asked_question(replay, current.key)[0])
-        if not current.is_transfer:
-            transfer_button(view, replay, key, index, current.id, current.key, limit)
+    if current is not None:  # one row on a projector: the answer worked out, and its transfer question
+        row = st.container(horizontal=True, wrap=False, vertical_alignment="center") if compact else st.container()
+        with row:
+            revealed(asked_question(replay, current.key)[0], compact)
+            if not current.is_transfer:
+                transfer_button(view, replay, key, index, current.id, current.key, limit)
     start = _next_step_start(replay, index)
     choices = [q for q in replay.questions.values() if q.kind != "sends" or q.event == start]
     # a projector's row: the labels stay, for screen readers
@@ -280,7 +284,8 @@ def transfer_button(
     (peer instruction's measure of what the discussion taught)."""
     transfer = transfer_for(replay.questions[asked], view.replay) if asked in replay.questions else None
     if transfer is None:
-        st.caption("No lesson graph has a question equivalent to this one: it has no transfer question.")
+        if not presenter_mode():  # a projector's bar keeps its room for the graph: no button says it there
+            st.caption("No lesson graph has a question equivalent to this one: it has no transfer question.")
         return
     q = transfer.question
     label = "Ask its transfer question" if presenter_mode() else f"Ask the transfer question: {q.prompt}"
@@ -311,9 +316,13 @@ def _teacher_act(action: Callable[[], object]) -> None:
     st.rerun()
 
 
-def revealed(q: Question) -> None:
-    """The answer, and how it is worked out in numbers (the sum over paths, the local derivative)."""
-    st.success(f"{q.prompt} The answer: {code_span(right_answer(q))}. {q.worked}".strip())
+def revealed(q: Question, compact: bool = False) -> None:
+    """The answer, and how it is worked out in numbers (the sum over paths, the local derivative); in one paragraph
+    on a projector (`compact`), where the bar above the stage must leave the graph its room."""
+    if compact:
+        st.markdown(f"**The answer:** {code_span(right_answer(q))}. {q.worked}".strip(), width="stretch")
+    else:
+        st.success(f"{q.prompt} The answer: {code_span(right_answer(q))}. {q.worked}".strip())
 
 
 def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:

@@ -23,7 +23,7 @@ from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
 from .code import Segment, code_lines, token_rules
 from .events import StageEvent, stage_event
 from .graph_dot import SIZES, STATE_WORDS, Overlay, Picture, picture
-from .groups import StageGroup, group_runs, group_tree
+from .groups import GroupRun, StageGroup, group_runs, group_tree
 from .narration import short_names
 from .palette import BY_KEY, EDGE_LEGEND, stage_css
 from .source_lines import node_lines
@@ -190,10 +190,12 @@ class RevealedEvents(TypedDict):
     events: list[StageEvent]
     cards: dict[str, StepCard]
     sums: dict[str, GradientSum]
+    runs: list[list[GroupRun]]  # each group's runs, their gradients in and out once the room has run them
 
 
 _NUMBERS = str.maketrans("0123456789-−", "000000000000")  # digits are as wide as each other: room kept, value not
 _WORDS: dict[str, object] = {
+    "kept": None,
     "text": "",
     "op": "",
     "value": "",
@@ -215,6 +217,7 @@ def redacted(payload: StagePayload, upto: int) -> StagePayload:
         "events": events,
         "cards": {k: card for k, card in payload["cards"].items() if int(k) <= upto},
         "sums": _sums_known(payload, upto),
+        "groups": [{**group, "runs": _runs_known(group, upto)} for group in payload["groups"]],
         "nodes": [{**node, "wide": node["wide"].translate(_NUMBERS)} for node in payload["nodes"]],
         "edges": [{**edge, "label": edge["label"].translate(_NUMBERS)} for edge in payload["edges"]],
     }
@@ -228,12 +231,26 @@ def revealed_events(payload: StagePayload, start: int, end: int) -> RevealedEven
         "events": payload["events"][start : end + 1],
         "cards": {k: card for k, card in payload["cards"].items() if start <= int(k) <= end},
         "sums": _sums_known(payload, end),
+        "runs": [_runs_known(group, end) for group in payload["groups"]],
     }
 
 
 def _blank(event: StageEvent) -> StageEvent:
     kept = {key: value for key, value in event.items() if key not in _WORDS}
     return {**kept, **{key: _WORDS[key] for key in event if key in _WORDS}}  # type: ignore[return-value]
+
+
+def _runs_known(group: StageGroup, upto: int) -> list[GroupRun]:
+    """A folded part's runs: what came in and went out added up, once the room has run the whole run."""
+    return [run if run["last"] <= upto else _run_blank(run) for run in group["runs"]]
+
+
+def _run_blank(run: GroupRun) -> GroupRun:
+    return {
+        **run,
+        "came_in": [{**f, "value": ""} for f in run["came_in"]],
+        "sent": [{**f, "value": ""} for f in run["sent"]],
+    }
 
 
 def _sums_known(payload: StagePayload, upto: int) -> dict[str, GradientSum]:

@@ -36,7 +36,7 @@
  * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, join: string,
  *   asked: Object<string, number>, mistakes: Object<string, string>}} ClassroomLink
  * @typedef {{start: number, events: StageEvent[], cards: Object<string, StepCard>,
- *   sums: Object<string, GradientSum>}} RevealedEvents
+ *   sums: Object<string, GradientSum>, runs: GroupRun[][]}} RevealedEvents
  * @typedef {{mode: ("static"|"replay"), rankdirs: string[], fonts: number[],
  *   nodes: StageNode[], edges: StageEdge[], groups: StageGroup[], events: StageEvent[], index: number,
  *   presenter: boolean, embed: boolean, legend: Object<string, string>, words: Object<string, string>,
@@ -334,7 +334,8 @@ function select(className, label, options, chosen) {
 
 function buildSkeleton(parent, data, replay) {
   const { presenter, embed } = data;
-  const root = element("div", `stage ${replay ? "replay" : "static"}${presenter ? " presenter" : ""}${embed ? " embed" : ""}`);
+  const student = data.classroom && data.classroom.role === "student" ? " student" : "";  // the teacher steps for them
+  const root = element("div", `stage ${replay ? "replay" : "static"}${presenter ? " presenter" : ""}${embed ? " embed" : ""}${student}`);
   const graph = element("div", "stage-graph");
   const svgBox = element("div", "stage-svg");
   svgBox.setAttribute("role", "img");
@@ -1218,7 +1219,10 @@ function fitHeight(stage) {
   if (!stage.replay || window.innerWidth < NARROW) { root.style.height = ""; return; }
   if (stage.data.embed) { root.style.height = `${Math.max(360, window.innerHeight - 16)}px`; return; }
   if (stage.data.presenter) {  // one screen: brought up under the toolbar when drawn (bringIntoView)
-    root.style.height = `${Math.max(380, window.innerHeight - headerBottom() - 16)}px`;
+    // below the toolbar (and a page's bar above the stage), or where the stage starts when that is lower on screen
+    const top = root.getBoundingClientRect().top, under = headerBottom();
+    const from = top > under && top < window.innerHeight / 2 ? top : under;
+    root.style.height = `${Math.max(300, window.innerHeight - from - 16)}px`;
     return;
   }
   root.style.height = `${Math.max(420, screenRoom(stage))}px`;
@@ -1979,6 +1983,7 @@ function fillIn(stage, revealed) {
   revealed.events.forEach((e, k) => { data.events[revealed.start + k] = e; });
   Object.assign(data.cards, revealed.cards);
   Object.assign(data.sums, revealed.sums);
+  revealed.runs.forEach((runs, g) => runs.forEach((run, r) => Object.assign(data.groups[g].runs[r], run)));
   stage.whole = Math.max(stage.whole, revealed.start + revealed.events.length);
   stage.lastFrame = null;  // frames are worked out again from the whole events
 }
@@ -1989,7 +1994,7 @@ function studentSees(stage, body) {
   const index = Math.max(0, Math.min(body.step, last));
   if (index !== stage.index) show(stage, index, index === stage.index + 1 || stage.stops.includes(index), 800, false);
   const q = body.question;
-  const asked = q ? (q.transfer && q.phase === "vote1" ? "A transfer question, answered on your own. " : "") + STUDENT_PHASE_WORDS[q.phase] : "";
+  const asked = q ? STUDENT_PHASE_WORDS[q.phase] : "";
   classStatus(stage, `${asked}Following the teacher: ${stage.root.querySelector(".stage-scrub").getAttribute("aria-valuetext")}.`);
   drawQuestion(stage, body);
 }
@@ -2006,7 +2011,7 @@ function drawQuestion(stage, body) {
   countdown(stage, q && q.closes_in);
   if (!q) return box.replaceChildren(element("p", "class-none", "No question yet: your teacher's questions appear here."));
   const parts = [];
-  if (q.transfer) parts.push(element("p", "class-kind", "Transfer question: a new one, answered on your own."));
+  if (q.transfer) parts.push(element("p", "class-kind", "Transfer question: a new one, like the last, about this program."));
   parts.push(element("p", "class-prompt", q.prompt));
   if (q.code) {
     const code = element("pre", "class-code");
@@ -2034,8 +2039,8 @@ function resultParts(result) {
   const parts = [element("p", "class-answer-is", `The answer: ${result.answer}.`)];
   if (result.worked) parts.push(element("p", "class-worked", result.worked));
   const mine = result.yours === null ? "You did not answer this one."
-    : result.right ? `Your answer ${result.yours} was right.`
-    : `Your answer ${result.yours} was not right${result.why ? `: you ${result.why}` : ""}.`;
+    : result.right ? `✓ Your answer ${result.yours} was right.`
+    : `✗ Your answer ${result.yours} was not right${result.why ? `: you ${result.why}` : ""}.`;
   parts.push(element("p", `class-mine ${result.yours === null ? "" : result.right ? "right" : "wrong"}`, mine));
   return parts;
 }
@@ -2043,7 +2048,7 @@ function resultParts(result) {
 function answerForm(stage, q) {
   const form = element("form", "class-form");
   const fields = element("fieldset", "class-fields");
-  fields.append(element("legend", "", `Your answer, vote ${q.vote}`));
+  fields.append(element("legend", "", q.transfer ? "Your answer, on your own" : `Your answer, vote ${q.vote}`));
   const boxes = [], names = [];
   if (q.form === "names") {
     for (const name of q.choices) {
@@ -2084,7 +2089,8 @@ function answerForm(stage, q) {
     const none = form.querySelector(".class-none-box");
     const text = q.form === "names" ? (names.filter((t) => t.checked).map((t) => t.value).join(", ") || "none")
       : none && none.checked ? "None" : boxes.map((b) => b.value.trim()).filter((v) => v).join(", ");
-    if (!text) return receiptSays(stage, "Type your answer first: nothing was sent.");
+    const empty = q.form !== "names" && !(none && none.checked) && boxes.some((b) => !b.value.trim());
+    if (!text || empty) return receiptSays(stage, "Fill in every box (or tick None) first: nothing was sent.");
     sendAnswer(stage, q, text);
   };
   return form;
@@ -2117,7 +2123,7 @@ async function sendAnswer(stage, q, text) {
       body: JSON.stringify({ question: q.id, answer: text }), cache: "no-store", signal: stage.listeners.signal,
     });
     const body = await response.json();
-    receiptSays(stage, response.ok ? stored(body.stored) : `Not stored: ${body.error || "the class did not answer."}`);
+    receiptSays(stage, response.ok ? stored(body.stored) : body.error || "Not stored: the class did not answer.");
   } catch (error) {
     if (!stage.disposed) receiptSays(stage, "Not stored: the connection to the class dropped. Send it again in a moment.");
   }
@@ -2126,7 +2132,10 @@ async function sendAnswer(stage, q, text) {
 function countdown(stage, seconds) {
   // the open vote's seconds left, counted here from the room's answer (the server refuses late answers itself)
   clearInterval(stage.countdownTimer);
-  if (seconds === null || seconds === undefined) return;
+  if (seconds === null || seconds === undefined) {
+    stage.root.querySelectorAll(".class-countdown").forEach((el) => { el.textContent = ""; });
+    return;
+  }
   const ends = performance.now() + seconds * 1000;
   const tick = () => {
     const el = stage.root.querySelector(".class-countdown");
@@ -2214,10 +2223,6 @@ function drawTally(stage) {
   if (bars.length) parts.push(list);
   if (others) parts.push(element("p", "", `${others} other answer${others === 1 ? "" : "s"}.`));
   if (mistakes.length) parts.push(element("p", "", `Wrong answers show: ${mistakes.join("; ")}.`));
-  if (body.revealed) {  // the room reads the answer worked out on the projector
-    parts.push(element("p", "class-answer-is", `The answer: ${body.revealed.answer}.`));
-    if (body.revealed.worked) parts.push(element("p", "class-worked", body.revealed.worked));
-  }
   panel.replaceChildren(...parts);
   const node = link.asked[q.key];
   const g = node === undefined ? null : stage.nodes.get(stage.boxOf.get(node));

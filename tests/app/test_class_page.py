@@ -319,3 +319,12 @@ def class_replay_of(code: str):
     from ui.class_replays import class_replay
 
     return class_replay("seed", code)
+
+
+def test_the_menu_never_offers_a_step_already_on_the_stage():
+    teacher, code, key = start_class()
+    classroom().set_step(code, key, 11)  # event by event, the teacher stopped at the StepStarted of x·3: its card shows
+    teacher.run()
+    offered = teacher.selectbox(key="class_question").options
+    prompts = [o for o in offered if o.startswith("What does the step of")]
+    assert prompts and not any("x·3 send" in o for o in prompts), prompts  # the next step's, not the one shown

@@ -58,3 +58,18 @@ def test_what_the_room_reaches_fills_the_payload_in_event_for_event():
     widths = [n["wide"] for n in redacted(full, 0)["nodes"]]
     assert [len(w) for w in widths] == [len(n["wide"]) for n in full["nodes"]]  # the room for numbers, kept
     assert not any(c in "123456789" for w in widths for c in w)
+
+
+def test_a_folded_parts_gradients_come_with_the_room_too():
+    full = lesson_replay("mlp3").payload(False)  # a function per layer: each its runs, what came in and went out
+    runs = [run for group in full["groups"] for run in group["runs"]]
+    assert runs and any(flow["value"] for run in runs for flow in run["sent"])
+    for at in range(len(full["events"])):
+        held = redacted(full, at)
+        for group, whole in zip(held["groups"], full["groups"], strict=True):
+            for run, known in zip(group["runs"], whole["runs"], strict=True):
+                flows = run["came_in"] + run["sent"]
+                assert run == known if known["last"] <= at else not any(flow["value"] for flow in flows)
+        if at + 1 < len(full["events"]):
+            filled = revealed_events(full, at + 1, len(full["events"]) - 1)
+            assert filled["runs"] == [group["runs"] for group in full["groups"]]

@@ -3,6 +3,7 @@ SQLite and on a real PostgreSQL: who may follow or step a room, what each is tol
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from starlette.testclient import TestClient
 
 from classroom.errors import RoomNotFound
 from classroom.rooms import Classroom
-from classroom.routes import MAX_BODY, ClassRoutes
+from classroom.routes import ANSWERS_PER_MINUTE, MAX_BODY, MAX_WAITING_PER_SECRET, ClassRoutes
 from ui.class_replays import CourseQuestions, lesson_replay
 
 
@@ -203,3 +204,47 @@ def test_the_store_is_named_by_database_then_the_environment_then_data(monkeypat
     if env:
         monkeypatch.setenv(DATABASE_ENV, env)
     assert database_url(argv) == url
+
+
+def test_odd_counts_and_characters_get_a_sentence_never_a_crash(client, classroom):
+    room = classroom.create_room("seed", 40)
+    seat = classroom.join(room.code, "10.0.0.1").token
+    for have in ("²", "-1", "1.5", "9" * 7, "abc"):  # "²" is a digit to str.isdigit, not to int()
+        told = client.get("/class/api/follow", params={"room": room.code, "have": have}, headers={"X-Class-Seat": seat})
+        assert told.status_code == 200 and told.json()["events"] is None, have
+    asked = classroom.open_question(room.code, room.teacher_key, 0, "remaining", "remaining")
+    for typed in ("x \ud800", "x\u202e", "x\u2066y"):  # a lone surrogate; direction overrides and isolates
+        body = json.dumps({"question": asked.id, "answer": typed}, ensure_ascii=True)
+        refused = client.post(
+            "/class/api/answer",
+            params={"room": room.code},
+            content=body,
+            headers={"X-Class-Seat": seat, "Content-Type": "application/json"},
+        )
+        assert refused.status_code == 400 and refused.json()["error"].endswith("."), typed
+    assert classroom.student_view(room.code, seat).answers == ()
+
+
+def test_one_seat_holds_a_few_long_polls_and_sends_a_few_answers_a_minute(classroom):
+    routes = ClassRoutes(CourseQuestions(), lambda: classroom, wait_s=3.0)
+    room = classroom.create_room("seed", 40)
+    seat, other = (classroom.join(room.code, f"10.0.0.{k}").token for k in (1, 2))
+    with TestClient(Starlette(routes=routes.routes(), lifespan=routes.lifespan)) as http:
+        since = follow(http, room.code, seat).json()["since"]
+        held = [
+            threading.Thread(target=follow, args=(http, room.code, seat, since)) for _ in range(MAX_WAITING_PER_SECRET)
+        ]
+        for thread in held:
+            thread.start()
+        deadline = time.monotonic() + 5
+        while sum(routes.waiting.values()) < MAX_WAITING_PER_SECRET and time.monotonic() < deadline:
+            time.sleep(0.02)
+        refused = follow(http, room.code, seat, since)
+        assert refused.status_code == 429 and "too many tabs" in refused.json()["error"]
+        assert follow(http, room.code, other).status_code == 200  # another student is not shut out
+        asked = classroom.open_question(room.code, room.teacher_key, 0, "leaf_grad", "grad:0")
+        for thread in held:
+            thread.join()
+        answers = [answer(http, room.code, seat, {"question": asked.id, "answer": "1, 2"}) for _ in range(21)]
+        assert [a.status_code for a in answers] == [200] * ANSWERS_PER_MINUTE + [429]
+        assert answer(http, room.code, other, {"question": asked.id, "answer": "5, 7"}).status_code == 200
