@@ -1219,9 +1219,10 @@ function fitHeight(stage) {
   if (!stage.replay || window.innerWidth < NARROW) { root.style.height = ""; return; }
   if (stage.data.embed) { root.style.height = `${Math.max(360, window.innerHeight - 16)}px`; return; }
   if (stage.data.presenter) {  // one screen: brought up under the toolbar when drawn (bringIntoView)
-    // below the toolbar (and a page's bar above the stage), or where the stage starts when that is lower on screen
+    // below the toolbar (brought up there when drawn); under a page's bar above the stage, from where the stage
+    // starts when that is lower on screen (the bar's page is not scrolled: its stage fits the rest of the screen)
     const top = root.getBoundingClientRect().top, under = headerBottom();
-    const from = top > under && top < window.innerHeight / 2 ? top : under;
+    const from = stickyBar() && top > under && top < window.innerHeight / 2 ? top : under;
     root.style.height = `${Math.max(300, window.innerHeight - from - 16)}px`;
     return;
   }
