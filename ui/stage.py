@@ -18,7 +18,7 @@ class Reported(NamedTuple):
 
 def stage(payload: StagePayload, key: str) -> Reported:
     """Mount the stage; returns what it reported last."""
-    # "room": a class's stage saw its room change (a question opened, moved on, or the class ended): one rerun
+    # "room": a class's stage saw its class end: one rerun says so (every other class event the stage draws itself)
     result = STAGE(
         data=wire(payload),
         key=key,
