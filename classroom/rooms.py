@@ -73,7 +73,7 @@ class Limits:
     program_chars: int = 20_000  # a Playground program a room follows (the Playground's own limit)
 
 
-def _hash(secret: str) -> str:
+def secret_hash(secret: str) -> str:
     # the secrets are random, 128 bits: no slow hash needed; surrogatepass: any str from a URL hashes
     return hashlib.sha256(secret.encode(errors="surrogatepass")).hexdigest()
 
@@ -129,7 +129,7 @@ class Classroom:
             conn.execute(
                 rooms.insert().values(
                     code=code,
-                    teacher_key_hash=_hash(teacher_key),
+                    teacher_key_hash=secret_hash(teacher_key),
                     replay=replay,
                     replay_events=replay_events,
                     created_at=now,
@@ -174,8 +174,6 @@ class Classroom:
         kind_, key_ = _bounded(kind, 40, "A question's kind"), _bounded(key, 200, "A question's key")
         if kind_ is None or key_ is None:
             raise InvalidInput("A question needs a kind and a key.")
-        if seconds is not None and not VOTE_SECONDS[0] <= seconds <= VOTE_SECONDS[1]:
-            raise InvalidInput(f"A vote's time is {VOTE_SECONDS[0]:.0f} to {VOTE_SECONDS[1]:.0f} seconds.")
         with self.store.transaction() as conn:
             room = self._teacher_room(conn, code, teacher_key)
             if not 0 <= step <= room.replay_events:
@@ -189,7 +187,7 @@ class Classroom:
             values = {"room": room.code, "step": step, "kind": kind_, "key": key_, "phase": VOTE1}
             inserted = questions.insert().values(opened_at=now, **values).returning(questions.c.id)
             new_id = conn.execute(inserted).scalar_one()
-            closes_at = None if seconds is None else now + seconds
+            closes_at = self._closing(seconds, now)
             if closes_at is not None or transfer_of is not None:
                 details = {"question": new_id, "closes_at": closes_at, "transfer_of": transfer_of}
                 conn.execute(question_details.insert().values(**details))
@@ -202,9 +200,7 @@ class Classroom:
 
     def open_second_vote(self, code: str, teacher_key: str, question: int, seconds: float | None = None) -> None:
         """Vote 2, after the discussion (a transfer question has none); `seconds` its countdown."""
-        if seconds is not None and not VOTE_SECONDS[0] <= seconds <= VOTE_SECONDS[1]:
-            raise InvalidInput(f"A vote's time is {VOTE_SECONDS[0]:.0f} to {VOTE_SECONDS[1]:.0f} seconds.")
-        closes_at = None if seconds is None else self.clock() + seconds
+        closes_at = self._closing(seconds, self.clock())
         self._move(
             code, teacher_key, question, {DISCUSS}, VOTE2, "Vote 2 opens after vote 1 is closed, once.", closes_at
         )
@@ -271,7 +267,7 @@ class Classroom:
     def join(self, code: str, client: str, nickname: str | None = None) -> Joined:
         """Join by room code from `client` (its address); wrong codes are counted and rate-limited per client."""
         nickname = _bounded(nickname, self.limits.nickname_chars, "A nickname")
-        now, client_hash, token = self.clock(), _hash(client), secrets.token_urlsafe(16)
+        now, client_hash, token = self.clock(), secret_hash(client), secrets.token_urlsafe(16)
         with self.store.transaction(lock=f"classroom.client.{client_hash}") as conn:
             if self._recent(conn, "guess", client_hash, now) >= self.limits.guesses_per_window:
                 raise TooManyAttempts("Too many wrong room codes from your network; wait a minute and try again.")
@@ -282,7 +278,7 @@ class Classroom:
                 if self._recent(conn, "join", client_hash, now) >= self.limits.joins_per_window:
                     raise TooManyAttempts("Too many joins from your network; wait a minute and try again.")
                 conn.execute(attempts.insert().values(kind="join", client=client_hash, at=now, room=room.code))
-                values = {"room": room.code, "token_hash": _hash(token), "nickname": nickname, "joined_at": now}
+                values = {"room": room.code, "token_hash": secret_hash(token), "nickname": nickname, "joined_at": now}
                 conn.execute(students.insert().values(**values))
                 _raise_revision(conn, room.code, room_revisions.c.tally)
         if room is None:  # raised after the commit, so that the guess stays counted
@@ -406,7 +402,7 @@ class Classroom:
         """Wrong room codes tried since `since` (kept for a room's lifetime), by everyone or by one client."""
         where = [attempts.c.kind == "guess", attempts.c.at >= since]
         if client is not None:
-            where.append(attempts.c.client == _hash(client))
+            where.append(attempts.c.client == secret_hash(client))
         with self.store.read() as conn:
             return int(conn.execute(select(func.count()).where(*where)).scalar_one())
 
@@ -432,14 +428,14 @@ class Classroom:
         room = self._room(conn, code, self.clock())
         if room is None:
             raise RoomNotFound("This class has ended or never existed.")
-        if not teacher_key or not hmac.compare_digest(_hash(teacher_key), room.teacher_key_hash):
+        if not teacher_key or not hmac.compare_digest(secret_hash(teacher_key), room.teacher_key_hash):
             raise NotAllowed("Only the teacher's link can do this: it carries the class's teacher key.")
         return room
 
     def _student(self, conn: Connection, code: str, token: str) -> Any:
         if self._room(conn, code, self.clock()) is None:
             raise RoomNotFound("This class has ended or never existed.")
-        where = [students.c.room == normalize_code(code), students.c.token_hash == _hash(token or "")]
+        where = [students.c.room == normalize_code(code), students.c.token_hash == secret_hash(token or "")]
         student = conn.execute(select(students).where(*where)).first()
         if student is None:
             raise NotAllowed("You are not in this class; join it again with its code.")
@@ -451,6 +447,14 @@ class Classroom:
 
     def _step(self, conn: Connection, code: str) -> int:
         return int(conn.execute(select(room_steps.c.step).where(room_steps.c.room == code)).scalar_one())
+
+    def _closing(self, seconds: float | None, now: float) -> float | None:
+        """When a vote opened `now` with a countdown of `seconds` closes (None: when the teacher closes it)."""
+        if seconds is None:
+            return None
+        if not VOTE_SECONDS[0] <= seconds <= VOTE_SECONDS[1]:
+            raise InvalidInput(f"A vote's time is {VOTE_SECONDS[0]:.0f} to {VOTE_SECONDS[1]:.0f} seconds.")
+        return now + seconds
 
     def _newest_question(self, conn: Connection, code: str) -> Question | None:
         newest = conn.execute(_ASKED.where(questions.c.room == code).order_by(questions.c.id.desc()).limit(1)).first()

@@ -12,7 +12,6 @@ teacher key). Every refusal is a sentence in `{"error": ...}`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections import Counter, deque
@@ -36,7 +35,7 @@ from classroom.errors import (
     VoteClosed,
 )
 from classroom.live import Revisions, RoomWatcher, classroom, sweep_forever
-from classroom.rooms import Classroom
+from classroom.rooms import Classroom, secret_hash  # the route counts by it: never a secret
 from classroom.views import OPEN_VOTE, REVEALED, Question, QuestionTally, StudentView, VoteTally
 
 WAIT_S = 20.0  # a long poll's longest wait; the browser asks again at once
@@ -193,11 +192,6 @@ def _since(text: str | None, parts: int) -> tuple[int, ...] | None:
     return values if len(values) == parts else None
 
 
-def _digest(secret: str) -> str:
-    """What the route keeps of a secret to count its requests: never the secret itself."""
-    return hashlib.sha256(secret.encode(errors="surrogatepass")).hexdigest()
-
-
 def _count(text: str | None) -> int | None:
     """A small whole number from a query (`have`), else None."""
     return int(text) if text and len(text) <= 6 and text.isascii() and text.isdigit() else None
@@ -259,7 +253,7 @@ class ClassRoutes:
                     },
                     status_code=503,
                 )
-            holder = _digest(secret)
+            holder = secret_hash(secret)
             if self.waiting[holder] >= MAX_WAITING_PER_SECRET:
                 raise TooManyAttempts("This class is open in too many tabs here; close the others and reload this one.")
             since = _since(request.query_params.get("since"), len(pick((0, 0))))
@@ -353,7 +347,7 @@ class ClassRoutes:
             text = body.get("answer") if isinstance(body, dict) else None
             if not isinstance(question, int) or isinstance(question, bool) or not isinstance(text, str):
                 raise InvalidInput('An answer is sent as {"question": its number, "answer": the text}.')
-            self._count_answer(_digest(seat), time.monotonic())
+            self._count_answer(secret_hash(seat), time.monotonic())
             receipt = await anyio.to_thread.run_sync(self._answer, code, seat, question, text)
             self.watcher.nudge()  # the teacher, if on this server, sees the answer at once
             return JSONResponse(receipt, headers={"Cache-Control": "no-store"})
