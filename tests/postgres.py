@@ -23,8 +23,17 @@ PORTS = range(55400, 55500)  # this project's loopback range for the class tests
 PG_USER = "postgres"  # Debian's package makes it; PostgreSQL refuses to run as root
 
 
+def worker_share(ports: range) -> range:
+    """This pytest-xdist worker's own slice of `ports` (all of it without xdist), so that two workers starting a
+    cluster at once never probe the same free port."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")  # xdist names its workers gw0, gw1, ...
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index, share = int(worker.removeprefix("gw")), len(ports) // count
+    return ports[index * share : (index + 1) * share]
+
+
 def _free_port(ports: range = PORTS) -> int:
-    for port in ports:
+    for port in worker_share(ports):
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))

@@ -34,6 +34,10 @@ HERE = Path(__file__).resolve().parent
 GRAPHVIZ = HERE / "vendor" / "wasm-graphviz-1.29.2" / "index.js"
 GRAPHVIZ_URL = "app/static/vendor/wasm-graphviz-1.29.2/index.js"
 GRAPHVIZ_SHA256 = "550d9cd6ff429f5bd225316fe1faed4f852038c3e1ec609ce113af1f9379ce25"
+# The graph's font, pinned and served by the app too (static/vendor/liberation-sans-2.1.5/README.md): Helvetica's
+# widths, which Graphviz lays a label out with, so a label fits its box whatever fonts a machine has. Weight -> URL.
+GRAPH_FONT = "app/static/vendor/liberation-sans-2.1.5/LiberationSans-{}.ttf"
+GRAPH_FONTS = {"400": GRAPH_FONT.format("Regular"), "700": GRAPH_FONT.format("Bold")}
 STAGE_JS = (HERE / "stage.js").read_text()
 STAGE_CSS = "\n".join([stage_css(), token_rules(".stage-code"), (HERE / "stage.css").read_text()])
 STREAMLIT_ENTRY = "export default function (component) {"
@@ -100,6 +104,7 @@ class StagePayload(TypedDict):
     legend: dict[str, str]  # state -> the legend's sentence (the browser shows those present)
     words: dict[str, str]  # state -> the words a node carries in that state
     graphviz_url: str
+    graph_fonts: dict[str, str]  # the graph's font face, weight -> URL (the app's; a notebook's host has its own)
     signature: str
     program: StageProgram | None  # the program beside the graph, its running line lit
     cards: dict[str, StepCard]  # the event index of each StepStarted -> the chain rule of that step in numbers
@@ -329,6 +334,7 @@ def _payload(
         legend={**{state.key: state.legend for state in BY_KEY.values()}, **EDGE_LEGEND},
         words=STATE_WORDS,
         graphviz_url=GRAPHVIZ_URL,
+        graph_fonts=GRAPH_FONTS,
         signature=signature,
         program=program,
         cards={},

@@ -40,12 +40,12 @@
  * @typedef {{mode: ("static"|"replay"), rankdirs: string[], fonts: number[],
  *   nodes: StageNode[], edges: StageEdge[], groups: StageGroup[], events: StageEvent[], index: number,
  *   presenter: boolean, embed: boolean, legend: Object<string, string>, words: Object<string, string>,
- *   graphviz_url: string, signature: string, program: (StageProgram|null), cards: Object<string, StepCard>,
+ *   graphviz_url: string, graph_fonts: Object<string, string>, signature: string, program: (StageProgram|null), cards: Object<string, StepCard>,
  *   sums: Object<string, GradientSum>, exercise: boolean, tolerance: number[],
  *   classroom: (ClassroomLink|null)}} StagePayload
  */
 const PAYLOAD_KEYS = ["mode", "rankdirs", "fonts", "nodes", "edges", "groups", "events", "index",
-  "presenter", "embed", "legend", "words", "graphviz_url", "signature", "program", "cards", "sums", "exercise",
+  "presenter", "embed", "legend", "words", "graphviz_url", "graph_fonts", "signature", "program", "cards", "sums", "exercise",
   "tolerance", "classroom"];
 const EVENT_KINDS = new Set(["TapeBuilt", "StepStarted", "Recomputed", "GradientRegistered", "GradientConsumed",
   "SavedStateFreed", "SweepFreed", "BackwardFinished"]);
@@ -2303,8 +2303,26 @@ function loadGraphvizFrom(url) {
   return graphvizPromise;
 }
 
+// -- the graph's font: the app's pinned copy, with the widths Graphviz lays labels out with (Helvetica's) ----------
+
+const GRAPH_FONT = "Autodiff Graph Sans";  // stage.css names it first for the graph's text
+let graphFontPromise = null;
+
+function loadGraphFont(urls) {
+  // added to the document (a shadow root's @font-face is ignored) and loaded before the first drawing, so a label
+  // is never drawn wider than its box; a face that cannot load leaves the next family of stage.css's list
+  if (!graphFontPromise) {
+    const faces = Object.entries(urls).map(([weight, url]) =>
+      new FontFace(GRAPH_FONT, `url(${JSON.stringify(new URL(url, document.baseURI).href)})`, { weight }));
+    faces.forEach((face) => document.fonts.add(face));
+    graphFontPromise = Promise.all(faces.map((face) => face.load())).catch(() => null);
+  }
+  return graphFontPromise;
+}
+
 export default function (component) {
   // Streamlit's components v2 mount: returns the stage's cleanup, run when the component leaves the page
   const url = new URL(component.data.graphviz_url, document.baseURI).href;
-  return mountStage(component, () => loadGraphvizFrom(url));
+  const font = loadGraphFont(component.data.graph_fonts);
+  return mountStage(component, () => Promise.all([loadGraphvizFrom(url), font]).then(([graphviz]) => graphviz));
 }

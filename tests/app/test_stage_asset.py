@@ -11,6 +11,7 @@ from pathlib import Path
 import tomllib
 
 from autodiff.stage import GRAPHVIZ, GRAPHVIZ_SHA256, GRAPHVIZ_URL, export_html, replay_payload
+from autodiff.stage.payload import GRAPH_FONTS
 from course.programs import record_program
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +26,16 @@ def test_the_pinned_graphviz_is_the_one_we_checked():
     assert config["server"]["enableStaticServing"] is True  # the app serves it itself: no CDN
     served = ROOT / GRAPHVIZ_URL.removeprefix("app/")  # the file under static/ is the one the package holds
     assert served.resolve() == asset.resolve()
+
+
+def test_the_graph_font_is_pinned_licensed_and_served_by_the_app():
+    assert set(GRAPH_FONTS) == {"400", "700"}  # the labels' weights: a value's line is bold
+    for url in GRAPH_FONTS.values():
+        served = ROOT / url.removeprefix("app/")  # what the app serves at that URL (enableStaticServing)
+        checksum = hashlib.sha256(served.read_bytes()).hexdigest()
+        assert f"sha256 of {served.name}: {checksum}" in (served.parent / "README.md").read_text()
+        assert "SIL OPEN FONT LICENSE Version 1.1" in (served.parent / "LICENSE").read_text()
+        assert served.read_bytes()[:4] == b"\x00\x01\x00\x00"  # a TrueType font, as the FontFace loads it
 
 
 def test_the_saved_replay_is_one_file():  # that it asks the network for nothing: tests/browser/test_stage.py

@@ -44,8 +44,8 @@ from .conftest import _missing
 from .test_deploy import replica_of
 
 pytestmark = pytest.mark.browser
-DEPLOY_PORTS = range(8700, 8790)  # nginx and the replicas
-DATABASE_PORTS = range(8790, 8800)
+DEPLOY_PORTS = range(8700, 8760)  # nginx and the replicas
+DATABASE_PORTS = range(8760, 8800)  # a slice per pytest-xdist worker (tests/postgres.py)
 FOLLOW_S = 1.0  # the teacher's press to every student's stage (issue 27)
 PROGRAM = "seed"  # x's gradient is [5.0, 7.0]
 QUESTION = "What is x's gradient after the backward?"

@@ -3,6 +3,7 @@ projector, and a replay saved as one HTML file that plays offline."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from course.programs import PROGRAMS, record_program
 
 from .conftest import by_event, screenshot
+from .harness import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
 NODES = ".stage svg g.node"
@@ -40,6 +42,47 @@ def positions(page) -> list[list[object]]:
     return page.locator(NODES).evaluate_all(
         "gs => gs.map(g => { const b = g.getBBox(); return [g.id, b.x, b.y, b.width, b.height]; })"
     )
+
+
+DEJAVU_ONLY = """<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig><dir>/usr/share/fonts/truetype/dejavu</dir><cachedir>{cache}</cachedir></fontconfig>
+"""
+LABELS_OUTSIDE = """gs => gs.flatMap(g => {
+  const box = g.querySelector('path, polygon').getBoundingClientRect();
+  return [...g.querySelectorAll('text')].filter(t => t.textContent.trim()).filter(t => {
+    const r = t.getBoundingClientRect();
+    return r.left < box.left - 0.5 || r.right > box.right + 0.5;
+  }).map(t => t.textContent);
+})"""
+
+
+def test_labels_fit_their_boxes_in_the_apps_own_font_on_a_machine_with_debians_default_fonts_alone(
+    browser, app_url, tmp_path
+):
+    # Graphviz sizes a box for Helvetica's widths; a machine with DejaVu alone (Debian's default) draws "Helvetica"
+    # wider. The app serves the font with Helvetica's widths, so the labels fit there too; without it they would not
+    conf = tmp_path / "fonts.conf"
+    conf.write_text(DEJAVU_ONLY.format(cache=tmp_path / "cache"))
+    dejavu_only = browser.browser_type.launch(
+        executable_path=CHROMIUM, args=CHROMIUM_ARGS, env={**os.environ, "FONTCONFIG_FILE": str(conf)}
+    )
+    try:
+        outside: dict[bool, list[str]] = {}
+        for served in (True, False):
+            context = dejavu_only.new_context(viewport={"width": 1440, "height": 900})
+            if not served:
+                context.route("**/*.ttf", lambda route: route.abort())
+            page = context.new_page()
+            page.goto(f"{app_url}/traversal?program=mlp")
+            page.locator(NODES).first.wait_for()
+            in_font = page.evaluate("() => document.fonts.check('12px \"Autodiff Graph Sans\"')")
+            assert in_font is served
+            outside[served] = page.locator(NODES).evaluate_all(LABELS_OUTSIDE)
+            context.close()
+    finally:
+        dejavu_only.close()
+    assert outside[True] == [] and outside[False], outside  # the served font is what makes them fit
 
 
 def test_every_control_and_key_steps_the_replay(page, app_url):
