@@ -73,13 +73,13 @@ def _module() -> str:
 
 class Stage(anywidget.AnyWidget):
     """A graph on the stage: `payload` is the stage's whole contract (`autodiff.stage.StagePayload`); `event` and
-    `answer` are what the stage reports back (the event it stopped at, its last prediction's answer)."""
+    `answers` are what the stage reports back (the event it stopped at, its predictions' verdicts so far)."""
 
     _esm = _module()
     _css = STAGE_CSS
     payload = traitlets.Dict().tag(sync=True)
     event = traitlets.Int(None, allow_none=True).tag(sync=True)
-    answer = traitlets.Dict(None, allow_none=True).tag(sync=True)
+    answers = traitlets.Dict(None, allow_none=True).tag(sync=True)
 
     def __init__(self, payload: StagePayload) -> None:
         super().__init__(payload=wire(payload), event=payload["index"])

@@ -117,6 +117,7 @@ def start_or_join() -> None:
                 st.error(str(refused))
             else:
                 st.session_state[TEACHER] = (room.code, room.teacher_key)
+                st.session_state.pop(ENDED, None)
                 st.rerun()
     with right, st.form("class_join"):
         st.subheader("Learn: join a class")
@@ -435,7 +436,8 @@ def class_page(intro: str) -> None:
         join_link_form(params["room"][:20])
     else:
         lesson_intro("Class", intro)
-        ended = st.session_state.pop(ENDED, None) or params.get("ended", "")[:20]
+        # kept through later reruns (a late report from the ended class's stage, say) until another class starts
+        ended = st.session_state.get(ENDED) or params.get("ended", "")[:20]
         if ended:
             st.info(f"This class has ended ({spaced(normalize_code(ended))[:9]}); its answers are deleted.")
         start_or_join()

@@ -54,19 +54,22 @@ def score_caption() -> None:
         st.caption(sentence)
 
 
-def score_answer(answer: object) -> None:
-    """Score what the stage reported for a step's prediction (it checks the numbers in the browser):
-    `{"question": key, "right": True | False | None}`, None being revealed without an answer. Anything else a
+STAGE_QUESTIONS = 1_000  # verdicts read from one report: a replay asks at most one question per step
+
+
+def score_answers(answers: object) -> None:
+    """Score what the stage reported for its steps' predictions (it checks the numbers in the browser): every
+    verdict so far, `{question key: True | False | None}`, None being revealed without an answer. Anything else a
     client sends is ignored; each question counts once."""
-    if not isinstance(answer, dict):
+    if not isinstance(answers, dict):
         return
-    question, right = answer.get("question"), answer.get("right")
-    if not isinstance(question, str) or len(question) > 64 or right not in (True, False, None):
-        return
-    if right is None:
-        record_reveal(f"stage_{question}")
-    else:
-        record_answer(f"stage_{question}", bool(right))
+    for question, right in list(answers.items())[:STAGE_QUESTIONS]:
+        if not isinstance(question, str) or len(question) > 64 or right not in (True, False, None):
+            continue
+        if right is None:
+            record_reveal(f"stage_{question}")
+        else:
+            record_answer(f"stage_{question}", bool(right))
 
 
 def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:

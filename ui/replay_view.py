@@ -14,7 +14,7 @@ from autodiff.stage.graph_dot import graph_dot
 from autodiff.trace import TapeBuilt
 
 from .downloads import built_once
-from .exercise import score_answer, score_caption
+from .exercise import score_answers, score_caption
 from .stage import stage
 from .state import EMBEDDED, embed_mode, presenter_mode
 from .tables import tape_table
@@ -87,7 +87,7 @@ def replay_view(
     if on_index is not None:
         on_index(index)
     if exercise:
-        score_answer(reported.answer)
+        score_answers(reported.answers)
         score_caption()
     if not presenter_mode() and not embed_mode():
         left, middle, right = st.columns(3)

@@ -13,7 +13,7 @@ STAGE = st.components.v2.component("replay_stage", html="", css=STAGE_CSS, js=ST
 
 class Reported(NamedTuple):
     event: int | None  # the event it stopped at (None until it reported, and always for a static stage)
-    answer: dict[str, Any] | None  # its last exercise answer: {"question": key, "right": True, False or None}
+    answers: dict[str, Any] | None  # its exercise's verdicts so far: {question key: True, False or None (revealed)}
 
 
 def stage(payload: StagePayload, key: str) -> Reported:
@@ -22,9 +22,9 @@ def stage(payload: StagePayload, key: str) -> Reported:
     result = STAGE(
         data=wire(payload),
         key=key,
-        default={"event": payload["index"], "answer": None, "room": None},
+        default={"event": payload["index"], "answers": None, "room": None},
         on_event_change=lambda: None,
-        on_answer_change=lambda: None,
+        on_answers_change=lambda: None,
         on_room_change=lambda: None,
     )
-    return Reported(getattr(result, "event", None), getattr(result, "answer", None))
+    return Reported(getattr(result, "event", None), getattr(result, "answers", None))

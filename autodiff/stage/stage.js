@@ -1700,9 +1700,10 @@ function close(expected, given, rtol, atol) {
 }
 
 function answer(stage, q, right, typed) {
-  // scored once per question in Python (the session's score); the step then runs: its sends are revealed
+  // scored once per question in Python (the session's score); the step then runs: its sends are revealed. Every
+  // verdict so far is reported, not the last one: a host may read only the newest value of quick reports
   stage.answers.set(q.key, { right, typed });
-  stage.setStateValue("answer", { question: q.key, right });
+  stage.setStateValue("answers", Object.fromEntries([...stage.answers].map(([key, given]) => [key, given.right])));
   const at = stopAt(stage, q.start);
   const next = stage.byStep ? stage.stops[Math.min(at + 1, stage.stops.length - 1)] : q.start;
   show(stage, next, !stage.reduceMotion, 800, true);

@@ -152,20 +152,18 @@ def test_stage_answers_are_scored_once_and_forged_ones_ignored():
     def page() -> None:
         import streamlit as st
 
-        from ui.exercise import score_answer, score_sentence
+        from ui.exercise import score_answers, score_sentence
 
-        for answer in st.session_state.get("reports", []):
-            score_answer(answer)
+        for answers in st.session_state.get("reports", []):
+            score_answers(answers)
         st.write(score_sentence())
 
     at = AppTest.from_function(page)
     reports = [
-        {"question": "a_6", "right": False},
-        {"question": "a_6", "right": True},  # the same question again: counted once
-        {"question": "a_11", "right": True},
-        {"question": "a_15", "right": None},  # revealed without an answer
-        {"question": "x" * 500, "right": True},  # forged: too long
-        {"question": "a_20", "right": "yes"},  # forged: not a verdict
+        {"a_6": False},
+        {"a_6": True, "a_11": True},  # a_6 again: counted once
+        {"a_6": True, "a_11": True, "a_15": None},  # revealed without an answer
+        {"x" * 500: True, "a_20": "yes", "a_21": [1]},  # forged: too long a key, not verdicts
         "garbage",
     ]
     at.session_state["reports"] = reports

@@ -117,6 +117,8 @@ def wait_for_tally(teacher, *words: str) -> str:
 
 
 def download_csv(teacher) -> list[dict[str, str]]:
+    # the button's file is replaced by each rerun (the nickname box's): clicked once the page has finished one
+    teacher.locator(".stApp[data-test-script-state='notRunning']").wait_for()
     with teacher.expect_download() as downloading:
         teacher.get_by_role("button", name="Download the answers (CSV)").click()
     text = Path(downloading.value.path()).read_text(encoding="utf-8")
