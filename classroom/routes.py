@@ -41,6 +41,7 @@ from classroom.views import OPEN_VOTE, REVEALED, Question, QuestionTally, Studen
 WAIT_S = 20.0  # a long poll's longest wait; the browser asks again at once
 MAX_WAITING = 1000  # visitors one server holds waiting at once
 MAX_WAITING_PER_SECRET = 4  # long polls one seat (or teacher key) holds at once: a few tabs, never the server's places
+MAX_WAITING_PER_ROOM = 600  # one room's (500 seats and their teacher): one class never holds every place
 ANSWERS_PER_MINUTE = 20  # answers one seat may send a minute: changing one's mind, not a flood of writes
 MAX_BODY = 512  # a step's request body
 MAX_ANSWER_BODY = 2048  # an answer's: 200 characters, each escaped in JSON at most 6 bytes wide... and its id
@@ -253,6 +254,8 @@ class ClassRoutes:
                     },
                     status_code=503,
                 )
+            if self.watcher.waiting[code] >= MAX_WAITING_PER_ROOM:
+                raise TooManyAttempts("This class has as many pages following it as it may; reload in a moment.")
             holder = secret_hash(secret)
             if self.waiting[holder] >= MAX_WAITING_PER_SECRET:
                 raise TooManyAttempts("This class is open in too many tabs here; close the others and reload this one.")

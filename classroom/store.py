@@ -128,12 +128,21 @@ question_details = Table(
     Column("transfer_of", Integer, ForeignKey("questions.id", ondelete="CASCADE"), nullable=True),
 )
 
+# When a room's teacher was last seen (their stage's long poll, a press): the cap on open rooms counts only rooms a
+# teacher still follows, so rooms started and left (a flood among them) do not keep a real teacher out for 12 hours.
+room_teachers = Table(
+    "room_teachers",
+    metadata,
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), primary_key=True),
+    Column("seen_at", Float, nullable=False),  # seconds since the epoch
+)
+
 # Joins and wrong room codes, per client (a hash of its address): shared by replicas, so a limit holds across them.
 attempts = Table(
     "attempts",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("kind", String(8), nullable=False),  # join, guess
+    Column("kind", String(8), nullable=False),  # join, guess; room, session: a room started (by address, by session)
     Column("client", String(64), nullable=False),
     Column("at", Float, nullable=False),
     Column("room", String(16), nullable=True),  # the room joined; None for a guess
@@ -152,6 +161,12 @@ def _add_room_revisions(conn: Connection) -> None:
     conn.execute(room_revisions.insert().from_select(["room", "revision", "tally"], existing))
 
 
+def _add_room_teachers(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[room_teachers])
+    existing = select(rooms.c.code, rooms.c.created_at)
+    conn.execute(room_teachers.insert().from_select(["room", "seen_at"], existing))
+
+
 # Append only: a deployed database has run the steps before its version; a new step alters what they made.
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("rooms, their current step, students, questions, answers, join and guess attempts", _create_first_schema),
@@ -161,6 +176,7 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
         "a vote's time limit and a transfer's question",
         lambda conn: metadata.create_all(conn, tables=[question_details]),
     ),
+    ("when each room's teacher was last seen", _add_room_teachers),
 ]
 
 
