@@ -29,6 +29,7 @@ from classroom.store import (
     Store,
     answers,
     attempts,
+    hash_keys,
     question_details,
     questions,
     room_programs,
@@ -116,6 +117,8 @@ class Classroom:
         self.store = store
         self.limits = limits or Limits()
         self.clock = clock
+        with store.read() as conn:
+            self._client_key = bytes.fromhex(conn.execute(select(hash_keys.c.key)).scalar_one())
 
     # --- the teacher ---
 
@@ -252,9 +255,10 @@ class Classroom:
         self._move(code, teacher_key, question, {VOTE1, DISCUSS, VOTE2}, REVEALED, "This question is already revealed.")
 
     def end_room(self, code: str, teacher_key: str) -> None:
-        """End the class: its data is deleted now (export the report first)."""
+        """End the class: its data is deleted now (export the report first), from the database's files too."""
         with self.store.transaction() as conn:
             self._delete_rooms(conn, [self._teacher_room(conn, code, teacher_key).code])
+        self.store.forget_deleted()
 
     def teacher_view(self, code: str, teacher_key: str) -> TeacherView:
         with self.store.read() as conn:
@@ -429,7 +433,9 @@ class Classroom:
         with self.store.transaction() as conn:
             old = list(conn.execute(select(rooms.c.code).where(rooms.c.created_at <= born_after)).scalars())
             self._delete_rooms(conn, old)
-            conn.execute(delete(attempts).where(attempts.c.at <= born_after))
+            forgotten = conn.execute(delete(attempts).where(attempts.c.at <= born_after)).rowcount
+        if old or forgotten:
+            self.store.forget_deleted()
         return len(old)
 
     def program(self, code: str) -> str | None:
@@ -462,8 +468,9 @@ class Classroom:
             return int(conn.execute(select(func.count()).where(*where)).scalar_one())
 
     def client_hash(self, client: str) -> str:
-        """What the attempts table keeps of a client's address (or a teacher's session id)."""
-        return secret_hash(client)
+        """What the attempts table keeps of a client's address (or a teacher's session id): an HMAC with the store's
+        random key, so that the table alone does not give the addresses back."""
+        return hmac.new(self._client_key, client.encode(errors="surrogatepass"), hashlib.sha256).hexdigest()
 
     # --- helpers ---
 

@@ -7,6 +7,8 @@ at `open_store` under a lock, so several processes opening one database at once 
 from __future__ import annotations
 
 import hashlib
+import secrets
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +37,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_URL = f"sqlite:///{DATA_DIR / 'classroom.sqlite3'}"
+CHECKPOINT_TRIES = 50  # 0.1 s apart: a reader holds the log for a query's time, a few milliseconds
 
 metadata = MetaData()
 
@@ -150,6 +153,16 @@ attempts = Table(
 )
 
 
+# The random key client addresses are hashed with (HMAC) in `attempts`: a plain hash of an address is undone by hashing
+# all 2**32 IPv4 addresses. In the store, so that every replica hashes alike and a limit holds across them.
+hash_keys = Table(
+    "hash_keys",
+    metadata,
+    Column("name", String(16), primary_key=True),
+    Column("key", String(64), nullable=False),
+)
+
+
 def _create_first_schema(conn: Connection) -> None:
     # The tables as `metadata` has them today; once a later step alters one, this step must keep its first form.
     metadata.create_all(conn, tables=[rooms, room_steps, students, questions, answers, attempts])
@@ -167,6 +180,12 @@ def _add_room_teachers(conn: Connection) -> None:
     conn.execute(room_teachers.insert().from_select(["room", "seen_at"], existing))
 
 
+def _add_hash_key(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[hash_keys])
+    conn.execute(hash_keys.insert().values(name="clients", key=secrets.token_hex(32)))
+    conn.execute(attempts.delete())  # their plain hashes: a minute's rate limits start again
+
+
 # Append only: a deployed database has run the steps before its version; a new step alters what they made.
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("rooms, their current step, students, questions, answers, join and guess attempts", _create_first_schema),
@@ -177,6 +196,7 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
         lambda conn: metadata.create_all(conn, tables=[question_details]),
     ),
     ("when each room's teacher was last seen", _add_room_teachers),
+    ("the random key client addresses are hashed with", _add_hash_key),
 ]
 
 
@@ -210,6 +230,24 @@ class Store:
         keys = [column.name for column in table.primary_key]
         conn.execute(statement.on_conflict_do_update(index_elements=keys, set_={c: values[c] for c in update}))
 
+    def forget_deleted(self) -> None:
+        """After rows were deleted: on SQLite, leave none of their bytes in the database's files. The file is rebuilt
+        (VACUUM) and the write-ahead log, which holds every page as it was written, copied in and cut to nothing; a
+        reader in the way (another replica's poll) is waited for a few seconds. PostgreSQL's files are its own."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        raw = self.engine.raw_connection()  # outside SQLAlchemy's transactions: VACUUM cannot run in one
+        try:
+            cursor = raw.cursor()
+            cursor.execute("VACUUM")
+            for _ in range(CHECKPOINT_TRIES):
+                if cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:  # 1: a reader was in the way
+                    break
+                time.sleep(0.1)
+            cursor.close()
+        finally:
+            raw.close()
+
     def version(self) -> int:
         with self.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(schema_version.c.version), 0))).scalar_one())
@@ -228,6 +266,7 @@ def _sqlite_engine(url: str) -> Engine:
         cursor.execute("PRAGMA busy_timeout=10000")  # first: switching to WAL waits for other openers too
         cursor.execute("PRAGMA journal_mode=WAL")  # readers and one writer at once, across processes
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA secure_delete=ON")  # a deleted row's bytes are overwritten, not left on a free page
         cursor.close()
 
     @event.listens_for(engine, "begin")
