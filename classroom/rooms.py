@@ -459,6 +459,11 @@ class Classroom:
         with self.store.read() as conn:
             return {row.room: (int(row.revision), int(row.tally)) for row in conn.execute(columns.where(*where))}
 
+    def note_guess(self, client: str) -> None:
+        """Count a wrong room code from `client` that did not come through `join` (a push route's probe)."""
+        with self.store.transaction() as conn:
+            conn.execute(attempts.insert().values(kind="guess", client=self.client_hash(client), at=self.clock()))
+
     def wrong_guesses(self, since: float = 0.0, client: str | None = None) -> int:
         """Wrong room codes tried since `since` (kept for a room's lifetime), by everyone or by one client."""
         where = [attempts.c.kind == "guess", attempts.c.at >= since]

@@ -20,11 +20,12 @@ from contextlib import asynccontextmanager
 from typing import Any, TypedDict
 
 import anyio
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from classroom.asking import AskedJson, Questions
+from classroom.clients import client_address
 from classroom.errors import (
     ClassroomError,
     InvalidInput,
@@ -47,7 +48,9 @@ MAX_BODY = 512  # a step's request body
 MAX_ANSWER_BODY = 2048  # an answer's: 200 characters, each escaped in JSON at most 6 bytes wide... and its id
 TOP_ANSWERS = 6  # the histogram's bars: the most given answers
 
-STATUS = {RoomNotFound: 404, NotAllowed: 403, TooManyAttempts: 429, InvalidInput: 400}
+STATUS = {RoomNotFound: 404, NotAllowed: 404, TooManyAttempts: 429, InvalidInput: 400}
+# a missing room and a wrong key get one answer: a probe learns nothing of which rooms exist
+NO_SUCH_SECRET = "This class has ended, or this page's key is not one of its own; join again with the room code."
 
 
 class VoteJson(TypedDict):
@@ -179,7 +182,8 @@ def student_json(seen: StudentView, questions: Questions, now: float, have: int 
 
 def _refused(error: ClassroomError) -> JSONResponse:
     status = next((code for kind, code in STATUS.items() if isinstance(error, kind)), 409)
-    return JSONResponse({"error": str(error)}, status_code=status, headers={"Cache-Control": "no-store"})
+    sentence = NO_SUCH_SECRET if isinstance(error, (RoomNotFound, NotAllowed)) else str(error)
+    return JSONResponse({"error": sentence}, status_code=status, headers={"Cache-Control": "no-store"})
 
 
 def _since(text: str | None, parts: int) -> tuple[int, ...] | None:
@@ -270,15 +274,17 @@ class ClassRoutes:
             if not waited:
                 return Response(status_code=204)  # the visitor left: nobody reads this
             now = waited[0]
-            if now is None:
-                raise RoomNotFound("This class has ended.")
+            if now is None:  # told only to a visitor whose key the room took
+                return JSONResponse(
+                    {"error": "This class has ended."}, status_code=404, headers={"Cache-Control": "no-store"}
+                )
             if pick(now) == since:
                 return Response(status_code=204, headers={"Cache-Control": "no-store"})
             body = await view(code, secret)
             body["since"] = ".".join(str(part) for part in pick(now))
             return JSONResponse(body, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return _refused(error)
+            return await self._refused(request, error)
 
     async def _wait_while_connected(
         self, request: Request, code: str, moved: Callable[[Revisions], bool]
@@ -338,7 +344,7 @@ class ClassRoutes:
             self.watcher.nudge()  # the students on this server see the press at once
             return JSONResponse({"step": step}, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return _refused(error)
+            return await self._refused(request, error)
 
     async def answer(self, request: Request) -> Response:
         """A student's answer to the open vote, `{"question": id, "answer": text}`: graded here, stored with the
@@ -355,7 +361,16 @@ class ClassRoutes:
             self.watcher.nudge()  # the teacher, if on this server, sees the answer at once
             return JSONResponse(receipt, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return _refused(error)
+            return await self._refused(request, error)
+
+    async def _refused(self, request: Request, error: ClassroomError) -> JSONResponse:
+        """The refusal's answer; a missing room or a wrong key counts as a wrong room code from the client's address
+        (the joins' limit), as a probe for rooms it is."""
+        if isinstance(error, (RoomNotFound, NotAllowed)):
+            peer = request.client.host if request.client else ""
+            client = client_address(peer, request.headers.get("X-Forwarded-For", ""))
+            await anyio.to_thread.run_sync(self.rooms().note_guess, client)
+        return _refused(error)
 
     def _count_answer(self, seat: str, now: float) -> None:
         """Refused past ANSWERS_PER_MINUTE from one seat; the record of a seat that stopped answering is dropped."""
@@ -386,10 +401,13 @@ class ClassRoutes:
 async def _bounded_body(request: Request, limit: int) -> Any:
     """The request's JSON, refused past `limit` bytes however it is sent (a length, or a stream without one)."""
     received = bytearray()
-    async for chunk in request.stream():
-        received += chunk
-        if len(received) > limit:
-            raise InvalidInput(f"This request is at most {limit} bytes.")
+    try:
+        async for chunk in request.stream():
+            received += chunk
+            if len(received) > limit:
+                raise InvalidInput(f"This request is at most {limit} bytes.")
+    except ClientDisconnect:  # a body cut short: nobody reads the answer, and it is no server error
+        raise InvalidInput("This request's body did not arrive whole.") from None
     try:
         return json.loads(received or b"null")
     except ValueError:
