@@ -248,29 +248,22 @@ class ClassRoutes:
     ) -> Response:
         try:
             code, secret = _credential(request, header)
-            # refused before it may wait: a visitor without the room's secret holds nothing (one query, not the view)
-            await anyio.to_thread.run_sync(self.rooms().check_secret, code, secret, header == "X-Class-Teacher")
-            if self.watcher.visitors >= MAX_WAITING:
-                return JSONResponse(
-                    {
-                        "error": "This server is following as many visitors as it can; "
-                        "your page tries again in a moment."
-                    },
-                    status_code=503,
-                )
-            if self.watcher.waiting[code] >= MAX_WAITING_PER_ROOM:
-                raise TooManyAttempts("This class has as many pages following it as it may; reload in a moment.")
+            since = _since(request.query_params.get("since"), len(pick((0, 0))))
+            # a seat's places are counted in memory before any query, and held from here on: a flood of follows on
+            # one seat is refused without reaching the database, however many arrive at once
             holder = secret_hash(secret)
             if self.waiting[holder] >= MAX_WAITING_PER_SECRET:
                 raise TooManyAttempts("This class is open in too many tabs here; close the others and reload this one.")
-            since = _since(request.query_params.get("since"), len(pick((0, 0))))
             self.waiting[holder] += 1
             try:
-                waited = await self._wait_while_connected(request, code, lambda current: pick(current) != since)
+                moved = lambda current: pick(current) != since  # noqa: E731  # what the wait waits for
+                waited = await self._checked_wait(request, header, code, secret, moved)
             finally:
                 self.waiting[holder] -= 1
                 if not self.waiting[holder]:
                     del self.waiting[holder]
+            if isinstance(waited, Response):
+                return waited
             if not waited:
                 return Response(status_code=204)  # the visitor left: nobody reads this
             now = waited[0]
@@ -285,6 +278,21 @@ class ClassRoutes:
             return JSONResponse(body, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
             return await self._refused(request, error)
+
+    async def _checked_wait(
+        self, request: Request, header: str, code: str, secret: str, moved: Callable[[Revisions], bool]
+    ) -> list[Revisions | None] | Response:
+        """The wait of a visitor whose secret the room takes, while places are left (else the refusal's answer)."""
+        # refused before it may wait: a visitor without the room's secret holds nothing (one query, not the view)
+        await anyio.to_thread.run_sync(self.rooms().check_secret, code, secret, header == "X-Class-Teacher")
+        if self.watcher.visitors >= MAX_WAITING:
+            return JSONResponse(
+                {"error": "This server is following as many visitors as it can; your page tries again in a moment."},
+                status_code=503,
+            )
+        if self.watcher.waiting[code] >= MAX_WAITING_PER_ROOM:
+            raise TooManyAttempts("This class has as many pages following it as it may; reload in a moment.")
+        return await self._wait_while_connected(request, code, moved)
 
     async def _wait_while_connected(
         self, request: Request, code: str, moved: Callable[[Revisions], bool]
