@@ -13,8 +13,9 @@ import pytest
 from class_clock import Clock
 from sqlalchemy import select
 
-from classroom.rooms import Classroom, secret_hash
+from classroom.rooms import Classroom
 from classroom.store import Store, attempts, open_store
+from tests.browser.class_probes import a_class, end_a_class, on_disk
 
 
 @pytest.fixture
@@ -30,44 +31,23 @@ def stores(database: Path) -> Iterator[tuple[Store, Store]]:
     other_replica.close()
 
 
-def on_disk(database: Path) -> bytes:
-    """The database's bytes as anyone who can read its folder would: the file and its write-ahead log."""
-    return b"".join(path.read_bytes() for path in (database, Path(f"{database}-wal")) if path.exists())
-
-
-def a_class(
-    classroom: Classroom, nickname: str = "Ada-Lovelace", answer: str = "31337, 27182"
-) -> tuple[str, str, list[bytes]]:
-    """A class with two students who answered; its code, its teacher key and the traces to look for."""
-    room = classroom.create_room("seed", 40)
-    question = classroom.open_question(room.code, room.teacher_key, 0, "leaf_grad", "grad:0")
-    seats = [classroom.join(room.code, f"10.0.0.{k}", f"{nickname}{k}").token for k in range(2)]
-    for seat in seats:
-        classroom.answer(room.code, seat, question.id, answer, right=False, mistake="forward_value")
-    traces = [nickname.encode(), answer.encode(), secret_hash(room.teacher_key).encode()]
-    return room.code, room.teacher_key, traces + [secret_hash(seat).encode() for seat in seats]
-
-
 def test_after_end_no_answer_nickname_or_seat_hash_is_in_the_files(database, stores):
-    ours, other_replica = stores
-    classroom, replica = Classroom(ours), Classroom(other_replica)
-    code, key, traces = a_class(classroom)
+    classroom, replica = Classroom(stores[0]), Classroom(stores[1])
     kept = a_class(classroom, "Grace-Hopper", "16180, 33988")  # another class goes on
-    replica.teacher_view(code, key)  # the other replica read it: its connection stays open in its pool
-    assert all(trace in on_disk(database) for trace in traces)  # what the finding read
-
-    replica.end_room(code, key)
-    left = on_disk(database)
-    assert [trace for trace in traces if trace in left] == []
-    assert Path(f"{database}-wal").stat().st_size == 0
+    figures = end_a_class(database, classroom, replica)
+    assert (figures.traces_before, figures.traces_after, figures.wal_bytes_after) == (
+        5,
+        0,
+        0,
+    )  # 5: what the finding read
     assert classroom.teacher_view(kept[0], kept[1]).students == 2  # the other class is whole
-    assert kept[2][2] in left
+    assert all(trace in on_disk(database) for trace in kept[2])
 
 
 def test_after_the_sweep_no_trace_of_the_class_is_in_the_files(database, stores):
     clock = Clock()
     classroom = Classroom(stores[0], clock=clock)
-    _, _, traces = a_class(classroom)
+    _, _, traces = a_class(classroom, "Ada-Lovelace", "31337, 27182")
     clock.now += 12 * 3600 + 1
     assert classroom.sweep() == 1
     left = on_disk(database)

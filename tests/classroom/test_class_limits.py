@@ -14,52 +14,31 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from classroom import routes as class_routes
-from classroom.errors import RoomNotFound, RoomsFull, TooManyAttempts
+from classroom.errors import TooManyAttempts
 from classroom.rooms import Classroom, Limits
 from classroom.routes import ClassRoutes
+from tests.browser.class_probes import SCHOOL, room_flood, school_joins, seat_flood
 from ui.class_replays import CourseQuestions
-
-SCHOOL = "203.0.113.7"
 
 
 def test_300_students_behind_one_address_join_while_it_sends_100_wrong_codes(classroom: Classroom) -> None:
-    room = classroom.create_room("seed", 40)
-    joined = 0
-    for k in range(300):
-        if k % 3 == 0:  # the wrong codes come among the joins, the first before any student
-            with pytest.raises(RoomNotFound, match="No class has this code"):
-                classroom.join(f"ZZZZ-{k:04d}", SCHOOL)
-        classroom.join(room.code, SCHOOL, f"student {k}")
-        joined += 1
-    assert classroom.wrong_guesses(client=SCHOOL) == 100
-    assert classroom.teacher_view(room.code, room.teacher_key).students == joined == 300
+    figures = school_joins(classroom)
+    assert (figures.joined, figures.wrong_counted, figures.refusals) == (300, 100, {})
 
 
 def test_1000_joins_into_one_room_stop_at_its_seats_with_a_sentence(classroom: Classroom) -> None:
-    room = classroom.create_room("seed", 40)
-    refusals = []
-    for k in range(1000):
-        try:
-            classroom.join(room.code, f"10.{k // 250}.{k % 250}.1")
-        except RoomsFull as full:
-            refusals.append(str(full))
-    assert classroom.teacher_view(room.code, room.teacher_key).students == Limits().max_seats == 500
-    assert refusals == ["This class is full: it seats 500 students."] * 500
+    figures = seat_flood(classroom)
+    assert figures.seated == Limits().max_seats == 500
+    assert figures.refusals == {"This class is full: it seats 500 students.": 500}
 
 
 def test_a_room_flood_from_one_client_leaves_another_teacher_able_to_start(classroom: Classroom, clock: Clock) -> None:
-    refused = []
-    for k in range(60):  # a new page session each time: only the address ties them
-        try:
-            classroom.create_room("seed", 40, client=SCHOOL, session=f"flood {k}")
-        except TooManyAttempts as error:
-            refused.append(str(error))
-    assert len(refused) == 60 - Limits().rooms_per_address
-    assert refused[0] == (
+    figures = room_flood(classroom)
+    refusal = (
         "Your network started 20 classes this hour, the limit; continue one of them (your teacher link) or try again "
         "later."
     )
-    assert classroom.create_room("seed", 40, client="198.51.100.4", session="a teacher").code
+    assert (figures.started, figures.refusals, figures.other_teacher_started) == (20, {refusal: 40}, True)
     for k in range(Limits().rooms_per_session):  # one page's session, however many addresses it shows
         classroom.create_room("seed", 40, client=f"192.0.2.{k}", session="one page")
     with pytest.raises(TooManyAttempts, match="This page started 5 classes this hour"):

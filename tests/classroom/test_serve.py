@@ -161,21 +161,3 @@ def test_1100_half_sent_requests_leave_health_the_page_and_a_websocket_answered(
     figures = half_open(served.port, served.log)
     assert figures.health_worst_s < 1.0 and figures.page_s < 2.0 and figures.websocket_opened, figures
     assert figures.log_growth_bytes < 10_000, figures
-
-
-def test_a_half_sent_or_malformed_step_leaves_at_most_one_line_in_the_log(served):
-    """Issue 41: a half-sent `POST /class/api/step` with a bad key wrote a 3.8 KB traceback to the server's log."""
-    before = served.log.stat().st_size
-    head = "POST /class/api/step?room=ABCDEFGH HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Class-Teacher: {key}\r\n"
-    for key, body in (("bad", b'{"step": 1'), ("", b'{"st'), ("x" * 65, b"{")):
-        connection = socket.create_connection(("127.0.0.1", served.port), timeout=10, source_address=("127.0.0.6", 0))
-        connection.sendall(f"{head.format(key=key)}Content-Length: 100\r\n\r\n".encode() + body)
-        time.sleep(0.2)
-        connection.close()  # 100 bytes announced, a few sent
-    connection = socket.create_connection(("127.0.0.1", served.port), timeout=10, source_address=("127.0.0.6", 0))
-    connection.sendall(f"{head.format(key='bad')}Content-Length: 9\r\nConnection: close\r\n\r\nnot json!".encode())
-    assert connection.recv(4096).startswith(b"HTTP/1.1 400")
-    connection.close()
-    time.sleep(1.0)  # whatever the server would log about them, it has
-    grown = served.log.read_bytes()[before:].decode(errors="replace")
-    assert "Traceback" not in grown and grown.count("\n") <= 1, grown[:2000]
