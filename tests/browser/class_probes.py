@@ -11,6 +11,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -25,6 +27,18 @@ from .harness import ROOT, _free_port, wait_until_up
 from .probes import timed_get
 
 SCHOOL = "203.0.113.7"  # a lecture hall's shared public address
+# a page, a student's page, health, the push route refusing, one of the app's own files
+POLICY_PATHS = ["/class", "/class?room=ABCDEFGH&seat=x", "/_stcore/health", "/class/api/follow?room=ABCDEFGH"]
+POLICY_PATHS.append("/app/static/vendor/wasm-graphviz-1.29.2/index.js")
+
+
+def referrer_policy(url: str) -> list[str]:
+    """The Referrer-Policy headers of `url`'s answer, whatever its status."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return answer.headers.get_all("Referrer-Policy") or []
+    except urllib.error.HTTPError as refused:
+        return refused.headers.get_all("Referrer-Policy") or []
 
 
 @dataclass
@@ -212,10 +226,10 @@ def follow_flood(
             connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(attacker, 0))
             connection.sendall(_request(port, code, seat, since))
             held.append(connection)
+        page_s = timed_get(port, "/class", "127.0.0.3")  # while the server works through the flood
         start = time.monotonic()
         other_status, _ = _follow(port, code, other_seat, "127.0.0.3", "")
         other_s = time.monotonic() - start
-        page_s = timed_get(port, "/class", "127.0.0.3")
         statuses: Counter[str] = Counter()
         for connection in held:
             connection.settimeout(0.05)

@@ -10,8 +10,6 @@ import os
 import re
 import shutil
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -19,10 +17,10 @@ import pytest
 from classroom.serve import PUBLIC_URL_ENV
 from deploy.replicas import Deployment, deployment
 
-from .harness import ROOT, _free_port
+from .class_probes import POLICY_PATHS, referrer_policy
+from .harness import _free_port
 
 pytestmark = pytest.mark.browser
-STATIC = ROOT / "static"
 
 
 @pytest.fixture(scope="module")
@@ -39,22 +37,11 @@ def single(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
             yield running
 
 
-def policy(url: str) -> list[str]:
-    """The Referrer-Policy headers of `url`'s answer, whatever its status."""
-    try:
-        with urllib.request.urlopen(url, timeout=10) as answer:
-            return answer.headers.get_all("Referrer-Policy") or []
-    except urllib.error.HTTPError as refused:
-        return refused.headers.get_all("Referrer-Policy") or []
-
-
 @pytest.mark.parametrize("through", ["nginx", "replica"])
 def test_every_answer_says_no_referrer(single, through):
     base = single.url if through == "nginx" else single.replicas[0].url
-    paths = ["/class", "/class?room=ABCDEFGH&seat=x", "/_stcore/health", "/class/api/follow?room=ABCDEFGH"]
-    paths.append(f"/app/static/{next(p for p in sorted(STATIC.rglob('*')) if p.is_file()).relative_to(STATIC)}")
-    for path in paths:
-        assert policy(base + path) == ["no-referrer"], path
+    for path in POLICY_PATHS:
+        assert referrer_policy(base + path) == ["no-referrer"], path
 
 
 def test_a_class_run_sends_no_secret_as_a_referer_and_nginx_logs_none(browser, single):
