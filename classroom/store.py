@@ -7,7 +7,9 @@ at `open_store` under a lock, so several processes opening one database at once 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,6 +39,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_URL = f"sqlite:///{DATA_DIR / 'classroom.sqlite3'}"
+_log = logging.getLogger(__name__)
 CHECKPOINT_TRIES = 50  # 0.1 s apart: a reader holds the log for a query's time, a few milliseconds
 
 metadata = MetaData()
@@ -242,9 +245,11 @@ class Store:
             cursor.execute("VACUUM")
             for _ in range(CHECKPOINT_TRIES):
                 if cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:  # 1: a reader was in the way
-                    break
+                    return
                 time.sleep(0.1)
-            cursor.close()
+            _log.warning("Deleted class data may stay in the SQLite log until the next sweep: a reader held it")
+        except sqlite3.OperationalError:  # locked past the busy timeout: the rows are gone, the sweep tries again
+            _log.warning("Deleted class data may stay in the SQLite file until the next sweep", exc_info=True)
         finally:
             raw.close()
 
