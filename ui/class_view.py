@@ -50,7 +50,11 @@ def teach_playground(source: str, backward: BackwardRun) -> None:
     """The Playground's program, as the teacher just ran it, becomes a class: its replay is kept on this server, its
     source in the store for the other replicas; the Class page opens on it."""
     replay = keep_played(source, backward)
-    room = classroom().create_room("playground", replay.events - 1, program=source, **_starter())
+    try:
+        room = classroom().create_room("playground", replay.events - 1, program=source, **_starter())
+    except ClassroomError as refused:  # the server's classes, or this network's, at their limit
+        st.error(str(refused))
+        return
     st.session_state[TEACHER] = (room.code, room.teacher_key)
     st.switch_page(CLASS_PAGE)
 

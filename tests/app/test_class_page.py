@@ -344,3 +344,15 @@ def test_one_page_starts_at_most_five_classes_an_hour_and_is_told_so():
     teacher.button(key="class_start_send").click().run()
     assert teacher.error[0].value.startswith("This page started 5 classes this hour, the limit")
     assert "class_teacher" not in teacher.session_state
+
+
+def test_the_playground_is_told_in_a_sentence_when_no_class_may_start(monkeypatch):
+    from classroom.rooms import Limits
+
+    monkeypatch.setattr(classroom(), "limits", Limits(rooms_per_session=0))
+    play = open_link("pages/check_and_play/playground.py")
+    play.session_state["playground_code"] = "x = Tensor.from_floats([1.0], ad).require_grad()\nx.sum().backward()\n"
+    play.button(key="playground_run").click().run()
+    play.button(key="playground_teach").click().run()
+    assert not play.exception and "class_teacher" not in play.session_state
+    assert play.error[0].value.startswith("This page started 0 classes this hour, the limit")
