@@ -7,7 +7,8 @@ answer form, the countdown and, once revealed, their own result and the worked a
 posts the answer to `answer`, graded here (`classroom.asking.Questions`, given by the app): a class event reruns no
 student's page. Each request carries the room's own secret
 in a header (never in the URL, which proxies log): `X-Class-Seat` (a student's token) or `X-Class-Teacher` (the
-teacher key). Every refusal is a sentence in `{"error": ...}`.
+teacher key). Every refusal is a sentence in `{"error": ...}`; a missing room and a wrong key get the same one, and
+count as a wrong room code from the client's address.
 """
 
 from __future__ import annotations
@@ -256,8 +257,7 @@ class ClassRoutes:
                 raise TooManyAttempts("This class is open in too many tabs here; close the others and reload this one.")
             self.waiting[holder] += 1
             try:
-                moved = lambda current: pick(current) != since  # noqa: E731  # what the wait waits for
-                waited = await self._checked_wait(request, header, code, secret, moved)
+                waited = await self._checked_wait(request, header, code, secret, lambda now: pick(now) != since)
             finally:
                 self.waiting[holder] -= 1
                 if not self.waiting[holder]:
