@@ -6,10 +6,13 @@ student's stage follows the teacher's steps without a page rerun. The class stor
 unless `--database` (or $CLASSROOM_DATABASE) names another, such as PostgreSQL for replicas on several machines.
 """
 
+from starlette.middleware import Middleware
 from streamlit.starlette import App
 
+from classroom.privacy import NoReferrer
 from classroom.routes import ClassRoutes
 from ui.class_replays import CourseQuestions
 
 _class = ClassRoutes(CourseQuestions())
-app = App("frame.py", routes=_class.routes(), lifespan=_class.lifespan)
+# no page or route hands its address (a class page's holds its secret) to the next request as a Referer
+app = App("frame.py", routes=_class.routes(), lifespan=_class.lifespan, middleware=[Middleware(NoReferrer)])

@@ -12,9 +12,14 @@
    63 Playground sessions from one address against one from another; 1,100 half-sent requests through the
    classroom recipe (nginx in front of one replica); a visitor's clear_cache; a loop over the Graphviz module on
    64 connections through nginx; forged select-box values.
+4. Issue 41's findings on class mode (tests/browser/class_probes.py), with the shipped limits: 300 students behind one
+   address joining while it sends 100 wrong codes; 1,000 joins into one room; a room flood from one client; a class
+   ended on one replica of two sharing an SQLite file (its traces left in the file and its log); through
+   `python -m classroom.serve`, 1,100 follows on one seat and malformed steps; the CSV of `x;=1+1;`; the
+   Referrer-Policy of each kind of answer.
 
-Goal for health: 200 ms (the tests allow five times that). Run: python bench/bounds.py (about a minute; starts
-three servers with the agent API on, one after another)
+Goal for health: 200 ms (the tests allow five times that). Run: python bench/bounds.py (a few minutes; starts
+three servers with the agent API on, one after another). `python bench/bounds.py class` runs part 4 alone.
 """
 
 from __future__ import annotations
@@ -28,8 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from classroom.report import answers_csv  # noqa: E402
+from classroom.rooms import Classroom  # noqa: E402
+from classroom.store import open_store  # noqa: E402
 from deploy.replicas import PER_CLIENT, deployment  # noqa: E402
-from tests.browser import probes  # noqa: E402
+from tests.browser import class_probes, probes  # noqa: E402
 from tests.browser.flood import flood_gradient_values, flood_over_websocket, watched  # noqa: E402
 from tests.browser.harness import HEALTH_GOAL_S, AgentSession, _free_port, rss_mib, streamlit_server  # noqa: E402
 from tests.playground.test_workers import EXPONENTIAL_COMPARE  # noqa: E402
@@ -146,11 +154,79 @@ def issue_31() -> None:
         )
 
 
+@contextmanager
+def classroom_on_file() -> Iterator[tuple[Path, Classroom, Classroom]]:
+    """Two replicas' classrooms on one new SQLite file (the default store), and the file."""
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "class.sqlite3"
+        ours, other = open_store(f"sqlite:///{database}"), open_store(f"sqlite:///{database}")
+        try:
+            yield database, Classroom(ours), Classroom(other)
+        finally:
+            ours.close()
+            other.close()
+
+
+def issue_41() -> None:
+    with classroom_on_file() as (database, classroom, replica):
+        s = class_probes.school_joins(classroom)
+        print(
+            f"300 students behind one address with 100 wrong codes among them: {s.joined} joined, "
+            f"{s.wrong_counted} wrong codes counted, refusals {dict(s.refusals) or 'none'} (before: the 21st wrong "
+            "code refused the right one)"
+        )
+        j = class_probes.seat_flood(classroom)
+        print(f"1,000 joins into one room: {j.seated} seated, refused {dict(j.refusals)} (before: 1,000 seated)")
+        r = class_probes.room_flood(classroom)
+        print(
+            f"60 classes started from one address: {r.started} started, refused {dict(r.refusals)}; a teacher "
+            f"elsewhere started one: {r.other_teacher_started} (before: 42 rooms in 2.9 s filled the 50)"
+        )
+        e = class_probes.end_a_class(database, classroom, replica)
+        print(
+            f"a class ended on the other replica: {e.traces_before} traces (answers, nicknames, seat and key hashes) "
+            f"in the files before End, {e.traces_after} after, WAL {e.wal_bytes_after} bytes (before: readable in the "
+            "WAL 4 minutes later)"
+        )
+        room = classroom.create_room("seed", 40)
+        asked = classroom.open_question(room.code, room.teacher_key, 0, "leaf_grad", "grad:0")
+        seat = classroom.join(room.code, "10.0.0.1", "x;=1+1;").token
+        classroom.answer(room.code, seat, asked.id, "x;=1+1;", right=False)
+        row = answers_csv(classroom, room.code, room.teacher_key, nicknames=True).splitlines()[1]
+        print(f"the CSV row of a student who typed x;=1+1; as nickname and answer: {row} (before: x;=1+1; raw)")
+    with tempfile.TemporaryDirectory() as folder, class_probes.class_server(Path(folder)) as served:
+        store = open_store(served.database)
+        try:
+            classroom = Classroom(store)
+            room = classroom.create_room("seed", 40)
+            seat, other = (classroom.join(room.code, f"10.0.0.{k}").token for k in (1, 2))
+            f = class_probes.follow_flood(served.port, room.code, seat, other)
+        finally:
+            store.close()
+        print(
+            f"classroom.serve, 1,100 follows on one seat: {dict(f.statuses)}; another student's follow "
+            f"{f.other_status} in {f.other_s * 1000:.0f} ms, the Class page in {f.page_s * 1000:.0f} ms "
+            "(goal 1,500 ms; before: 503, and 2.8-4.9 s)"
+        )
+        m = class_probes.malformed_steps(served.port, served.log)
+        print(
+            f"classroom.serve, half-sent and malformed steps: the log grew {m.log_lines} line(s), "
+            f"{m.tracebacks} traceback(s) (before: 3.8 KB of traceback each)"
+        )
+        base = f"http://127.0.0.1:{served.port}"
+        policies = {path: class_probes.referrer_policy(base + path) for path in class_probes.POLICY_PATHS}
+        print(f"Referrer-Policy of each kind of answer: {policies} (before: none)")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["class"]:
+        issue_41()
+        return
     floods()
     websocket_floods()
     frozen_program()
     issue_31()
+    issue_41()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from dataclasses import dataclass
 
 from classroom.rooms import Classroom
@@ -95,10 +96,19 @@ def answers_csv(classroom: Classroom, code: str, teacher_key: str, nicknames: bo
 
 
 def _inert(typed: str) -> str:
-    """What a student typed, kept from being run as a formula by a spreadsheet (OWASP's CSV injection advice);
-    a number such as -0.5 stays a number."""
+    """What a student typed, kept from being run as a formula by a spreadsheet (OWASP's CSV injection advice): each
+    piece that starts like a formula, the whole or what follows a separator (many locales' spreadsheets split on ";",
+    whatever the quotes say), starts with a quote instead. Numbers stay numbers: "5, -7" is an answer."""
+    pieces = _SEPARATORS.split(typed)  # text, separator, text, ...
+    return "".join("'" + piece if k % 2 == 0 and _formula(piece) else piece for k, piece in enumerate(pieces))
+
+
+_SEPARATORS = re.compile(r"([,;|\t])")
+
+
+def _formula(piece: str) -> bool:
     try:
-        float(typed)
-        return typed
+        float(piece)
+        return False
     except ValueError:
-        return "'" + typed if typed[:1] in ("=", "+", "-", "@", "\t", "\r") else typed
+        return piece.lstrip(" ")[:1] in ("=", "+", "-", "@")

@@ -29,11 +29,13 @@ from classroom.store import (
     Store,
     answers,
     attempts,
+    hash_keys,
     question_details,
     questions,
     room_programs,
     room_revisions,
     room_steps,
+    room_teachers,
     rooms,
     students,
 )
@@ -58,17 +60,25 @@ CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0/O, 1/I: 32 signs, 5 b
 CODE_LENGTH = 8  # 40 bits: guesses are rate-limited, so a room is not found by walking codes
 LATE_GRACE_S = 1.0  # an answer sent as the countdown ends is still on its way: it counts
 VOTE_SECONDS = (10.0, 600.0)  # the shortest and longest countdown a teacher may set
+TEACHER_SEEN_EVERY_S = 60.0  # how stale a room's `room_teachers.seen_at` may get while its teacher follows it
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_rooms: int = 50
+    max_rooms: int = 50  # rooms whose teacher was seen within `teacher_live_s`
+    teacher_live_s: float = 600.0  # a teacher's open page long-polls every 20 s at most: ten minutes is gone
+    max_seats: int = 500  # students in one room: a lecture hall, not a flood
     nickname_chars: int = 40
     answer_chars: int = 200
-    # per client address; a class behind one school router shares an address, hence the generous joins
-    joins_per_window: int = 120
-    guesses_per_window: int = 20
+    # per client address; a lecture hall's 300 students share one school address, hence the generous joins and
+    # wrong codes (each still finds one of 50 rooms among 2**40 codes with a chance of 5e-11)
+    joins_per_window: int = 600
+    guesses_per_window: int = 300
     window_s: float = 60.0
+    # rooms started per client address (a school's teachers share one) and per teacher's session
+    rooms_per_address: int = 20
+    rooms_per_session: int = 5
+    rooms_window_s: float = 3600.0
     room_lifetime_s: float = 12 * 3600.0
     program_chars: int = 20_000  # a Playground program a room follows (the Playground's own limit)
 
@@ -107,11 +117,22 @@ class Classroom:
         self.store = store
         self.limits = limits or Limits()
         self.clock = clock
+        with store.read() as conn:
+            self._client_key = bytes.fromhex(conn.execute(select(hash_keys.c.key)).scalar_one())
 
     # --- the teacher ---
 
-    def create_room(self, replay: str, replay_events: int, program: str | None = None) -> NewRoom:
-        """A new room following `replay` (a lesson program's key, or "playground" with the `program`'s source)."""
+    def create_room(
+        self,
+        replay: str,
+        replay_events: int,
+        program: str | None = None,
+        client: str | None = None,
+        session: str | None = None,
+    ) -> NewRoom:
+        """A new room following `replay` (a lesson program's key, or "playground" with the `program`'s source),
+        started from `client` (its address) by the teacher's `session` (an id of the page's session): each is limited
+        to a few rooms an hour (None: not counted, for the server's own callers)."""
         if _bounded(replay, 200, "A replay's name") is None or replay_events < 0:
             raise InvalidInput("A class needs a replay and its number of events.")
         if program is not None and not 0 < len(program) <= self.limits.program_chars:
@@ -119,12 +140,34 @@ class Classroom:
         now = self.clock()
         teacher_key = secrets.token_urlsafe(16)
         with self.store.transaction(lock="classroom.rooms") as conn:
-            live = conn.execute(select(func.count()).where(rooms.c.created_at > self._born_after(now))).scalar_one()
+            starters = [
+                ("room", client, self.limits.rooms_per_address),
+                ("session", session, self.limits.rooms_per_session),
+            ]
+            for kind, who, limit in starters:
+                if (
+                    who is not None
+                    and self._recent(conn, kind, self.client_hash(who), now, self.limits.rooms_window_s) >= limit
+                ):
+                    raise TooManyAttempts(
+                        f"{'Your network' if kind == 'room' else 'This page'} started {limit} classes this hour, "
+                        "the limit; continue one of them (your teacher link) or try again later."
+                    )
+            followed = [
+                rooms.c.created_at > self._born_after(now),
+                room_teachers.c.seen_at > now - self.limits.teacher_live_s,
+            ]
+            live = conn.execute(
+                select(func.count()).select_from(rooms.join(room_teachers)).where(*followed)
+            ).scalar_one()
             if live >= self.limits.max_rooms:
                 raise RoomsFull(
-                    f"This server already holds {self.limits.max_rooms} classes, its limit; "
-                    "try again when one ends (a class ends after 12 hours at most)."
+                    f"This server already runs {self.limits.max_rooms} classes, its limit; "
+                    "try again in a few minutes (a class whose teacher left stops counting after ten minutes)."
                 )
+            for kind, who, _ in starters:
+                if who is not None:
+                    conn.execute(attempts.insert().values(kind=kind, client=self.client_hash(who), at=now))
             code = self._new_code(conn)
             conn.execute(
                 rooms.insert().values(
@@ -136,6 +179,7 @@ class Classroom:
                 )
             )
             conn.execute(room_steps.insert().values(room=code, step=0, changed_at=now))
+            conn.execute(room_teachers.insert().values(room=code, seen_at=now))
             conn.execute(room_revisions.insert().values(room=code, revision=0, tally=0))
             if program is not None:
                 conn.execute(room_programs.insert().values(room=code, source=program))
@@ -156,6 +200,7 @@ class Classroom:
                 )
             where = room_steps.c.room == room.code
             conn.execute(update(room_steps).where(where).values(step=step, changed_at=self.clock()))
+            conn.execute(update(room_teachers).where(room_teachers.c.room == room.code).values(seen_at=self.clock()))
             _raise_revision(conn, room.code)
 
     def open_question(
@@ -210,9 +255,10 @@ class Classroom:
         self._move(code, teacher_key, question, {VOTE1, DISCUSS, VOTE2}, REVEALED, "This question is already revealed.")
 
     def end_room(self, code: str, teacher_key: str) -> None:
-        """End the class: its data is deleted now (export the report first)."""
+        """End the class: its data is deleted now (export the report first), from the database's files too."""
         with self.store.transaction() as conn:
             self._delete_rooms(conn, [self._teacher_room(conn, code, teacher_key).code])
+        self.store.forget_deleted()
 
     def teacher_view(self, code: str, teacher_key: str) -> TeacherView:
         with self.store.read() as conn:
@@ -265,23 +311,31 @@ class Classroom:
     # --- a student ---
 
     def join(self, code: str, client: str, nickname: str | None = None) -> Joined:
-        """Join by room code from `client` (its address); wrong codes are counted and rate-limited per client."""
+        """Join by room code from `client` (its address). Wrong codes are counted per client: past its limit a client
+        is refused every code but those of rooms it already joined, so a flood of wrong codes from a school's shared
+        address stops the flood, not the class its students are in."""
         nickname = _bounded(nickname, self.limits.nickname_chars, "A nickname")
-        now, client_hash, token = self.clock(), secret_hash(client), secrets.token_urlsafe(16)
+        now, client_hash, token = self.clock(), self.client_hash(client), secrets.token_urlsafe(16)
         with self.store.transaction(lock=f"classroom.client.{client_hash}") as conn:
-            if self._recent(conn, "guess", client_hash, now) >= self.limits.guesses_per_window:
-                raise TooManyAttempts("Too many wrong room codes from your network; wait a minute and try again.")
             room = self._room(conn, code, now)
+            over = self._recent(conn, "guess", client_hash, now) >= self.limits.guesses_per_window
+            if over and room is not None and not self._joined_from(conn, client_hash, room.code):
+                room = None  # refused as a wrong code is: a client past its limit learns nothing of the code it sent
             if room is None:
                 conn.execute(attempts.insert().values(kind="guess", client=client_hash, at=now))
             else:
                 if self._recent(conn, "join", client_hash, now) >= self.limits.joins_per_window:
                     raise TooManyAttempts("Too many joins from your network; wait a minute and try again.")
+                seated = conn.execute(select(func.count()).where(students.c.room == room.code)).scalar_one()
+                if seated >= self.limits.max_seats:
+                    raise RoomsFull(f"This class is full: it seats {self.limits.max_seats} students.")
                 conn.execute(attempts.insert().values(kind="join", client=client_hash, at=now, room=room.code))
                 values = {"room": room.code, "token_hash": secret_hash(token), "nickname": nickname, "joined_at": now}
                 conn.execute(students.insert().values(**values))
                 _raise_revision(conn, room.code, room_revisions.c.tally)
-        if room is None:  # raised after the commit, so that the guess stays counted
+        if room is None and over:  # raised after the commit, so that the guess stays counted
+            raise TooManyAttempts("Too many wrong room codes from your network; wait a minute and try again.")
+        if room is None:
             raise RoomNotFound(
                 "No class has this code: it has ended, or the code is mistyped. Check it on the projector."
             )
@@ -360,10 +414,15 @@ class Classroom:
         """Refused (`RoomNotFound`, `NotAllowed`) unless `secret` is room `code`'s teacher key or one of its seats: what
         a long poll checks before it waits, cheaper than the view it answers with."""
         with self.store.read() as conn:
-            if teacher:
-                self._teacher_room(conn, code, secret)
-            else:
+            if not teacher:
                 self._student(conn, code, secret)
+                return
+            room = self._teacher_room(conn, code, secret)
+            seen_at = conn.execute(select(room_teachers.c.seen_at).where(room_teachers.c.room == room.code)).scalar()
+        now = self.clock()
+        if seen_at is None or seen_at < now - TEACHER_SEEN_EVERY_S:  # a write a minute per teacher, not per poll
+            with self.store.transaction() as conn:
+                self.store.upsert(conn, room_teachers, {"room": room.code, "seen_at": now}, update=["seen_at"])
 
     # --- the server ---
 
@@ -374,7 +433,9 @@ class Classroom:
         with self.store.transaction() as conn:
             old = list(conn.execute(select(rooms.c.code).where(rooms.c.created_at <= born_after)).scalars())
             self._delete_rooms(conn, old)
-            conn.execute(delete(attempts).where(attempts.c.at <= born_after))
+            forgotten = conn.execute(delete(attempts).where(attempts.c.at <= born_after)).rowcount
+        if old or forgotten:
+            self.store.forget_deleted()
         return len(old)
 
     def program(self, code: str) -> str | None:
@@ -398,13 +459,23 @@ class Classroom:
         with self.store.read() as conn:
             return {row.room: (int(row.revision), int(row.tally)) for row in conn.execute(columns.where(*where))}
 
+    def note_guess(self, client: str) -> None:
+        """Count a wrong room code from `client` that did not come through `join` (a push route's probe)."""
+        with self.store.transaction() as conn:
+            conn.execute(attempts.insert().values(kind="guess", client=self.client_hash(client), at=self.clock()))
+
     def wrong_guesses(self, since: float = 0.0, client: str | None = None) -> int:
         """Wrong room codes tried since `since` (kept for a room's lifetime), by everyone or by one client."""
         where = [attempts.c.kind == "guess", attempts.c.at >= since]
         if client is not None:
-            where.append(attempts.c.client == secret_hash(client))
+            where.append(attempts.c.client == self.client_hash(client))
         with self.store.read() as conn:
             return int(conn.execute(select(func.count()).where(*where)).scalar_one())
+
+    def client_hash(self, client: str) -> str:
+        """What the attempts table keeps of a client's address (or a teacher's session id): an HMAC with the store's
+        random key, so that the table alone does not give the addresses back."""
+        return hmac.new(self._client_key, client.encode(errors="surrogatepass"), hashlib.sha256).hexdigest()
 
     # --- helpers ---
 
@@ -441,9 +512,14 @@ class Classroom:
             raise NotAllowed("You are not in this class; join it again with its code.")
         return student
 
-    def _recent(self, conn: Connection, kind: str, client_hash: str, now: float) -> int:
-        where = [attempts.c.kind == kind, attempts.c.client == client_hash, attempts.c.at > now - self.limits.window_s]
+    def _recent(self, conn: Connection, kind: str, client_hash: str, now: float, window_s: float | None = None) -> int:
+        since = now - (self.limits.window_s if window_s is None else window_s)
+        where = [attempts.c.kind == kind, attempts.c.client == client_hash, attempts.c.at > since]
         return int(conn.execute(select(func.count()).where(*where)).scalar_one())
+
+    def _joined_from(self, conn: Connection, client_hash: str, code: str) -> bool:
+        where = [attempts.c.kind == "join", attempts.c.client == client_hash, attempts.c.room == code]
+        return conn.execute(select(attempts.c.id).where(*where).limit(1)).first() is not None
 
     def _step(self, conn: Connection, code: str) -> int:
         return int(conn.execute(select(room_steps.c.step).where(room_steps.c.room == code)).scalar_one())
@@ -492,7 +568,7 @@ class Classroom:
         asked = select(questions.c.id).where(questions.c.room.in_(codes))
         conn.execute(delete(answers).where(answers.c.question.in_(asked)))
         conn.execute(delete(question_details).where(question_details.c.question.in_(asked)))
-        for table in (questions, students, room_steps, room_revisions, room_programs):
+        for table in (questions, students, room_steps, room_revisions, room_programs, room_teachers):
             conn.execute(delete(table).where(table.c.room.in_(codes)))
         conn.execute(delete(attempts).where(attempts.c.room.in_(codes)))
         conn.execute(delete(rooms).where(rooms.c.code.in_(codes)))

@@ -7,7 +7,8 @@ answer form, the countdown and, once revealed, their own result and the worked a
 posts the answer to `answer`, graded here (`classroom.asking.Questions`, given by the app): a class event reruns no
 student's page. Each request carries the room's own secret
 in a header (never in the URL, which proxies log): `X-Class-Seat` (a student's token) or `X-Class-Teacher` (the
-teacher key). Every refusal is a sentence in `{"error": ...}`.
+teacher key). Every refusal is a sentence in `{"error": ...}`; a missing room and a wrong key get the same one, and
+count as a wrong room code from the client's address.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from contextlib import asynccontextmanager
 from typing import Any, TypedDict
 
 import anyio
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from classroom.asking import AskedJson, Questions
+from classroom.clients import client_address
 from classroom.errors import (
     ClassroomError,
     InvalidInput,
@@ -41,12 +43,15 @@ from classroom.views import OPEN_VOTE, REVEALED, Question, QuestionTally, Studen
 WAIT_S = 20.0  # a long poll's longest wait; the browser asks again at once
 MAX_WAITING = 1000  # visitors one server holds waiting at once
 MAX_WAITING_PER_SECRET = 4  # long polls one seat (or teacher key) holds at once: a few tabs, never the server's places
+MAX_WAITING_PER_ROOM = 600  # one room's (500 seats and their teacher): one class never holds every place
 ANSWERS_PER_MINUTE = 20  # answers one seat may send a minute: changing one's mind, not a flood of writes
 MAX_BODY = 512  # a step's request body
 MAX_ANSWER_BODY = 2048  # an answer's: 200 characters, each escaped in JSON at most 6 bytes wide... and its id
 TOP_ANSWERS = 6  # the histogram's bars: the most given answers
 
-STATUS = {RoomNotFound: 404, NotAllowed: 403, TooManyAttempts: 429, InvalidInput: 400}
+STATUS = {RoomNotFound: 404, NotAllowed: 404, TooManyAttempts: 429, InvalidInput: 400}
+# a missing room and a wrong key get one answer: a probe learns nothing of which rooms exist
+NO_SUCH_SECRET = "This class has ended, or this page's key is not one of its own; join again with the room code."
 
 
 class VoteJson(TypedDict):
@@ -178,7 +183,8 @@ def student_json(seen: StudentView, questions: Questions, now: float, have: int 
 
 def _refused(error: ClassroomError) -> JSONResponse:
     status = next((code for kind, code in STATUS.items() if isinstance(error, kind)), 409)
-    return JSONResponse({"error": str(error)}, status_code=status, headers={"Cache-Control": "no-store"})
+    sentence = NO_SUCH_SECRET if isinstance(error, (RoomNotFound, NotAllowed)) else str(error)
+    return JSONResponse({"error": sentence}, status_code=status, headers={"Cache-Control": "no-store"})
 
 
 def _since(text: str | None, parts: int) -> tuple[int, ...] | None:
@@ -243,39 +249,50 @@ class ClassRoutes:
     ) -> Response:
         try:
             code, secret = _credential(request, header)
-            # refused before it may wait: a visitor without the room's secret holds nothing (one query, not the view)
-            await anyio.to_thread.run_sync(self.rooms().check_secret, code, secret, header == "X-Class-Teacher")
-            if self.watcher.visitors >= MAX_WAITING:
-                return JSONResponse(
-                    {
-                        "error": "This server is following as many visitors as it can; "
-                        "your page tries again in a moment."
-                    },
-                    status_code=503,
-                )
+            since = _since(request.query_params.get("since"), len(pick((0, 0))))
+            # a seat's places are counted in memory before any query, and held from here on: a flood of follows on
+            # one seat is refused without reaching the database, however many arrive at once
             holder = secret_hash(secret)
             if self.waiting[holder] >= MAX_WAITING_PER_SECRET:
                 raise TooManyAttempts("This class is open in too many tabs here; close the others and reload this one.")
-            since = _since(request.query_params.get("since"), len(pick((0, 0))))
             self.waiting[holder] += 1
             try:
-                waited = await self._wait_while_connected(request, code, lambda current: pick(current) != since)
+                waited = await self._checked_wait(request, header, code, secret, lambda now: pick(now) != since)
             finally:
                 self.waiting[holder] -= 1
                 if not self.waiting[holder]:
                     del self.waiting[holder]
+            if isinstance(waited, Response):
+                return waited
             if not waited:
                 return Response(status_code=204)  # the visitor left: nobody reads this
             now = waited[0]
-            if now is None:
-                raise RoomNotFound("This class has ended.")
+            if now is None:  # told only to a visitor whose key the room took
+                return JSONResponse(
+                    {"error": "This class has ended."}, status_code=404, headers={"Cache-Control": "no-store"}
+                )
             if pick(now) == since:
                 return Response(status_code=204, headers={"Cache-Control": "no-store"})
             body = await view(code, secret)
             body["since"] = ".".join(str(part) for part in pick(now))
             return JSONResponse(body, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return _refused(error)
+            return await self._refused(request, error)
+
+    async def _checked_wait(
+        self, request: Request, header: str, code: str, secret: str, moved: Callable[[Revisions], bool]
+    ) -> list[Revisions | None] | Response:
+        """The wait of a visitor whose secret the room takes, while places are left (else the refusal's answer)."""
+        # refused before it may wait: a visitor without the room's secret holds nothing (one query, not the view)
+        await anyio.to_thread.run_sync(self.rooms().check_secret, code, secret, header == "X-Class-Teacher")
+        if self.watcher.visitors >= MAX_WAITING:
+            return JSONResponse(
+                {"error": "This server is following as many visitors as it can; your page tries again in a moment."},
+                status_code=503,
+            )
+        if self.watcher.waiting[code] >= MAX_WAITING_PER_ROOM:
+            raise TooManyAttempts("This class has as many pages following it as it may; reload in a moment.")
+        return await self._wait_while_connected(request, code, moved)
 
     async def _wait_while_connected(
         self, request: Request, code: str, moved: Callable[[Revisions], bool]
@@ -335,7 +352,7 @@ class ClassRoutes:
             self.watcher.nudge()  # the students on this server see the press at once
             return JSONResponse({"step": step}, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return _refused(error)
+            return await self._refused(request, error)
 
     async def answer(self, request: Request) -> Response:
         """A student's answer to the open vote, `{"question": id, "answer": text}`: graded here, stored with the
@@ -352,7 +369,16 @@ class ClassRoutes:
             self.watcher.nudge()  # the teacher, if on this server, sees the answer at once
             return JSONResponse(receipt, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return _refused(error)
+            return await self._refused(request, error)
+
+    async def _refused(self, request: Request, error: ClassroomError) -> JSONResponse:
+        """The refusal's answer; a missing room or a wrong key counts as a wrong room code from the client's address
+        (the joins' limit), as a probe for rooms it is."""
+        if isinstance(error, (RoomNotFound, NotAllowed)):
+            peer = request.client.host if request.client else ""
+            client = client_address(peer, request.headers.get("X-Forwarded-For", ""))
+            await anyio.to_thread.run_sync(self.rooms().note_guess, client)
+        return _refused(error)
 
     def _count_answer(self, seat: str, now: float) -> None:
         """Refused past ANSWERS_PER_MINUTE from one seat; the record of a seat that stopped answering is dropped."""
@@ -383,10 +409,13 @@ class ClassRoutes:
 async def _bounded_body(request: Request, limit: int) -> Any:
     """The request's JSON, refused past `limit` bytes however it is sent (a length, or a stream without one)."""
     received = bytearray()
-    async for chunk in request.stream():
-        received += chunk
-        if len(received) > limit:
-            raise InvalidInput(f"This request is at most {limit} bytes.")
+    try:
+        async for chunk in request.stream():
+            received += chunk
+            if len(received) > limit:
+                raise InvalidInput(f"This request is at most {limit} bytes.")
+    except ClientDisconnect:  # a body cut short: nobody reads the answer, and it is no server error
+        raise InvalidInput("This request's body did not arrive whole.") from None
     try:
         return json.loads(received or b"null")
     except ValueError:

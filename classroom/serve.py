@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from classroom.live import DATABASE_ENV
+from classroom.privacy import POLICY
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -113,6 +114,7 @@ class ConnectionCap:
             (b"content-length", str(len(body)).encode()),
             (b"retry-after", b"5"),
             (b"cache-control", b"no-store"),
+            POLICY,  # as the app's own answers (it never reaches the app's middleware)
         ]
         if scope["type"] == "http":
             await send({"type": "http.response.start", "status": 503, "headers": [*headers, (b"connection", b"close")]})

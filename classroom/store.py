@@ -7,6 +7,10 @@ at `open_store` under a lock, so several processes opening one database at once 
 from __future__ import annotations
 
 import hashlib
+import logging
+import secrets
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,6 +39,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 DEFAULT_URL = f"sqlite:///{DATA_DIR / 'classroom.sqlite3'}"
+_log = logging.getLogger(__name__)
+CHECKPOINT_TRIES = 50  # 0.1 s apart: a reader holds the log for a query's time, a few milliseconds
 
 metadata = MetaData()
 
@@ -128,16 +134,35 @@ question_details = Table(
     Column("transfer_of", Integer, ForeignKey("questions.id", ondelete="CASCADE"), nullable=True),
 )
 
+# When a room's teacher was last seen (their stage's long poll, a press): the cap on open rooms counts only rooms a
+# teacher still follows, so rooms started and left (a flood among them) do not keep a real teacher out for 12 hours.
+room_teachers = Table(
+    "room_teachers",
+    metadata,
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), primary_key=True),
+    Column("seen_at", Float, nullable=False),  # seconds since the epoch
+)
+
 # Joins and wrong room codes, per client (a hash of its address): shared by replicas, so a limit holds across them.
 attempts = Table(
     "attempts",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("kind", String(8), nullable=False),  # join, guess
+    Column("kind", String(8), nullable=False),  # join, guess; room, session: a room started (by address, by session)
     Column("client", String(64), nullable=False),
     Column("at", Float, nullable=False),
     Column("room", String(16), nullable=True),  # the room joined; None for a guess
     Index("attempts_by_client", "client", "kind", "at"),  # each join counts a client's recent attempts
+)
+
+
+# The random key client addresses are hashed with (HMAC) in `attempts`: a plain hash of an address is undone by hashing
+# all 2**32 IPv4 addresses. In the store, so that every replica hashes alike and a limit holds across them.
+hash_keys = Table(
+    "hash_keys",
+    metadata,
+    Column("name", String(16), primary_key=True),
+    Column("key", String(64), nullable=False),
 )
 
 
@@ -152,6 +177,18 @@ def _add_room_revisions(conn: Connection) -> None:
     conn.execute(room_revisions.insert().from_select(["room", "revision", "tally"], existing))
 
 
+def _add_room_teachers(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[room_teachers])
+    existing = select(rooms.c.code, rooms.c.created_at)
+    conn.execute(room_teachers.insert().from_select(["room", "seen_at"], existing))
+
+
+def _add_hash_key(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[hash_keys])
+    conn.execute(hash_keys.insert().values(name="clients", key=secrets.token_hex(32)))
+    conn.execute(attempts.delete())  # their plain hashes: a minute's rate limits start again
+
+
 # Append only: a deployed database has run the steps before its version; a new step alters what they made.
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("rooms, their current step, students, questions, answers, join and guess attempts", _create_first_schema),
@@ -161,6 +198,8 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
         "a vote's time limit and a transfer's question",
         lambda conn: metadata.create_all(conn, tables=[question_details]),
     ),
+    ("when each room's teacher was last seen", _add_room_teachers),
+    ("the random key client addresses are hashed with", _add_hash_key),
 ]
 
 
@@ -194,6 +233,26 @@ class Store:
         keys = [column.name for column in table.primary_key]
         conn.execute(statement.on_conflict_do_update(index_elements=keys, set_={c: values[c] for c in update}))
 
+    def forget_deleted(self) -> None:
+        """After rows were deleted: on SQLite, leave none of their bytes in the database's files. The file is rebuilt
+        (VACUUM) and the write-ahead log, which holds every page as it was written, copied in and cut to nothing; a
+        reader in the way (another replica's poll) is waited for a few seconds. PostgreSQL's files are its own."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        raw = self.engine.raw_connection()  # outside SQLAlchemy's transactions: VACUUM cannot run in one
+        try:
+            cursor = raw.cursor()
+            cursor.execute("VACUUM")
+            for _ in range(CHECKPOINT_TRIES):
+                if cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0:  # 1: a reader was in the way
+                    return
+                time.sleep(0.1)
+            _log.warning("Deleted class data may stay in the SQLite log until the next sweep: a reader held it")
+        except sqlite3.OperationalError:  # locked past the busy timeout: the rows are gone, the sweep tries again
+            _log.warning("Deleted class data may stay in the SQLite file until the next sweep", exc_info=True)
+        finally:
+            raw.close()
+
     def version(self) -> int:
         with self.read() as conn:
             return int(conn.execute(select(func.coalesce(func.max(schema_version.c.version), 0))).scalar_one())
@@ -212,6 +271,7 @@ def _sqlite_engine(url: str) -> Engine:
         cursor.execute("PRAGMA busy_timeout=10000")  # first: switching to WAL waits for other openers too
         cursor.execute("PRAGMA journal_mode=WAL")  # readers and one writer at once, across processes
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA secure_delete=ON")  # a deleted row's bytes are overwritten, not left on a free page
         cursor.close()
 
     @event.listens_for(engine, "begin")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import secrets
 from collections.abc import Callable
 from typing import Literal
 from urllib.parse import urlencode, urlsplit
@@ -49,9 +50,19 @@ def teach_playground(source: str, backward: BackwardRun) -> None:
     """The Playground's program, as the teacher just ran it, becomes a class: its replay is kept on this server, its
     source in the store for the other replicas; the Class page opens on it."""
     replay = keep_played(source, backward)
-    room = classroom().create_room("playground", replay.events - 1, program=source)
+    try:
+        room = classroom().create_room("playground", replay.events - 1, program=source, **_starter())
+    except ClassroomError as refused:  # the server's classes, or this network's, at their limit
+        st.error(str(refused))
+        return
     st.session_state[TEACHER] = (room.code, room.teacher_key)
     st.switch_page(CLASS_PAGE)
+
+
+def _starter() -> dict[str, str]:
+    """Who starts a class, as the store limits it: the browser's address, and this session (a random id of its own)."""
+    session = st.session_state.setdefault("class_starter", secrets.token_urlsafe(16))
+    return {"client": client_address(), "session": session}
 
 
 def page_url(**params: str) -> str:
@@ -112,7 +123,7 @@ def start_or_join() -> None:
         if st.form_submit_button("Start a class", type="primary", key="class_start_send") and program is not None:
             replay = _followed(program, "")
             try:
-                room = classroom().create_room(program, replay.events - 1)
+                room = classroom().create_room(program, replay.events - 1, **_starter())
             except ClassroomError as refused:
                 st.error(str(refused))
             else:

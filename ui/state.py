@@ -20,6 +20,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from autodiff import MemoryBudget
+from classroom import clients
 
 T = TypeVar("T")
 
@@ -41,17 +42,12 @@ def _server_memory_limit() -> int:
 SERVER_BUDGET = MemoryBudget(_server_memory_limit())  # one per server process, shared by every session
 
 
-LOOPBACK = ("127.0.0.1", "::1")  # where deploy/'s nginx connects from
-
-
 def client_address() -> str:
-    """The address this session's browser connects from: what the Playground's queue is fair between. Behind
-    deploy/'s nginx (a loopback peer) it is the address nginx saw, the last one it added to X-Forwarded-For; a
-    header from anyone else is not trusted."""
+    """The address this session's browser connects from (`classroom.clients`): what the Playground's queue is fair
+    between, and the class mode's limits count."""
     peer = st.context.ip_address
     peer = peer if isinstance(peer, str) else ""  # no browser (AppTest): no address
-    forwarded = str(st.context.headers.get("X-Forwarded-For", "")) if peer in LOOPBACK else ""
-    return forwarded.rsplit(",", 1)[-1].strip() or peer or "unknown"
+    return clients.client_address(peer, str(st.context.headers.get("X-Forwarded-For", "")))
 
 
 def session_budget() -> MemoryBudget:

@@ -256,11 +256,14 @@ def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay
     assert classroom().teacher_view(code, key).questions[-1].votes[1].right == 1
 
 
-def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_replaces_the_first(route):
+def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_replaces_the_first(route, monkeypatch):
+    from classroom.rooms import Limits
+
     classroom().sweep(now=10**12)  # every test here joins from the same address: start from no guesses
+    monkeypatch.setattr(classroom(), "limits", Limits(guesses_per_window=20))  # the default is 300 a minute
     guesser = open_link(PAGE)
     sentences = []
-    for k in range(21):  # Limits.guesses_per_window is 20 wrong codes a minute per client address
+    for k in range(21):
         guesser.text_input(key="class_code").set_value(f"ZZZZ-ZZ{'23456789ABCDEFGHJKLMNPQRSTUVWXYZ'[k]}Z")
         guesser.button(key="class_join_send").click().run()
         sentences.append(guesser.error[0].value)
@@ -282,7 +285,7 @@ def test_a_flood_of_joins_from_one_network_is_stopped_with_a_sentence(monkeypatc
     from classroom.rooms import Limits
 
     classroom().sweep(now=10**12)  # every test here joins from the same address: start from no joins
-    monkeypatch.setattr(classroom(), "limits", Limits(joins_per_window=3))  # the default is 120 a minute
+    monkeypatch.setattr(classroom(), "limits", Limits(joins_per_window=3))  # the default is 600 a minute
     _, code, _ = start_class()
     for _ in range(3):
         join(code)
@@ -328,3 +331,28 @@ def test_the_menu_never_offers_a_step_already_on_the_stage():
     offered = teacher.selectbox(key="class_question").options
     prompts = [o for o in offered if o.startswith("What does the step of")]
     assert prompts and not any("x·3 send" in o for o in prompts), prompts  # the next step's, not the one shown
+
+
+def test_one_page_starts_at_most_five_classes_an_hour_and_is_told_so():
+    classroom().sweep(now=10**12)  # every test here starts classes from the same address: start from none
+    teacher = open_link(PAGE)
+    for _ in range(5):
+        teacher.button(key="class_start_send").click().run()
+        assert not teacher.error and "class_teacher" in teacher.session_state
+        del teacher.session_state["class_teacher"]  # back to the start, as after ending the class
+        teacher.run()
+    teacher.button(key="class_start_send").click().run()
+    assert teacher.error[0].value.startswith("This page started 5 classes this hour, the limit")
+    assert "class_teacher" not in teacher.session_state
+
+
+def test_the_playground_is_told_in_a_sentence_when_no_class_may_start(monkeypatch):
+    from classroom.rooms import Limits
+
+    monkeypatch.setattr(classroom(), "limits", Limits(rooms_per_session=0))
+    play = open_link("pages/check_and_play/playground.py")
+    play.session_state["playground_code"] = "x = Tensor.from_floats([1.0], ad).require_grad()\nx.sum().backward()\n"
+    play.button(key="playground_run").click().run()
+    play.button(key="playground_teach").click().run()
+    assert not play.exception and "class_teacher" not in play.session_state
+    assert play.error[0].value.startswith("This page started 0 classes this hour, the limit")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 
+from classroom.errors import InvalidInput
 from classroom.report import answers_csv, normalized_gain, question_reports
 from classroom.rooms import Classroom
 
@@ -92,3 +94,42 @@ def test_the_csv_has_no_names_unless_asked(classroom: Classroom) -> None:
     assert "'=SUM(A1)" in plain  # a spreadsheet shows it, never runs it
     named = list(csv.DictReader(io.StringIO(answers_csv(classroom, code, key, nicknames=True))))
     assert [row["nickname"] for row in named[:4]] == list(VOTES_Q1)
+
+
+FORMULAS = ["x;=1+1;", "x,=1+1", " =1+1", "@SUM(A1)", "y;+1;-A1", "y|=2"]
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return False
+
+
+def test_a_formula_after_a_separator_stays_text_however_the_spreadsheet_splits(classroom: Classroom) -> None:
+    room = classroom.create_room("lesson:fan-out", 6)
+    asked = classroom.open_question(room.code, room.teacher_key, 3, "grad", "x")
+    for k, typed in enumerate([*FORMULAS, "5, -7"]):
+        seat = classroom.join(room.code, f"10.0.0.{k}", typed).token
+        classroom.answer(room.code, seat, asked.id, typed, right=False)
+    exported = answers_csv(classroom, room.code, room.teacher_key, nicknames=True)
+    lines = exported.splitlines()[1:]
+    for cells in (  # as a comma's locale reads it, and as one that splits on ";" or "|" whatever the quotes say
+        [cell for row in csv.reader(lines) for cell in row],
+        [cell.strip('"') for line in lines for cell in re.split(r"[;|]", line)],
+    ):
+        formulas = [cell for cell in cells if cell.lstrip(" ")[:1] in ("=", "+", "-", "@") and not _number(cell)]
+        assert formulas == []
+    rows = list(csv.DictReader(io.StringIO(exported)))
+    assert [row["answer"] for row in rows] == [row["nickname"] for row in rows]
+    assert [row["answer"].replace("'", "") for row in rows] == [f.strip() for f in [*FORMULAS, "5, -7"]]  # as typed
+    assert rows[-1]["answer"] == "5, -7"  # numbers stay numbers
+
+
+@pytest.mark.parametrize("mark", list("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"))
+def test_a_nickname_that_turns_the_text_around_is_refused_in_a_sentence(classroom: Classroom, mark: str) -> None:
+    room = classroom.create_room("lesson:fan-out", 6)
+    with pytest.raises(InvalidInput, match="^A nickname cannot hold characters that change the direction of the text"):
+        classroom.join(room.code, "10.0.0.1", f"evil{mark}txt.exe")
+    assert classroom.teacher_view(room.code, room.teacher_key).students == 0

@@ -19,7 +19,7 @@ from classroom.errors import (
     WrongPhase,
 )
 from classroom.rooms import CODE_ALPHABET, CODE_LENGTH, Classroom
-from classroom.store import attempts, metadata, schema_version
+from classroom.store import attempts, hash_keys, metadata, schema_version
 from classroom.views import MyAnswer
 
 
@@ -65,21 +65,25 @@ def test_a_student_token_is_needed_to_read_or_answer(classroom: Classroom) -> No
             classroom.answer(room.code, token, question.id, "1")
 
 
-def test_wrong_codes_are_counted_and_then_refused_even_for_a_right_code(
+def test_wrong_codes_are_counted_and_then_refused_but_for_a_room_the_client_is_in(
     make_classroom: Callable[..., Classroom], clock: Clock
 ) -> None:
     classroom = make_classroom(guesses_per_window=3, window_s=60)
-    room = classroom.create_room("lesson:a", 3)
+    room, other = classroom.create_room("lesson:a", 3), classroom.create_room("lesson:b", 3)
+    classroom.join(room.code, "10.0.0.9")  # a first student behind the school's address
     for guess in ("AAAAAAAA", "BBBBBBBB", "CCCCCCCC"):
         with pytest.raises(RoomNotFound, match="No class has this code"):
             classroom.join(guess, "10.0.0.9")
     assert classroom.wrong_guesses(client="10.0.0.9") == 3
     assert classroom.wrong_guesses() == 3
-    with pytest.raises(TooManyAttempts, match="wrong room codes"):
-        classroom.join(room.code, "10.0.0.9")  # walking stops here, whatever the next code is
-    assert classroom.join(room.code, "10.0.0.10").code == room.code  # another client is not held back
+    for walked in ("DDDDDDDD", other.code):  # walking stops here: a live room's code is refused as a wrong one is
+        with pytest.raises(TooManyAttempts, match="wrong room codes"):
+            classroom.join(walked, "10.0.0.9")
+    assert classroom.wrong_guesses(client="10.0.0.9") == 5
+    assert classroom.join(room.code, "10.0.0.9").code == room.code  # the class this network is in goes on joining
+    assert classroom.join(other.code, "10.0.0.10").code == other.code  # another client is not held back
     clock.now += 61
-    assert classroom.join(room.code.lower(), "10.0.0.9").code == room.code  # the window passed; codes as typed
+    assert classroom.join(other.code.lower(), "10.0.0.9").code == other.code  # the window passed; codes as typed
 
 
 def test_joins_are_rate_limited_per_client(make_classroom: Callable[..., Classroom], clock: Clock) -> None:
@@ -214,16 +218,25 @@ def test_a_student_sees_the_step_and_only_their_own_answers(classroom: Classroom
         classroom.student_view(classroom.create_room("lesson:b", 1).code, ada.token)
 
 
-def test_the_room_limit_says_so_in_a_sentence(make_classroom: Callable[..., Classroom], clock: Clock) -> None:
+def test_the_room_limit_counts_rooms_a_teacher_follows_and_says_so_in_a_sentence(
+    make_classroom: Callable[..., Classroom], clock: Clock
+) -> None:
     classroom = make_classroom(max_rooms=2)
-    classroom.create_room("lesson:a", 1)
+    followed = classroom.create_room("lesson:a", 1)
     ended = classroom.create_room("lesson:b", 1)
-    with pytest.raises(RoomsFull, match="already holds 2 classes, its limit; try again when one ends"):
+    with pytest.raises(RoomsFull, match="already runs 2 classes, its limit; try again in a few minutes"):
         classroom.create_room("lesson:c", 1)
     classroom.end_room(ended.code, ended.teacher_key)
-    classroom.create_room("lesson:c", 1)
+    left = classroom.create_room("lesson:c", 1)
+    for _ in range(12):  # an hour: one teacher follows their room (their stage's long poll), the other left
+        clock.now += 300
+        classroom.check_secret(followed.code, followed.teacher_key, teacher=True)
+    classroom.create_room("lesson:d", 1)  # the room its teacher left stopped counting after ten minutes
+    with pytest.raises(RoomsFull):
+        classroom.create_room("lesson:e", 1)
+    classroom.set_step(left.code, left.teacher_key, 1)  # its teacher is back: it counts again, and still works
     clock.now += 12 * 3600  # rooms past their 12 hours do not count, swept or not
-    classroom.create_room("lesson:d", 1)
+    classroom.create_room("lesson:f", 1)
 
 
 def _rows_per_table(classroom: Classroom) -> dict[str, int]:
@@ -231,7 +244,7 @@ def _rows_per_table(classroom: Classroom) -> dict[str, int]:
         return {
             table.name: conn.execute(select(func.count()).select_from(table)).scalar_one()
             for table in metadata.sorted_tables
-            if table is not schema_version
+            if table not in (schema_version, hash_keys)  # the store's, not a class's
         }
 
 

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from classroom.errors import RoomNotFound
 from classroom.rooms import Classroom
-from classroom.routes import ANSWERS_PER_MINUTE, MAX_BODY, MAX_WAITING_PER_SECRET, ClassRoutes
+from classroom.routes import ANSWERS_PER_MINUTE, MAX_BODY, MAX_WAITING_PER_SECRET, NO_SUCH_SECRET, ClassRoutes
 from ui.class_replays import CourseQuestions, lesson_replay
 
 
@@ -128,7 +128,7 @@ def test_an_answer_that_is_not_one_is_refused_in_a_sentence(client, classroom, b
     refused = answer(client, room.code, seat, body)
     assert refused.status_code == 400 and refused.json()["error"].endswith(".")
     forged = answer(client, room.code, "forged", {"question": 1, "answer": "1"})
-    assert forged.status_code == 403 and classroom.student_view(room.code, seat).answers == ()
+    assert forged.status_code == 404 and classroom.student_view(room.code, seat).answers == ()
 
 
 @pytest.mark.parametrize("header", [{}, {"X-Class-Teacher": "forged"}, {"X-Class-Seat": "forged"}])
@@ -139,16 +139,27 @@ def test_a_missing_or_forged_key_is_refused_with_a_sentence(client, classroom, h
         client.get("/class/api/watch", params={"room": room.code}, headers=header),
         client.get("/class/api/follow", params={"room": room.code}, headers=header),
     ):
-        assert response.status_code in (400, 403), response.text
+        assert response.status_code in (400, 404), response.text
         assert response.json()["error"].endswith(".")
     assert classroom.teacher_view(room.code, room.teacher_key).step == 0
 
 
-def test_a_guessed_room_is_not_found_and_an_ended_room_says_so(client, classroom):
-    refused = follow(client, "ZZZZZZZZ", "whatever")
-    assert refused.status_code == 404 and "never existed" in refused.json()["error"]
+def test_a_missing_room_and_a_wrong_key_answer_alike_and_count_as_guesses_and_an_ended_room_says_so(client, classroom):
     room = classroom.create_room("seed", 40)
     seat = classroom.join(room.code, "10.0.0.1").token
+    probes = [
+        follow(client, "ZZZZZZZZ", "whatever"),
+        follow(client, room.code, "whatever"),
+        watch(client, "ZZZZZZZZ", "whatever"),
+        watch(client, room.code, "whatever"),
+        step(client, "ZZZZZZZZ", "whatever", {"step": 1}),
+        step(client, room.code, "whatever", {"step": 1}),
+        answer(client, "ZZZZZZZZ", "whatever", {"question": 1, "answer": "1"}),
+        answer(client, room.code, "whatever", {"question": 1, "answer": "1"}),
+    ]
+    assert len({(probe.status_code, probe.text) for probe in probes}) == 1  # byte for byte the same
+    assert (probes[0].status_code, probes[0].json()) == (404, {"error": NO_SUCH_SECRET})
+    assert classroom.wrong_guesses(client="testclient") == len(probes)  # Starlette's test client's address
     since = follow(client, room.code, seat).json()["since"]
     threading.Timer(0.2, lambda: classroom.end_room(room.code, room.teacher_key)).start()
     ended = follow(client, room.code, seat, since)
@@ -248,3 +259,11 @@ def test_one_seat_holds_a_few_long_polls_and_sends_a_few_answers_a_minute(classr
         answers = [answer(http, room.code, seat, {"question": asked.id, "answer": "1, 2"}) for _ in range(21)]
         assert [a.status_code for a in answers] == [200] * ANSWERS_PER_MINUTE + [429]
         assert answer(http, room.code, other, {"question": asked.id, "answer": "5, 7"}).status_code == 200
+
+
+def test_the_client_counted_is_the_one_nginx_saw_and_nobody_elses_claim():
+    from classroom.clients import client_address
+
+    assert client_address("127.0.0.1", "10.9.8.7, 192.0.2.5") == "192.0.2.5"  # deploy/'s nginx adds the last
+    assert client_address("192.0.2.9", "10.9.8.7") == "192.0.2.9"  # a browser's own header is not believed
+    assert client_address("", "") == "unknown"
