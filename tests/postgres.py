@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-PORTS = range(55400, 55500)  # this project's loopback range for the class tests
+PORTS = range(19000, 19400)  # this project's loopback range for the class tests (below the ephemeral range)
 PG_USER = "postgres"  # Debian's package makes it; PostgreSQL refuses to run as root
 
 
@@ -32,15 +32,24 @@ def worker_share(ports: range) -> range:
     return ports[index * share : (index + 1) * share]
 
 
-def _free_port(ports: range = PORTS) -> int:
-    for port in worker_share(ports):
+_turns = itertools.count(os.getpid())  # each call tries the next block: two servers asked for in a row get two
+BLOCK = 8  # ports a call steps over: a deployment's replicas take the ones after the port it was given
+
+
+def free_port(ports: range = PORTS) -> int:
+    """A free loopback port of this worker's share of `ports`, the first of a block of BLOCK. Keep `ports` below
+    Linux's ephemeral range (32768-60999), where the kernel picks the source ports of outgoing connections: there, a
+    port found free can be taken by a client socket before the server binds it."""
+    share = worker_share(ports)
+    for _ in range(max(1, len(share) // BLOCK)):
+        port = share[next(_turns) * BLOCK % max(1, len(share) - BLOCK + 1)]
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    raise RuntimeError(f"no free loopback port in {ports.start}-{ports.stop - 1}")
+    raise RuntimeError(f"no free loopback port in {share.start}-{share.stop - 1}")
 
 
 def _as_owner(command: list[str]) -> list[str]:
@@ -64,7 +73,7 @@ def postgres_cluster(bin_dir: Path, ports: range = PORTS) -> Iterator[str]:
     folder = Path(tempfile.mkdtemp(prefix="classroom-pg-"))
     if os.geteuid() == 0:
         shutil.chown(folder, PG_USER)
-    data, port = folder / "data", _free_port(ports)
+    data, port = folder / "data", free_port(ports)
     run = lambda *args: subprocess.run(_as_owner([str(bin_dir / args[0]), *args[1:]]), check=True, capture_output=True)
     run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
     options = f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c max_connections=200"

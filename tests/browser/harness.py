@@ -18,8 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.postgres import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
+SERVER_PORTS = range(20000, 32000)  # the test servers' (tests/postgres.py's free_port: a share per xdist worker)
 HEALTH_GOAL_S = 0.2  # `/_stcore/health` answers within this, whatever another visitor does
 FIRST_RENDER_GOAL_S = 1.5  # a page's first render in Chromium (bench/ui.py)
 CHROMIUM_ARGS = [
@@ -38,9 +41,7 @@ class ServerDidNotStart(RuntimeError):
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_port(SERVER_PORTS)
 
 
 @contextmanager

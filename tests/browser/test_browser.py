@@ -46,26 +46,6 @@ def test_the_registry_and_the_headings_name_the_same_pages():
     assert sorted(lesson.url_path for lesson in LESSONS) == sorted(HEADINGS)
 
 
-@pytest.mark.parametrize("path", list(HEADINGS))
-def test_every_page_opens_without_exception(page, app_url, path):
-    open_page(page, app_url, path)
-    if path in ("gradients", "tape", "mlx", "traversal"):
-        page.locator(STAGE_NODES).first.wait_for()
-    if path == "":
-        page.get_by_text("[5.0, 7.0]", exact=True).first.wait_for()
-        page.locator('[data-testid="stPageLink"]').last.wait_for()
-    if path == "checkpoints":
-        page.get_by_text("identical, bit for bit").wait_for()
-        page.locator(STAGE_NODES).first.wait_for()
-    if path == "policies":
-        page.get_by_text("runs; x.grad accumulates to").first.wait_for()
-        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
-    no_exception(page)
-    loaded = page.evaluate("performance.getEntriesByType('resource').map(entry => entry.name)")
-    assert [url for url in loaded if "SyntaxHighlighter" in url] == []  # st.code's: ~270 ms a load (ui/code.py)
-    screenshot(page, path or "home")
-
-
 def test_a_selected_code_block_is_its_source(page, app_url):
     """What a copy takes: the program exactly, with its blank line, indents and no wrapped-row breaks."""
     open_page(page, app_url, "gradients")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import streamlit_server
+from .harness import FIRST_RENDER_GOAL_S, streamlit_server
 from .probes import download_flood
 
 pytestmark = pytest.mark.browser
@@ -21,4 +21,4 @@ def test_a_hundred_requests_for_a_download_build_it_once_and_others_keep_working
     print(f)
     assert f.answers == REQUESTS and f.empty_answers == 0 and f.distinct_files == 1  # all answered, same bytes
     assert f.builds == 1
-    assert f.other_page_s < 1.5
+    assert f.other_page_s < 5 * FIRST_RENDER_GOAL_S  # five times the goal: the strict figure is bench/bounds.py's

@@ -214,8 +214,8 @@ def test_a_run_stopped_by_the_interpreters_own_time_limit_counts_as_stopped():
 def test_a_long_trace_comes_back_as_previews_far_below_the_old_cap(pool):
     before = resident()
     start = time.monotonic()
-    result = run(pool, LONG_TRACE, "tracer")
-    assert result.error is None and result.backward is not None
+    result = run(pool, LONG_TRACE, "tracer", limits=Limits(seconds=5 * Limits.seconds))  # a busy machine's time too
+    assert result.error is None and result.backward is not None, result.error
     assert result.reply_bytes <= RESULT_LIMIT == 4 * MIB  # was 30 MiB, under a 32 MiB cap
     assert len(result.backward.recorder.events) > 2_000  # every event still there, values as previews
     assert time.monotonic() - start < 15
