@@ -60,6 +60,15 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
+def download(page, button: str):
+    """The file a download button gives (a Playwright Download), clicked once the page's run has ended: a rerun draws
+    the button anew with its own file, and a click on the one it replaces can be lost."""
+    page.locator(".stApp[data-test-script-state='notRunning']").wait_for()
+    with page.expect_download(timeout=60_000) as file:
+        page.get_by_role("button", name=button).click()
+    return file.value
+
+
 def by_event(page) -> None:
     """Each press of the stage shows one event (its detail option; by default a press shows one step)."""
     page.locator(".stage-by").first.select_option("event")

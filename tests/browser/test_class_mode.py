@@ -21,7 +21,7 @@ from postgres import new_database
 from classroom.rooms import LATE_GRACE_S
 
 from .class_student import form_drawn, send_answer
-from .conftest import screenshot
+from .conftest import download, screenshot
 from .harness import streamlit_server
 
 pytestmark = pytest.mark.browser
@@ -117,11 +117,7 @@ def wait_for_tally(teacher, *words: str) -> str:
 
 
 def download_csv(teacher) -> list[dict[str, str]]:
-    # the button's file is replaced by each rerun (the nickname box's): clicked once the page has finished one
-    teacher.locator(".stApp[data-test-script-state='notRunning']").wait_for()
-    with teacher.expect_download() as downloading:
-        teacher.get_by_role("button", name="Download the answers (CSV)").click()
-    text = Path(downloading.value.path()).read_text(encoding="utf-8")
+    text = Path(download(teacher, "Download the answers (CSV)").path()).read_text(encoding="utf-8")
     return list(csv.DictReader(io.StringIO(text)))
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from deploy.replicas import deployment
 
-from .conftest import screenshot
+from .conftest import download, screenshot
 from .harness import _free_port
 
 pytestmark = pytest.mark.browser
@@ -62,9 +62,8 @@ def test_sessions_spread_over_replicas_and_work_end_to_end(browser, proxied):
         context, page = sessions[0]
         page.goto(f"{proxied.url}/traversal?program=seed&event=1")
         page.locator(".stage svg g.node").first.wait_for()  # its Graphviz is served through the proxy too
-        with page.expect_download() as download:  # download-button files come from the session's replica
-            page.get_by_role("button", name="Download the graph (DOT)").click()
-        assert Path(download.value.path()).read_text().startswith("digraph")
+        dot = download(page, "Download the graph (DOT)")  # download-button files come from the session's replica
+        assert Path(dot.path()).read_text().startswith("digraph")
         assert page.locator(EXCEPTION).count() == 0
     finally:
         for context, _ in sessions:

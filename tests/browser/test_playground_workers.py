@@ -73,13 +73,20 @@ def test_a_memory_bomb_leaves_the_server_as_it_was(browser, tmp_path):
         run_in(page, url, "print('warm')")
         page.get_by_text("warm").first.wait_for()
         baseline, peak = rss_mib(pid), 0.0
-        run_in(page, url, MEMORY_BOMB)
         box = page.locator(ERROR).filter(has_text="used more than 512 MiB of memory")
-        deadline = time.monotonic() + 60
-        while box.count() == 0:  # the server's memory, sampled until the page says why the run stopped
-            assert time.monotonic() < deadline, page.locator(ERROR).all_inner_texts()
-            peak = max(peak, rss_mib(pid))
-            time.sleep(0.1)
+        timed_out = page.locator(ERROR).filter(has_text="ran longer than")
+        # a worker yields the CPU (nice 10): on a machine busy with other work, the time limit can stop the bomb
+        # (0.3 s when the machine is idle) before it reaches the memory limit; then it is run again, from a new page
+        for _ in range(3):
+            run_in(page, url, MEMORY_BOMB)
+            deadline = time.monotonic() + 60
+            while box.count() == 0 and timed_out.count() == 0:  # the server's memory, sampled until the run stops
+                assert time.monotonic() < deadline, page.locator(ERROR).all_inner_texts()
+                peak = max(peak, rss_mib(pid))
+                time.sleep(0.1)
+            if box.count():
+                break
+        assert box.count(), page.locator(ERROR).all_inner_texts()
         print(f"server RSS: baseline {baseline:.0f} MiB, peak during the bomb {peak:.0f} MiB")
         assert peak < baseline + 100
         screenshot(page, "playground_memory_limit")

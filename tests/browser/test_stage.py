@@ -12,7 +12,7 @@ import pytest
 
 from course.programs import PROGRAMS, record_program
 
-from .conftest import by_event, screenshot
+from .conftest import by_event, download, screenshot
 from .harness import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
@@ -249,10 +249,8 @@ def running_node_in_view(page) -> bool:
 
 def test_the_saved_replay_plays_offline_from_one_file(browser, page, app_url, tmp_path):
     open_stage(page, app_url, "neuron")
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Download this replay (HTML)").click()
     saved = tmp_path / "replay.html"
-    download.value.save_as(saved)
+    download(page, "Download this replay (HTML)").save_as(saved)
     context = browser.new_context()
     blocked: list[str] = []
 

@@ -45,6 +45,16 @@ FRAMES = """ms => new Promise(done => {
 })"""
 
 
+ONE_STAGE = """() => [...document.querySelectorAll('[data-testid=stBidiComponentIsolated]')]
+  .filter(host => host.shadowRoot && host.shadowRoot.querySelector('.tl')).length === 1"""
+
+
+def settled(page) -> None:
+    """The page's run has ended and its stage is alone (a run that starts or stops play draws a new one)."""
+    page.locator(".stApp[data-test-script-state='notRunning']").wait_for()
+    page.wait_for_function(ONE_STAGE)
+
+
 def reached(page, n: int, timeout: float = 20_000) -> None:
     page.wait_for_function(AT_LEAST, arg=n, timeout=timeout)
 
@@ -73,6 +83,7 @@ def test_playing_moves_the_whole_picture_on_one_screen_without_a_run_per_iterati
     runs = int(page.locator(STAGE).last.get_attribute("data-server-runs")) - runs_before
     assert runs * 5 <= played, (runs, played)  # the server ran in chunks, not once per iteration
     page.get_by_role("button", name="Pause", exact=True).click()
+    settled(page)
     paused = iteration(page)
     page.wait_for_timeout(1200)
     assert iteration(page) == paused and shown(page, "Iteration") == str(paused)
