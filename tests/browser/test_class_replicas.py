@@ -46,7 +46,8 @@ from .test_deploy import replica_of
 pytestmark = pytest.mark.browser
 DEPLOY_PORTS = range(8700, 8760)  # nginx and the replicas
 DATABASE_PORTS = range(8760, 8800)  # a slice per pytest-xdist worker (tests/postgres.py)
-FOLLOW_S = 1.0  # the teacher's press to every student's stage (issue 27)
+FOLLOW_S = 1.0  # the goal from a teacher's press to every student's stage (issue 27): bench/class_mode.py measures it
+FOLLOW_BOUND_S = 5 * FOLLOW_S  # what a test allows, on a machine busy with other work too
 PROGRAM = "seed"  # x's gradient is [5.0, 7.0]
 QUESTION = "What is x's gradient after the backward?"
 NEXT = ".stage-controls button:has-text('Next')"
@@ -329,11 +330,11 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         for follower in followers:  # its first answer, the room as it is: what each step is measured from
             follower.told(lambda body: True, seconds=30)
 
-        # the teacher steps three times: every student, on both replicas, follows within 1 s
+        # the teacher steps three times: every student, on both replicas, follows (within five times the goal)
         for _ in range(3):
             delays = step_everyone(teacher, [ann, ben], followers)
             print("press to each student's stage, s:", [f"{d:.2f}" for d in delays])
-            assert max(delays) <= FOLLOW_S, delays
+            assert max(delays) <= FOLLOW_BOUND_S, delays
 
         # a question: everyone answers vote 1
         choose(teacher, "Ask the room", QUESTION)
@@ -362,7 +363,7 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         teacher.locator(".class-bar").filter(has_text="5, 7: 3 (right)").wait_for()
         delays = step_everyone(teacher, [ann, ben], followers, PREV)
         print("after replica-1 stopped, press to each student's stage, s:", [f"{d:.2f}" for d in delays])
-        assert max(delays) <= FOLLOW_S, delays
+        assert max(delays) <= FOLLOW_BOUND_S, delays
         assert not dan.failures, dan.failures  # his long poll in flight was sent on to replica-0 by nginx ...
         log = (replicas.prefix / "access.log").read_text().splitlines()
         assert not [line for line in log if failed_class_call(line)]  # ... and so was everyone's
@@ -382,7 +383,7 @@ def test_a_class_on_two_replicas_follows_the_teacher_and_survives_a_killed_repli
         teacher.locator(TALLY).filter(has_text="In vote 1, 4 of 4 answered, 3 right.").wait_for()
         delays = step_everyone(teacher, [ann, ben], followers, PREV)
         print("after replica-0 stopped, press to each student's stage, s:", [f"{d:.2f}" for d in delays])
-        assert max(delays) <= FOLLOW_S, delays
+        assert max(delays) <= FOLLOW_BOUND_S, delays
         assert {r.answer for r in store.answer_records(code, key)} == {"-5, -7", "5, 7", "5.0, 7.0"}
 
         # the teacher closes the vote: every student's stage, moved or not, draws the discussion
