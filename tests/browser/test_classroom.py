@@ -15,7 +15,8 @@ from .probes import checkpointing_sessions
 pytestmark = pytest.mark.browser
 SESSIONS = 100
 PASSES = 8  # forward passes each session runs in the memory-growth lesson (256 x 256: 0.5 MiB each)
-TTL = ("--server.agentSessionTTL", "2", "--server.disconnectedSessionTTL", "2")
+SESSION_TTL_S = 6  # short, so the test is short; long enough that a busy machine's session is not expired in use
+TTL = ("--server.agentSessionTTL", str(SESSION_TTL_S), "--server.disconnectedSessionTTL", str(SESSION_TTL_S))
 # large buffers always mmapped, so memory the engine frees really goes back to the system
 MALLOC = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "131072"}
 
@@ -33,7 +34,7 @@ def test_a_hundred_sessions_leave_and_the_server_returns_to_its_baseline(tmp_pat
     args = ("--server.enableAgentApi", "true", *TTL)
     with streamlit_server(tmp_path / "server.log", args, with_pid=True, env=MALLOC) as (url, pid):
         student(url)  # warm: imports, caches
-        time.sleep(4)
+        time.sleep(SESSION_TTL_S + 2)
         AgentSession(url).interact()  # lets the server expire the warm-up session
         time.sleep(1)
         baseline = rss_mib(pid)
@@ -43,7 +44,7 @@ def test_a_hundred_sessions_leave_and_the_server_returns_to_its_baseline(tmp_pat
         for page in pages:  # each its own lesson: its passes (a late tick catches up) and exactly their memory
             done = int(re.search(r"(\d+) / 20", page).group(1))
             assert PASSES <= done <= 20 and f"{(1 + 2 * done) * 0.25:.1f} MiB" in page, done
-        time.sleep(5)  # past the session TTL
+        time.sleep(SESSION_TTL_S + 3)  # past the session TTL
         AgentSession(url).interact()  # a new visit lets the server expire the old sessions
         time.sleep(2)
         after = rss_mib(pid)

@@ -27,7 +27,7 @@ def pool():
 
 def run(pool: WorkerPool, source: str, owner: str = "a", limits: Limits | None = None, client: str = ""):
     job = pool.submit(owner, source, limits or Limits(), client=client)
-    assert job.wait(60), "no answer from the pool"
+    assert job.wait(120), "no answer from the pool"  # a runaway run's wall-clock backstop is 62 s
     return job.result
 
 
@@ -48,7 +48,7 @@ def test_one_statement_of_exponential_work_is_stopped_and_the_worker_replaced(po
     result = run(pool, EXPONENTIAL_COMPARE)
     assert "ran longer than 5 seconds and was stopped" in result.error.message
     # stopped by its CPU time (SIGXCPU, about 8 s idle), or on a busy machine by the wall clock's backstop
-    assert time.monotonic() - start < WALL_FACTOR * Limits.seconds + GRACE_SECONDS + 5
+    assert time.monotonic() - start < WALL_FACTOR * Limits.seconds + GRACE_SECONDS + 15
     assert pool.replaced == replaced + 1
     assert run(pool, 'print("next run")').output == ["next run"]  # a fresh worker took its place
 
