@@ -11,8 +11,7 @@ import pytest
 from playground import Limits, run_program
 from playground.examples import EXAMPLES
 from playground.plain import PlainDataError, dumps, loads, result_from_plain, result_to_plain
-from playground.worker_process import GRACE_SECONDS
-from playground.workers import WALL_FACTOR, WorkerPool
+from playground.workers import WorkerPool
 
 EXPONENTIAL_COMPARE = "p = [0.5]\nq = [0.5]\nfor i in range(40):\n    p = [p, p]\n    q = [q, q]\nm = min(p, q)\n"
 MEMORY_BOMB = "a = Tensor.ones([1024, 1024], ad)\nl = [" + ", ".join(["a * a"] * 200) + "]\n"
@@ -27,7 +26,7 @@ def pool():
 
 def run(pool: WorkerPool, source: str, owner: str = "a", limits: Limits | None = None, client: str = ""):
     job = pool.submit(owner, source, limits or Limits(), client=client)
-    assert job.wait(120), "no answer from the pool"  # a runaway run's wall-clock backstop is 62 s
+    assert job.wait(60), "no answer from the pool"
     return job.result
 
 
@@ -47,8 +46,7 @@ def test_one_statement_of_exponential_work_is_stopped_and_the_worker_replaced(po
     start = time.monotonic()
     result = run(pool, EXPONENTIAL_COMPARE)
     assert "ran longer than 5 seconds and was stopped" in result.error.message
-    # stopped by its CPU time (SIGXCPU, about 8 s idle), or on a busy machine by the wall clock's backstop
-    assert time.monotonic() - start < WALL_FACTOR * Limits.seconds + GRACE_SECONDS + 15
+    assert time.monotonic() - start < 12
     assert pool.replaced == replaced + 1
     assert run(pool, 'print("next run")').output == ["next run"]  # a fresh worker took its place
 
