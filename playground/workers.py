@@ -50,9 +50,7 @@ TIME_HINT = "Use smaller tensors, fewer iterations, or smaller nested lists."
 TOO_LARGE = b""  # what the reader hands on for a frame longer than RESULT_LIMIT (a worker never sends b"")
 
 
-# wall time a run may take per second of its computing limit, before the pool stops its worker: at nice 10 a worker
-# gets about a tenth of a core beside busy work (and RLIMIT_CPU stops a program that computes too long anyway)
-WALL_FACTOR = 12
+WALL_FACTOR = 4  # wall time a run may take per second of its computing limit, before the pool stops its worker
 
 
 def stopped_by_time(result: RunResult) -> bool:
