@@ -236,9 +236,7 @@ class _Interpreter:
         self.limits, self.result, self.lines = limits, result, lines
         self.inner = Device.named(backend)
         self.ad = self.inner.autodiff(keep_values=True)  # the graph shows each node's value
-        # the program's own computing time (this thread's CPU), not the wall clock: a worker yields the CPU (nice 10),
-        # so on a machine busy with a room's sessions a 0.3 s program may take seconds of wall time
-        self.deadline = time.thread_time() + limits.seconds
+        self.deadline = time.monotonic() + limits.seconds
         self.variables: dict[str, Any] = {}
         self.named: dict[int, str] = {}  # every tensor ever bound to a variable: the last name it had
         self.remembered: dict[int, str] = {}  # each node's expression, as of the last backward
@@ -307,7 +305,7 @@ class _Interpreter:
                 raise self._error(
                     f"The program ran more than {self.limits.statements:,} statements.", "Use fewer loop iterations."
                 )
-            if time.thread_time() > self.deadline:
+            if time.monotonic() > self.deadline:
                 raise self._error(
                     f"The program ran longer than {self.limits.seconds:g} seconds.",
                     "Use smaller tensors or fewer iterations.",
