@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from .a11y import settle
 from .conftest import screenshot
 from .test_browser import ERROR, metric, no_exception, open_page
 
@@ -65,8 +66,8 @@ def run_growth(page) -> None:
         "[...document.querySelectorAll('[data-testid=stMetricValue]')].some(e => e.innerText == '20 / 20')",
         timeout=60_000,
     )
-    page.get_by_text("What holds memory").wait_for(timeout=30_000)  # the run stopped: its graph is drawn
-    page.wait_for_timeout(1000)
+    page.get_by_text("What holds memory").wait_for(timeout=30_000)  # the run stopped
+    settle(page)  # and its graph is drawn
 
 
 @pytest.mark.parametrize("presenter", [False, True])

@@ -151,6 +151,7 @@ def test_graph_text_is_at_least_12px_whole_at_once(page, app_url):
 
 def readable(page, at_once: bool, name: str, smallest: float = 12) -> None:
     """Every node inside the stage's graph box; text at least `smallest` px, at once or after one press of +."""
+    page.locator(".stage .stage-svg g.node").first.wait_for(timeout=60_000)
     assert whole_graph_shown(page), name
     if not at_once:
         page.locator(".stage [data-act='zoomIn']").first.click()

@@ -24,7 +24,7 @@ import pytest
 from streamlit import net_util
 
 from classroom.serve import PUBLIC_URL_ENV, is_local_host
-from tests.browser.harness import ROOT, _free_port, _FromAddress, wait_until_up, websocket
+from tests.browser.harness import HEALTH_GOAL_S, ROOT, _free_port, _FromAddress, wait_until_up, websocket
 from tests.browser.probes import half_open
 
 HEADER_TIMEOUT_S = 2.0
@@ -161,5 +161,6 @@ def test_past_the_per_address_cap_a_request_gets_503_and_a_sentence_and_other_ad
 def test_1100_half_sent_requests_leave_health_the_page_and_a_websocket_answered(served):
     """Issue 31's finding 4, which starved the bare server, against this one."""
     figures = half_open(served.port, served.log)
-    assert figures.health_worst_s < 1.0 and figures.page_s < 2.0 and figures.websocket_opened, figures
+    assert figures.behind_burst_s < 10  # answered (99 when starved)
+    assert figures.health_worst_s < 5 * HEALTH_GOAL_S and figures.page_s < 2.0 and figures.websocket_opened, figures
     assert figures.log_growth_bytes < 10_000, figures
