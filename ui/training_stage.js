@@ -8,7 +8,7 @@
  * @typedef {{name: string, op: string, ops: string[], shape: number[], kind: string, inputs: number[], value: Grid, grad: (Grid|null)}} LiveNodeWire
  * @typedef {{number: number, loss: number, accuracy: number, tape: number, bytesBefore: number, bytesAfter: number, samples: number, rows: number[], nodes: LiveNodeWire[], parameters: Object<string, Grid>, gradients: Object<string, Grid>, updated: Object<string, Grid>}} FrameWire
  * @typedef {{action: string, at: number, id: number, point?: number[]}} Command
- * @typedef {{signature: string, iterations: number, frames: FrameWire[], losses: number[], points: number[][], labels: number[], extent: number, learningRate: number, rate: number, playing: boolean, canPlay: boolean, message: (string|null), serverRuns: number, presenter: boolean}} TrainingPayload
+ * @typedef {{signature: string, iterations: number, frames: FrameWire[], losses: number[], points: number[][], labels: number[], extent: number, learningRate: number, rate: number, playing: boolean, canPlay: boolean, message: (string|null), serverRuns: number, presenter: boolean, answered: number}} TrainingPayload
  */
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -96,12 +96,15 @@ function skeleton(parent) {
 
 function create(parentElement) {
   const root = skeleton(parentElement);
-  const s = { root, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, data: null, sent: Date.now(), asked: 0, cross: [0, 0] };
+  const s = { root, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, data: null, sent: Date.now(), awaiting: 0, asked: 0, cross: [0, 0] };
   const q = (sel) => root.querySelector(sel);
   s.q = q;
   const send = (action, extra = {}) => {
     // but for "more", the server first goes back to the iteration on screen: what it computed beyond is computed again
-    if (action !== "more") for (const n of [...s.frames.keys()]) if (n > s.shown) s.frames.delete(n);
+    if (action !== "more") {
+      for (const n of [...s.frames.keys()]) if (n > s.shown) s.frames.delete(n);
+      s.awaiting = s.sent + 1;
+    }
     s.setStateValue("command", { action, at: s.shown, id: ++s.sent, ...extra });
   };
   s.send = send;
@@ -440,6 +443,10 @@ export default function (component) {
     if (data.playing && data.canPlay) { s.playing = true; start(s); }  // a remount while playing plays on
   }
   s.setStateValue = setStateValue;
+  const unmount = () => { stop(s); s.observer.disconnect(); states.delete(parentElement); };
+  // a picture the server drew before it applied this stage's last command (a chunk asked for before a pause, late
+  // on a busy machine) would take the stage back to where it was then: only a newer one is taken
+  if (data.answered < s.awaiting) return unmount;
   s.data = data;
   for (const frame of data.frames) s.frames.set(frame.number, frame);
   // paused, the stage shows where the server is (it rewound to the stage's iteration, then acted); playing, the
@@ -448,5 +455,5 @@ export default function (component) {
   s.root.classList.toggle("presenter", data.presenter);
   fit(s);
   draw(s);
-  return () => { stop(s); s.observer.disconnect(); states.delete(parentElement); };
+  return unmount;
 }

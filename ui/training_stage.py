@@ -67,6 +67,7 @@ class TrainingPayload(TypedDict):
     message: str | None
     serverRuns: int
     presenter: bool
+    answered: int  # the id of the newest command applied: a stage ignores a picture older than its last command
 
 
 class Command(TypedDict, total=False):  # what the stage sends (LiveTraining.apply checks each field)
@@ -130,40 +131,9 @@ def extent(training: Training) -> float:
     return max(2.0, round(reach, 1))
 
 
-def training_stage(
-    training: Training,
-    frames: list[Frame],
-    *,
-    signature: str,
-    rate: int,
-    playing: bool,
-    message: str | None,
-    server_runs: int,
-    presenter: bool,
-    key: str,
-    on_command: Callable[[], None],
-) -> None:
-    """Mount the stage with the frames not sent yet; `on_command` runs before the rerun a stage's command causes
-    (`st.session_state[key]["command"]` is the command), so the stage gets the state after it."""
-    latest = training.frames[-1] if training.frames else None
-    if latest is not None and latest not in frames:
-        frames = [*frames, latest]  # the iteration on screen when paused, whatever was sent before
-    payload: TrainingPayload = {
-        "signature": signature,
-        "iterations": training.iterations,
-        "frames": [frame_wire(training, f) for f in frames],
-        "losses": [i.loss for i in training.history],
-        "points": training.points.astype(np.float64).round(4).tolist(),
-        "labels": training.labels.tolist(),
-        "extent": extent(training),
-        "learningRate": training.learning_rate,
-        "rate": rate,
-        "playing": playing,
-        "canPlay": training.stopped is None and len(training.labels) > 0,
-        "message": message,
-        "serverRuns": server_runs,
-        "presenter": presenter,
-    }
+def training_stage(payload: TrainingPayload, *, key: str, on_command: Callable[[], None]) -> None:
+    """Mount the stage; `on_command` runs before the rerun a stage's command causes (`st.session_state[key]
+    ["command"]` is the command), so the stage gets the state after it."""
     STAGE(data=payload, key=key, on_command_change=on_command)
 
 
@@ -186,6 +156,7 @@ class LiveTraining:
     replayed: IterationReplay | None = None
     message: str | None = None
     edited: bool = False  # the points are a student's own (the link keeps them)
+    answered: int = 0  # the id of the newest command applied
 
     def apply(self, command: object) -> None:
         """A command from the stage; anything else a visitor could send is ignored, and one command computes at
@@ -193,6 +164,8 @@ class LiveTraining:
         if not isinstance(command, dict) or command.get("action") not in ACTIONS:
             return
         training, action = self.training, command["action"]
+        if isinstance(command.get("id"), int):
+            self.answered = command["id"]
         at = command.get("at")
         at = min(max(at, 0), training.iterations) if isinstance(at, int) else training.iterations
         if action == "more":  # the stage plays on through what was computed: nothing to go back to
@@ -249,3 +222,27 @@ class LiveTraining:
         frames = [f for f in self.training.frames if f.number > self.sent]
         self.sent = self.training.iterations
         return frames
+
+    def payload(self, *, presenter: bool) -> TrainingPayload:
+        """What the stage draws next: the frames not sent yet, and the one on screen when paused."""
+        training, frames = self.training, self.unsent()
+        latest = training.frames[-1] if training.frames else None
+        if latest is not None and latest not in frames:
+            frames = [*frames, latest]  # the iteration on screen when paused, whatever was sent before
+        return {
+            "signature": self.signature,
+            "iterations": training.iterations,
+            "frames": [frame_wire(training, f) for f in frames],
+            "losses": [i.loss for i in training.history],
+            "points": training.points.astype(np.float64).round(4).tolist(),
+            "labels": training.labels.tolist(),
+            "extent": extent(training),
+            "learningRate": training.learning_rate,
+            "rate": RATE,
+            "playing": self.playing,
+            "canPlay": training.stopped is None and len(training.labels) > 0,
+            "message": self.message or training.stopped,
+            "serverRuns": self.runs,
+            "presenter": presenter,
+            "answered": self.answered,
+        }

@@ -86,18 +86,7 @@ def live_stage(live: LiveTraining) -> None:
             lines=replayed.lines,
         )
         return
-    training_stage(
-        training,
-        live.unsent(),
-        signature=live.signature,
-        rate=RATE,
-        playing=live.playing,
-        message=live.message or training.stopped,
-        server_runs=live.runs,
-        presenter=presenter_mode(),
-        key="training_stage",
-        on_command=command_sent,
-    )
+    training_stage(live.payload(presenter=presenter_mode()), key="training_stage", on_command=command_sent)
     if training.stopped:
         st.warning(training.stopped)
     st.markdown(iteration_sentence(training))

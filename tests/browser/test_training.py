@@ -8,6 +8,9 @@ import re
 
 import pytest
 
+from course.training import Training
+from ui.training_stage import TRAINING_CSS, TRAINING_JS, LiveTraining
+
 from .a11y import blocking_violations, describe
 from .conftest import screenshot
 from .test_browser import STAGE_NODES, no_exception, open_page
@@ -168,3 +171,38 @@ def test_the_mistake_grows_the_live_graph_and_stops_with_a_sentence(page, app_ur
     page.locator(f"{STAGE} .tl-message").filter(has_text="Iteration 3 cannot run: w1 has no gradient").wait_for()
     assert page.locator(f"{STAGE} .tl-play").is_disabled()
     no_exception(page)
+
+
+# training_stage.js on a blank page, mounted as Streamlit mounts it: `mountWith(data)` is a run's render, and every
+# command the stage sends lands in `window.sent`
+ALONE = """async ([js, css]) => {
+  const mount = (await import(URL.createObjectURL(new Blob([js], {type: 'text/javascript'})))).default;
+  document.body.innerHTML = '<style>' + css + '</style><main></main>';
+  const parent = document.querySelector('main');
+  window.sent = [];
+  window.mountWith = (data) =>
+    mount({data, parentElement: parent, setStateValue: (key, value) => window.sent.push(value)});
+}"""
+
+
+def test_a_picture_drawn_before_a_pause_does_not_take_the_paused_stage_back(page):
+    """On a busy machine, the picture of a chunk asked for before Pause came after Pause's own: the paused stage went
+    back to that chunk's end, about a second of play behind the iteration the student paused on."""
+    live = LiveTraining(Training(), signature="alone")
+    live.apply({"action": "play", "at": 0, "id": 1})
+    playing = live.payload(presenter=False)
+    page.goto("about:blank")
+    page.evaluate(ALONE, [TRAINING_JS, TRAINING_CSS])
+    page.evaluate("data => mountWith(data)", playing)
+    page.wait_for_function("() => Number(document.querySelector('.tl').dataset.iteration) >= 5")
+    live.apply({"action": "more", "at": 5, "id": 2})  # the chunk it asks for: its picture is late
+    late = live.payload(presenter=False)
+    page.get_by_role("button", name="Pause", exact=True).click()
+    pause = page.evaluate("() => window.sent.at(-1)")
+    assert pause["action"] == "pause" and pause["id"] > 2, pause
+    page.evaluate("data => mountWith(data)", late)  # arrives after the click, drawn before the pause reached the server
+    assert int(page.locator(".tl").get_attribute("data-iteration")) == pause["at"] != late["iterations"]
+    live.apply(pause)
+    page.evaluate("data => mountWith(data)", live.payload(presenter=False))  # the pause's own picture
+    assert int(page.locator(".tl").get_attribute("data-iteration")) == pause["at"]
+    assert page.locator(".tl-play").inner_text() == "Play"
