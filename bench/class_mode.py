@@ -2,10 +2,10 @@
 the teacher sees the answers, and what that costs the server, now that no class event reruns a student's page.
 
 A simulated student does what a student's browser does on the class page:
-- joins through the Classroom API (`Classroom.join`, against the servers' own database) rather than the page's join
-  form, then opens page "class" with ?room=…&seat=… through Streamlit's agent API (`--server.enableAgentApi true`, on
-  these bench servers only), as the join's rerun does: the server holds a real Streamlit session per student, as in a
-  class. That is the page's only rerun, before the measured window; the agent API is not used again;
+- opens the join link (page "class" with ?room=…) and presses Join, through Streamlit's agent API
+  (`--server.enableAgentApi true`, on these bench servers only): the server holds a real Streamlit session per
+  student, as in a class. Its seat is read from the stage the join's run drew (a browser keeps it in its storage).
+  Those are the page's only runs, before the measured window; the agent API is not used again;
 - follows: a loop of GET /class/api/follow?room=…&since=… with its seat in X-Class-Seat (the stage's joinRoom),
   sending the page's cookies (behind nginx they keep it on its page's replica);
 - when a follow answer carries an open vote (`question.vote`) it has not answered (nor in `mine`), its stage draws the
@@ -41,7 +41,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
+import json
 import os
 import platform
 import random
@@ -66,7 +68,7 @@ from sqlalchemy import select, text  # noqa: E402
 
 from bench.classroom import agent_api, new_student, p95, served, write_trivial_page  # noqa: E402
 from classroom.live import DATABASE_ENV  # noqa: E402
-from classroom.rooms import Classroom  # noqa: E402
+from classroom.rooms import Classroom, secret_hash  # noqa: E402
 from classroom.store import answers, open_store, students  # noqa: E402
 from course.grading import Question, questions, right_answer  # noqa: E402
 from course.programs import record_program  # noqa: E402
@@ -183,13 +185,32 @@ class AnswerDelays:
 
 
 def open_page(s: Student, code: str) -> str | None:
-    """A student's page, as the join's rerun draws it (one agent call); None, or what went wrong."""
+    """A student's page: the join link opened and Join pressed (two agent calls), its seat taken from the stage the
+    join's run drew; None, or what went wrong."""
     try:
-        snapshot = s.agent.interact(page="class", query_params={"room": [code], "seat": [s.seat]})
+        s.agent.interact(page="class", query_params={"room": [code]})
+        snapshot = s.agent.interact(trigger={"key": "class_link_join"})
     except (OSError, http.client.HTTPException, ValueError) as error:
         return f"opening a page: {error!r}"[:160]
-    shown = texts(snapshot)
-    return None if code[:4] in shown and code[4:] in shown else "a page opened without its class"
+    shown, seat = texts(snapshot), student_seat(snapshot)
+    if seat is None or code[:4] not in shown or code[4:] not in shown:
+        return "a page opened without its class"
+    s.seat = seat
+    return None
+
+
+def student_seat(tree: Any) -> str | None:
+    """The seat in a snapshot: the student stage's classroom link (`secret`), wherever the tree holds its data."""
+    if isinstance(tree, str) and '"secret"' in tree:
+        with contextlib.suppress(ValueError):
+            return student_seat(json.loads(tree))
+    if isinstance(tree, dict):
+        if tree.get("role") == "student" and isinstance(tree.get("secret"), str):
+            return tree["secret"]
+        tree = list(tree.values())
+    if isinstance(tree, list):
+        return next((seat for seat in map(student_seat, tree) if seat is not None), None)
+    return None
 
 
 class ClassRun:
@@ -205,8 +226,7 @@ class ClassRun:
         self.students: list[Student] = []
         for number in range(count):
             agent = new_student(url, number)
-            joined = room.join(self.code, agent.source, None)
-            self.students.append(Student(number, joined.token, agent))
+            self.students.append(Student(number, "", agent))  # its seat: from its page's join
         self.presses: list[float] = []
         self.tallies: list[tuple[float, int, dict[int, int]]] = []  # (when, question id, answered per vote)
         self.errors: Counter[str] = Counter()
@@ -372,8 +392,9 @@ class ClassRun:
         query = select(answers.c.student, answers.c.vote, answers.c.answer, answers.c.answered_at)
         with self.room.store.read() as conn:
             rows = list(conn.execute(query.where(answers.c.question == question)))
-            joined = conn.execute(select(students.c.id).where(students.c.room == self.code).order_by(students.c.id))
-            by_id = dict(zip(joined.scalars(), self.students, strict=True))  # joined in this order
+            joined = conn.execute(select(students.c.id, students.c.token_hash).where(students.c.room == self.code))
+            by_seat = {secret_hash(s.seat): s for s in self.students}
+            by_id = {row.id: by_seat[row.token_hash] for row in joined}
         found = AnswerDelays([], [], [], 0, 0)
         for vote in (1, 2):
             ranked = sorted((row for row in rows if row.vote == vote), key=lambda row: row.answered_at)

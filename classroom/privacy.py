@@ -1,8 +1,9 @@
 """`Referrer-Policy: no-referrer` on every answer the app gives (its pages, its files, the class's routes).
 
-A class page's address carries its secret (`?teacher=KEY`, `?seat=...`): without the policy, the browser sends that
-address as the Referer of each of the page's own requests (every long poll among them), and whatever logs Referers
-keeps the secret.
+A class page's address once carried its secret (`?teacher=KEY`, `?seat=...`), and the browser sent that address as
+the Referer of each of the page's own requests (every long poll among them), so whatever logged Referers kept the
+secret. The secrets now live in the browser (ui/class_secret.py); the policy keeps any address a visitor opened,
+whatever it holds, to the page that opened it.
 """
 
 from __future__ import annotations

@@ -2,16 +2,15 @@
 questions and their votes, the report) and a student's (the stage following the teacher, the question, their own
 result). The room lives in the class store (`classroom/`); the stages talk to the push route beside the app.
 
-Secrets: the teacher key lives in the teacher's session (and in the private teacher link, never shown unasked);
-a student's seat is in their own address bar (`?room=…&seat=…`), so a reload or a replica that stopped finds the seat
-again; the join link carries the room code only.
+Secrets (ui/class_secret.py): the teacher key lives in the teacher's session and in the private teacher link's
+fragment, never shown unasked; a student's seat in their session and their browser's storage, so a reload or a replica
+that stopped finds the seat again. Addresses carry the room code only.
 """
 
 from __future__ import annotations
 
 import html
 import os
-import re
 import secrets
 from collections.abc import Callable
 from typing import Literal
@@ -32,6 +31,7 @@ from course.transfer import transfer_for, transfer_key
 from playground.interpreter import BackwardRun
 
 from .class_replays import ClassReplay, asked_question, class_replay, keep_played
+from .class_secret import SEAT, TEACHER, class_secret, forget_seat, keep_seat
 from .code import code_block
 from .join_address import UNREACHABLE, join_address
 from .literal import code_span
@@ -41,9 +41,7 @@ from .state import client_address, presenter_mode
 
 CLASS_PAGE = "pages/teach/class_mode.py"
 API = "class/api/"  # the push route, relative to the page (a prefix in front of the app keeps working)
-TEACHER = "class_teacher"  # (room code, teacher key) in the teacher's session
 ENDED = "class_ended"  # the code of the class this session just ended, or that ended under this student
-SEAT_CHARS = 64
 
 
 def teach_playground(source: str, backward: BackwardRun) -> None:
@@ -144,7 +142,8 @@ def join(code: str, nickname: str) -> None:
     except ClassroomError as refused:
         st.error(str(refused))
         return
-    st.query_params.from_dict({"room": joined.code, "seat": joined.token})
+    keep_seat(joined.code, joined.token)
+    st.query_params.from_dict({"room": joined.code})
     st.rerun()
 
 
@@ -387,7 +386,8 @@ def teacher_link(code: str, key: str) -> None:
     """The private teacher link, in the sidebar: off the projector's main area, and only when asked for."""
     with st.sidebar.expander("Your teacher link (private)"):
         st.markdown("It reopens this class on another device. Anyone with it can run your class: keep it private.")
-        st.code(page_url(room=code, teacher=key), language=None, wrap_lines=True)
+        # the key in the fragment: a browser never sends it, so no request, Referer or log carries it
+        st.code(f"{page_url(room=code)}#{urlencode({'teacher': key})}", language=None, wrap_lines=True)
 
 
 # --- a student ---
@@ -399,13 +399,16 @@ def student_page(code: str, seat: str) -> None:
     try:
         view = room.student_view(code, seat)
     except RoomNotFound:  # the class ended under this student: said again after a reload, too
+        forget_seat()
         st.query_params.from_dict({"ended": normalize_code(code)[:16]})
         st.rerun()
     except ClassroomError as refused:
+        forget_seat()
         st.title("Class")
         st.error(f"{refused} Ask your teacher for the room code and join again.")
         st.query_params.clear()
         return
+    st.query_params.from_dict({"room": view.code})  # a reload comes back to this class (the seat is the browser's)
     try:
         replay = _followed(view.replay, view.code)
     except ClassroomError as refused:
@@ -428,23 +431,19 @@ def student_page(code: str, seat: str) -> None:
 # --- the page's entry ---
 
 
-SEAT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
 def class_page(intro: str) -> None:
     """The page: the start (with its introduction), a join link's form, the teacher's or a student's view."""
+    class_secret()
     params = st.query_params
-    teacher_key = params.get("teacher")
-    if teacher_key and params.get("room"):  # the private teacher link: into the session, out of the address bar
-        st.session_state[TEACHER] = (normalize_code(params["room"])[:16], teacher_key[:SEAT_CHARS])
-        params.clear()
+    room = params.get("room", "")[:20]
+    seat = st.session_state.get(SEAT)
     if TEACHER in st.session_state:
         teacher_page(*st.session_state[TEACHER])
-    elif params.get("room") and SEAT.match(params.get("seat", "")):
-        student_page(params["room"][:20], params["seat"])
-    elif params.get("room"):
+    elif seat and (not room or normalize_code(room)[:16] == seat[0]):  # a join link to another class: its form
+        student_page(*seat)
+    elif room:  # a reload shows the form until the browser says which seat it keeps (a client without it joins)
         lesson_intro("Class", intro)
-        join_link_form(params["room"][:20])
+        join_link_form(room)
     else:
         lesson_intro("Class", intro)
         # kept through later reruns (a late report from the ended class's stage, say) until another class starts

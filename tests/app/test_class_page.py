@@ -19,6 +19,7 @@ from classroom.routes import ClassRoutes
 from classroom.serve import PUBLIC_URL_ENV
 from course.programs import record_program
 from ui.class_replays import CourseQuestions
+from ui.class_secret import SEAT, take
 
 PAGE = "pages/teach/class_mode.py"
 
@@ -33,8 +34,19 @@ def stage_payload(at) -> dict:
     return stage_data(at)
 
 
+def opened(room: str = "", role: str = "", secret: str = "", kept_for: str | None = None):
+    """The page opened at its link (`?room=…`, or none), and what ui/class_secret.js reports: the teacher key in the
+    link's fragment, or the seat the browser keeps (for `room`, or `kept_for`); with no `role`, nothing."""
+    at = open_link(PAGE, **({"room": room} if room else {}))
+    if role:
+        take({"role": role, "room": kept_for or room, "secret": secret}, room, at.session_state)
+        at.run()
+    assert not at.exception, at.exception
+    return at
+
+
 def start_class(program: str = "seed"):
-    teacher = open_link(PAGE)
+    teacher = opened()
     teacher.selectbox(key="class_program").set_value(program)
     teacher.button(key="class_start_send").click().run()
     assert not teacher.exception and not teacher.error
@@ -43,11 +55,12 @@ def start_class(program: str = "seed"):
 
 
 def join(code: str, nickname: str = ""):
-    student = open_link(PAGE, room=code)
+    student = opened(code)
     student.text_input(key="class_link_nickname").set_value(nickname)
     student.button(key="class_link_join").click().run()
     assert not student.exception and not student.error, [e.value for e in student.error]
     assert student.query_params["room"] == [code] or student.query_params["room"] == code
+    assert "seat" not in student.query_params and student.session_state[SEAT][0] == code  # the seat: not in the address
     return student
 
 
@@ -60,9 +73,7 @@ def route() -> Iterator[TestClient]:
 
 
 def seat_of(student) -> tuple[str, str]:
-    params = student.query_params
-    first = {k: (v[0] if isinstance(v, list) else v) for k, v in params.items()}
-    return first["room"], first["seat"]
+    return student.session_state[SEAT]
 
 
 def send(route: TestClient, student, text: str):
@@ -197,28 +208,52 @@ def told_right_answer(code: str, key: str) -> str:
 
 def test_a_forged_teacher_link_is_refused_with_a_sentence_and_no_controls():
     _, code, _ = start_class()
-    forged = open_link(PAGE, room=code, teacher="not-the-key")
+    forged = opened(code, "teacher", "not-the-key")
     assert "Only the teacher's link can do this" in forged.error[0].value
     assert not [b for b in forged.button if b.key in ("class_reveal", "class_close", "class_end")]
-    assert "teacher" not in forged.query_params  # the key left the address bar
 
 
 def test_the_teacher_link_reopens_the_class_in_another_session():
     _, code, key = start_class()
-    reopened = open_link(PAGE, room=code, teacher=key)
+    reopened = opened(code, "teacher", key)
     assert not reopened.error
     assert reopened.session_state["class_teacher"] == (code, key)
-    assert "teacher" not in reopened.query_params
+    assert reopened.selectbox(key="class_question")  # the teacher's controls
+
+
+def orders(at) -> dict:
+    """What the page tells the browser to keep or forget (ui/class_secret.js's data)."""
+    return next(
+        json.loads(e.proto.json)
+        for e in at.main
+        if e.type == "bidi_component" and e.proto.component_name == "class_secret"
+    )
+
+
+def test_a_reload_finds_the_seat_the_browser_keeps_and_another_class_link_asks_to_join():
+    _, code, _ = start_class()
+    student = join(code)
+    _, seat = seat_of(student)
+    assert orders(student) == {"keep": {"room": code, "seat": seat}, "forget": False, "ask": False}
+    waiting = open_link(PAGE, room=code)  # a reload, before the browser has answered: the join form, no seat yet
+    assert waiting.button(key="class_link_join") and orders(waiting)["ask"] and SEAT not in waiting.session_state
+    reloaded = opened(code, "student", seat)  # the browser's answer: the seat it keeps
+    assert reloaded.session_state[SEAT] == (code, seat) and not reloaded.error
+    assert any(h.value.startswith("Class ") for h in reloaded.subheader) and stage_payload(reloaded)["classroom"]
+    _, other, _ = start_class()
+    elsewhere = opened(other, "student", seat, kept_for=code)  # not this class's seat: its join form
+    assert SEAT not in elsewhere.session_state and elsewhere.button(key="class_link_join")
 
 
 def test_a_wrong_code_and_a_forged_seat_are_refused_with_sentences():
-    lost = open_link(PAGE)
+    lost = opened()
     lost.text_input(key="class_code").set_value("ZZZZ-ZZZZ")
     lost.button(key="class_join_send").click().run()
     assert "No class has this code" in lost.error[0].value
     _, code, _ = start_class()
-    forged = open_link(PAGE, room=code, seat="forged-seat")
+    forged = opened(code, "student", "forged-seat")
     assert "You are not in this class" in forged.error[0].value
+    assert SEAT not in forged.session_state  # and the browser forgets it
 
 
 def test_ending_the_class_deletes_it_and_its_students_are_told():
@@ -232,6 +267,7 @@ def test_ending_the_class_deletes_it_and_its_students_are_told():
     assert teacher.button(key="class_start_send")  # back to the start
     student.run()
     assert "This class has ended" in student.info[0].value and not student.error
+    assert orders(student)["forget"] and orders(student)["keep"] is None  # the browser forgets the seat
 
 
 def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay(route):
@@ -249,7 +285,7 @@ def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay
     class_replays._PLAYED.clear()  # a student on another replica: the program runs again there, from the store
     student = join(code)
     asked = [k for k in class_replays._PLAYED[class_replays.play_key(program)].questions if k.startswith("grad:")]
-    teacher = open_link(PAGE, room=code, teacher=key)
+    teacher = opened(code, "teacher", key)
     teacher.selectbox(key="class_question").set_value(asked[0])
     teacher.button(key="class_ask_send").click().run()
     send(route, student, "2, -4")  # d/dx sum(x·x) = 2x, by hand
@@ -261,7 +297,7 @@ def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_repl
 
     classroom().sweep(now=10**12)  # every test here joins from the same address: start from no guesses
     monkeypatch.setattr(classroom(), "limits", Limits(guesses_per_window=20))  # the default is 300 a minute
-    guesser = open_link(PAGE)
+    guesser = opened()
     sentences = []
     for k in range(21):
         guesser.text_input(key="class_code").set_value(f"ZZZZ-ZZ{'23456789ABCDEFGHJKLMNPQRSTUVWXYZ'[k]}Z")
@@ -289,10 +325,10 @@ def test_a_flood_of_joins_from_one_network_is_stopped_with_a_sentence(monkeypatc
     _, code, _ = start_class()
     for _ in range(3):
         join(code)
-    flooder = open_link(PAGE, room=code)
+    flooder = opened(code)
     flooder.button(key="class_link_join").click().run()
     assert "Too many joins from your network" in flooder.error[0].value
-    assert "seat" not in flooder.query_params
+    assert SEAT not in flooder.session_state
 
 
 def test_markup_in_an_answer_is_kept_as_typed(route):

@@ -8,8 +8,6 @@ import json
 import os
 import resource
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,12 +21,12 @@ from classroom.errors import ClassroomError, RoomNotFound
 from classroom.rooms import Classroom, secret_hash
 from classroom.serve import PUBLIC_URL_ENV
 
-from .harness import ROOT, _free_port, wait_until_up
+from .harness import _free_port, serving
 from .probes import timed_get
 
 SCHOOL = "203.0.113.7"  # a lecture hall's shared public address
 # a page, a student's page, health, the push route refusing, one of the app's own files
-POLICY_PATHS = ["/class", "/class?room=ABCDEFGH&seat=x", "/_stcore/health", "/class/api/follow?room=ABCDEFGH"]
+POLICY_PATHS = ["/class", "/class?room=ABCDEFGH", "/_stcore/health", "/class/api/follow?room=ABCDEFGH"]
 POLICY_PATHS.append("/app/static/vendor/wasm-graphviz-1.29.2/index.js")
 
 
@@ -52,30 +50,9 @@ class ClassServer:
 def class_server(folder: Path) -> Iterator[ClassServer]:
     """`python -m classroom.serve` with its shipped caps on loopback, its SQLite store and its log in `folder`."""
     log, port, database = folder / "serve.log", _free_port(), f"sqlite:///{folder / 'class.sqlite3'}"
-    with open(log, "w") as out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "classroom.serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--database",
-                database,
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if k != PUBLIC_URL_ENV},
-        )
-    try:
-        wait_until_up(f"http://127.0.0.1:{port}/_stcore/health", server, log, "classroom.serve")
+    command = ["classroom.serve", "--host", "127.0.0.1", "--port", str(port), "--database", database]
+    with serving(command, port, log, {k: v for k, v in os.environ.items() if k != PUBLIC_URL_ENV}):
         yield ClassServer(port, log, database)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 @dataclass

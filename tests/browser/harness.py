@@ -60,34 +60,23 @@ def streamlit_server(
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     own = {"CLASSROOM_PUBLIC_URL": url if public_url else ""}
+    command = ["streamlit", "run", script, "--server.port", str(port), "--server.address", "127.0.0.1"]
+    command += ["--server.headless", "true", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with serving([*command, *extra_args], port, log, {**os.environ, **own, **(env or {})}) as server:
+        yield (url, server.pid) if with_pid else url
+
+
+@contextmanager
+def serving(module: list[str], port: int, log: Path, env: dict[str, str], **popen: Any) -> Iterator[subprocess.Popen]:
+    """`python -m <module...>` from the project's root, its output in `log`; yields the process once its
+    /_stcore/health on `port` answers, and stops it after."""
     with open(log, "w") as out:
         server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                script,
-                "--server.port",
-                str(port),
-                "--server.address",
-                "127.0.0.1",
-                "--server.headless",
-                "true",
-                "--browser.gatherUsageStats",
-                "false",
-                "--server.fileWatcherType",
-                "none",
-                *extra_args,
-            ],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **own, **(env or {})},
+            [sys.executable, "-m", *module], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env, **popen
         )
     try:
-        wait_until_up(f"{url}/_stcore/health", server, log, "streamlit")
-        yield (url, server.pid) if with_pid else url
+        wait_until_up(f"http://127.0.0.1:{port}/_stcore/health", server, log, module[0])
+        yield server
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -1,8 +1,9 @@
-"""Issue 41's first finding: a class page's address carries its secret (`?teacher=KEY` on the private teacher link,
-`?seat=...` on a student's page), and nothing may carry it on. A class run in Chromium through deploy/'s nginx (one
-replica, its own SQLite store): the teacher starts a class and reopens it with the private teacher link, a student
-joins, follows a step; no request either browser made carries a Referer (so none carries the key or the seat), and
-nginx's logs hold neither. Every answer, the replica's own and nginx's, says `Referrer-Policy: no-referrer`."""
+"""Issue 41's first finding: a class page's address carried its secret (`?teacher=KEY` on the private teacher link,
+`?seat=...` on a student's page), and the Referer of every request carried it on. A class run in Chromium through
+deploy/'s nginx (one replica, its own SQLite store): the teacher starts a class and reopens it with the private
+teacher link (its key in the fragment), a student joins (the seat kept in the browser's storage), follows a step and
+reloads into the same seat; no request either browser made carries the key or the seat in its address or a Referer,
+and nginx's logs hold neither. Every answer, the replica's own and nginx's, says `Referrer-Policy: no-referrer`."""
 
 from __future__ import annotations
 
@@ -65,20 +66,21 @@ def test_a_class_run_sends_no_secret_as_a_referer_and_nginx_logs_none(browser, s
         join_url = re.match(r"Join at (\S+)", teacher.get_by_text(re.compile("^Join at ")).first.inner_text()).group(1)
         teacher.get_by_text("Your teacher link (private)").click()
         teacher_link = teacher.locator("code", has_text="teacher=").first.inner_text().strip()
-        key = re.search(r"teacher=([\w-]+)", teacher_link).group(1)
+        key = re.fullmatch(r"\S+/class\?room=\w+#teacher=([\w-]+)", teacher_link).group(1)  # in the fragment
 
         reopened = teacher_context.new_page()  # the teacher's link on another device
         reopened.set_default_timeout(30_000)
         reopened.goto(teacher_link)
         reopened.locator(".class-status", has_text="0 students joined").wait_for()
+        assert "teacher=" not in reopened.url  # out of the address bar too
 
         student = student_context.new_page()
         student.set_default_timeout(30_000)
         student.goto(join_url)
         student.get_by_role("button", name="Join").click()
-        student.wait_for_url(re.compile(r"seat=[\w-]+"))
-        seat = re.search(r"seat=([\w-]+)", student.url).group(1)
         student.locator(".class-status", has_text="Following the teacher: ").wait_for()
+        seat = student.evaluate("() => JSON.parse(localStorage.getItem('autodiff-class-seat')).seat")
+        assert "seat" not in student.url
 
         scrub = ".stage-scrub"
         reopened.locator(".stage-controls button", has_text="Next ▶").click()
@@ -88,13 +90,16 @@ def test_a_class_run_sends_no_secret_as_a_referer_and_nginx_logs_none(browser, s
             assert time.monotonic() < deadline, "the student's stage did not follow"
             student.wait_for_timeout(50)
         student.reload()  # the seat's page loaded again: its files and its long poll once more
-        student.locator(".class-status", has_text="Following the teacher: ").wait_for()
+        student.locator(".class-status", has_text="Following the teacher: ").wait_for()  # no join form: its seat
+        assert student.locator(scrub).get_attribute("aria-valuetext") == now  # in the class, where the room is
+        assert student.evaluate("() => JSON.parse(localStorage.getItem('autodiff-class-seat')).seat") == seat
     finally:
         teacher_context.close()
         student_context.close()
 
     assert any("/class/api/follow" in url for url in urls) and len(urls) > 50  # the run made its requests
     assert referers == [], referers[:5]
+    assert not [url for url in urls if key in url or seat in url]
     log = (single.prefix / "access.log").read_text()
     assert "/class/api/follow" in log and "GET /class " in log
     errors = (single.prefix / "error.log").read_text()

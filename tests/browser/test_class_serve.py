@@ -92,7 +92,6 @@ def test_the_join_link_and_qr_code_name_the_network_address_and_a_student_joins_
         student.on("pageerror", lambda e: errors.append(str(e)))
         student.goto(join_url)  # a phone on the classroom's network
         student.get_by_role("button", name="Join").click()
-        student.wait_for_url(re.compile(rf"room={code}&seat=[\w-]+"))
         student.locator(".class-status", has_text="Following the teacher: ").wait_for()
         teacher.locator(".class-status", has_text="1 student joined").wait_for()
 

@@ -6,13 +6,12 @@ sentence past the per-address and total caps, while other addresses go on. Small
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import resource
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +23,7 @@ import pytest
 from streamlit import net_util
 
 from classroom.serve import PUBLIC_URL_ENV, is_local_host
-from tests.browser.harness import HEALTH_GOAL_S, ROOT, _free_port, _FromAddress, wait_until_up, websocket
+from tests.browser.harness import HEALTH_GOAL_S, _free_port, _FromAddress, serving, websocket
 from tests.browser.probes import half_open
 
 HEADER_TIMEOUT_S = 2.0
@@ -48,21 +47,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     args = ["--port", str(port), "--header-timeout", str(HEADER_TIMEOUT_S), "--per-address", str(PER_ADDRESS)]
     args += ["--max-connections", str(TOTAL), "--database", f"sqlite:///{folder / 'class.sqlite3'}"]
-    with open(log, "w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "classroom.serve", *args],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if k != PUBLIC_URL_ENV},  # the address is its own to find
-            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (min(FILES, hard), hard)),
-        )
-    try:
-        wait_until_up(f"http://127.0.0.1:{port}/_stcore/health", server, log, "classroom.serve")
+    env = {k: v for k, v in os.environ.items() if k != PUBLIC_URL_ENV}  # the address is its own to find
+    files = (min(FILES, hard), hard)
+    limit = functools.partial(resource.setrlimit, resource.RLIMIT_NOFILE, files)
+    with serving(["classroom.serve", *args], port, log, env, preexec_fn=limit) as server:
         yield Served(port, log.read_text(), server.pid, log)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 def get(port: int, path: str, source: str) -> tuple[int, bytes]:
