@@ -75,6 +75,9 @@ _FOCUS = (
 # `stickyBar`).
 _STAGE_BAR = ".st-key-stage_bar {position: sticky; top: 3.75rem; z-index: 990; padding-bottom: 0.25rem;}"
 
+# The class page's secret reader (ui/class_secret.py) draws nothing: its empty box takes no gap above the title.
+_NOTHING_DRAWN = ".st-key-class_secret {display: none;}"
+
 ACCESSIBLE_CSS = "\n".join(
     [
         token_rules(),
@@ -86,6 +89,7 @@ ACCESSIBLE_CSS = "\n".join(
         _LABEL_WRAP,
         _FOCUS,
         _STAGE_BAR,
+        _NOTHING_DRAWN,
     ]
 )
 
