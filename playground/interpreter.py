@@ -19,6 +19,7 @@ import ast
 import itertools
 import math
 import operator
+import os
 import re
 import time
 from collections.abc import Callable
@@ -52,6 +53,27 @@ class Limits:
     print_lines: int = 500
     list_values: int = 1_048_576  # numbers held in Python lists (literals and tolist()), all together
     process_bytes: int = 512 * 2**20  # the whole run's memory: enforced by its worker process (RLIMIT_AS)
+
+
+SECONDS_ENV = "PLAYGROUND_SECONDS"  # a server's own time limit for one run, from 1 to 60 s (its operator's choice)
+
+
+def served_limits(env: dict[str, str] | None = None) -> tuple[Limits, str | None]:
+    """This server's limits: the defaults, with the time a run may take set by $PLAYGROUND_SECONDS where its
+    operator chose one (a busy shared machine may want more). Anything but a number of seconds from 1 to 60 keeps the
+    default, and the sentence that says so comes second."""
+    raw = (os.environ if env is None else env).get(SECONDS_ENV, "").strip()
+    if not raw:
+        return Limits(), None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 1 <= seconds <= 60:
+        limits = Limits()
+        refused = f"This server's {SECONDS_ENV} is {raw[:20]!r}, not 1 to 60 seconds"
+        return limits, f"{refused}: a run may take {limits.seconds:g} s, the default."
+    return Limits(seconds=seconds), None
 
 
 ERROR_CHARS = 2_000  # an error's message (and its hint) is cut to this: it may quote what the program made

@@ -29,9 +29,10 @@ from .palette import BY_KEY, EDGE_LEGEND, stage_css
 from .source_lines import node_lines
 
 HERE = Path(__file__).resolve().parent
-# Graphviz in WebAssembly, pinned (see its README.md for version and checksum). In a checkout `vendor` links to the
-# app's static/vendor/, which the app serves at GRAPHVIZ_URL; the wheel carries the files themselves.
-GRAPHVIZ = HERE / "vendor" / "wasm-graphviz-1.29.2" / "index.js"
+# Graphviz in WebAssembly, pinned (see its README.md for version and checksum): in a checkout in the app's
+# static/vendor/, which the app serves at GRAPHVIZ_URL; installed from the wheel, in this package's vendor/.
+VENDOR = next((d for d in (HERE / "vendor", HERE.parents[1] / "static" / "vendor") if d.is_dir()), HERE / "vendor")
+GRAPHVIZ = VENDOR / "wasm-graphviz-1.29.2" / "index.js"
 GRAPHVIZ_URL = "app/static/vendor/wasm-graphviz-1.29.2/index.js"
 GRAPHVIZ_SHA256 = "550d9cd6ff429f5bd225316fe1faed4f852038c3e1ec609ce113af1f9379ce25"
 # The graph's font, pinned and served by the app too (static/vendor/liberation-sans-2.1.5/README.md): Helvetica's
@@ -39,7 +40,7 @@ GRAPHVIZ_SHA256 = "550d9cd6ff429f5bd225316fe1faed4f852038c3e1ec609ce113af1f9379c
 GRAPH_FONT = "app/static/vendor/liberation-sans-2.1.5/LiberationSans-{}.ttf"
 GRAPH_FONTS = {"400": GRAPH_FONT.format("Regular"), "700": GRAPH_FONT.format("Bold")}
 STAGE_JS = (HERE / "stage.js").read_text()
-STAGE_CSS = "\n".join([stage_css(), token_rules(".stage-code"), (HERE / "stage.css").read_text()])
+STAGE_CSS = "\n".join([stage_css(), token_rules(":where(.stage) .stage-code"), (HERE / "stage.css").read_text()])
 STREAMLIT_ENTRY = "export default function (component) {"
 RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and keeps the one that reads larger
 # what travels compressed (gzip, then base64) from Python to the browser: a 5,000-node replay is 7 MB of JSON, and

@@ -180,15 +180,29 @@ function mountUnpacked(component, loadGraphviz, pageKeys) {
   mounted.set(parentElement, stage);
   followTheme(stage);
   const { signal } = stage.listeners;
-  let width = window.innerWidth;
-  window.addEventListener("resize", () => {
-    if (window.innerWidth === width) return;  // a phone's toolbar showing or hiding is not a new layout
-    width = window.innerWidth;
+  // a new width is a new layout: the window's, or the stage's box alone (JupyterLab's sidebar opening, a notebook's
+  // column); a height alone is not (a phone's toolbar showing or hiding, the stage's own height as it fits)
+  let width = root.clientWidth;  // the stage's own box (its parent may be a shadow root, which has none)
+  const refit = new ResizeObserver(() => {
+    if (root.clientWidth === width) return;
+    width = root.clientWidth;
     fitHeight(stage);
     place(stage, stage.fitted ? null : stage.scale);
-  }, { signal });
+  });
+  refit.observe(root);
+  // so is a new place to start from: content above the stage that arrives after it (an element drawn late on a busy
+  // machine, a font swapping in) moves it down, and it fits the rest of the screen from there again
+  let top = pageTop(root);
+  const moved = new ResizeObserver(() => {
+    if (Math.abs(pageTop(root) - top) < 1) return;
+    top = pageTop(root);
+    fitHeight(stage);
+    place(stage, stage.fitted ? null : stage.scale);
+  });
+  moved.observe(document.body);
+  signal.addEventListener("abort", () => { refit.disconnect(); moved.disconnect(); });
   const bar = stickyBar();
-  if (bar && typeof ResizeObserver !== "undefined") {  // the bar grew or shrank (a question asked): refit below it
+  if (bar) {  // the bar grew or shrank (a question asked): refit below it
     const watcher = new ResizeObserver(() => { fitHeight(stage); place(stage, stage.fitted ? null : stage.scale); });
     watcher.observe(bar);
     signal.addEventListener("abort", () => watcher.disconnect());
@@ -1229,12 +1243,16 @@ function fitHeight(stage) {
   root.style.height = `${Math.max(420, screenRoom(stage))}px`;
 }
 
+function pageTop(root) {
+  // where the stage starts on its page, wherever the page is scrolled to
+  const scroller = scrollerOf(root.parentElement || root.getRootNode().host);
+  return root.getBoundingClientRect().top + (scroller ? scroller.scrollTop : window.scrollY)
+    - (scroller ? scroller.getBoundingClientRect().top : 0);
+}
+
 function screenRoom(stage) {
   // a stage that starts in the first screen fills the rest of it; one further down fills a screen of its own
-  const { root } = stage;
-  const scroller = scrollerOf(root.parentElement || root.getRootNode().host);
-  const top = root.getBoundingClientRect().top + (scroller ? scroller.scrollTop : window.scrollY)
-    - (scroller ? scroller.getBoundingClientRect().top : 0);
+  const top = pageTop(stage.root);
   return top < window.innerHeight / 2 ? window.innerHeight - Math.max(top, 0) - 16
     : window.innerHeight - headerBottom() - 24;
 }

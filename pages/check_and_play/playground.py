@@ -1,7 +1,7 @@
 import streamlit as st
 
 from course.labs import MemoryPoint
-from playground import Limits
+from playground import served_limits
 from playground.examples import EXAMPLES
 from playground.share import ShareError, decode, encode
 from playground.workers import shared_pool
@@ -14,7 +14,7 @@ from ui.replay_view import replay_view
 from ui.run_view import hold_result, run_error, session_owner, wait_for_run
 from ui.state import client_address, current_backend, publish
 
-LIMITS = Limits()
+LIMITS, MISCONFIGURED = served_limits()
 CODE = "playground_code"
 EDITOR = "playground_editor"
 
@@ -26,6 +26,8 @@ lesson_intro(
     "`print`. The program travels in the page address, so you can share it.",
 )
 st.html(f"<style>.st-key-{EDITOR} textarea {{font-family: ui-monospace, Menlo, Consolas, monospace;}}</style>")
+if MISCONFIGURED:
+    st.warning(MISCONFIGURED)
 
 if CODE not in st.session_state:  # first visit: a shared link may carry a program
     st.session_state[CODE] = next(iter(EXAMPLES.values()))

@@ -21,6 +21,7 @@ from apptest import (
 
 from autodiff.device import mlx_unavailable_reason
 from course.programs import PROGRAMS
+from playground import SECONDS_ENV
 from playground.examples import EXAMPLES
 
 
@@ -161,3 +162,18 @@ def test_playground_link_longer_than_the_program_limit_is_refused_not_cut():
     at = open_link("pages/check_and_play/playground.py", code=encode("x = 1\n" * 700))  # 4,200 characters
     assert "4,200 characters long" in at.error[0].value and "not loaded" in at.error[0].value
     assert at.text_area(key="playground_editor").value != "x = 1\n" * 700
+
+
+@pytest.mark.parametrize(
+    ("chosen", "seconds", "told"),
+    [("", "5 s", False), ("30", "30 s", False), ("0.5", "5 s", True), ("many", "5 s", True), ("61", "5 s", True)],
+)
+def test_a_server_s_run_time_is_its_operator_s_from_1_to_60_seconds(monkeypatch, chosen, seconds, told):
+    monkeypatch.setenv(SECONDS_ENV, chosen)
+    at = open_link("pages/check_and_play/playground.py")
+    limits = at.table[0].value
+    assert limits.loc[limits["Limit"] == "Time", "Value"].tolist() == [seconds]  # the limit the runs get, shown
+    warned = [w.value for w in at.warning if SECONDS_ENV in w.value]
+    assert bool(warned) == told and all("not 1 to 60 seconds: a run may take 5 s" in w for w in warned)
+    at = run_code(at, "print(1 + 1)")  # and a run gets it
+    assert not at.exception and code_blocks(at)[0].splitlines() == ["2"]

@@ -172,6 +172,16 @@ def _step_to_the_end(page) -> None:
     assert "grad [5.0, 7.0]" in x.text_content()
 
 
+BOX_WIDTH = "stage => Math.round(stage.querySelector('.stage-svg').getBoundingClientRect().width)"
+# fitted: the picture inside its box, and as wide or as tall as the box
+GRAPH_FITS = """stage => {
+  const box = stage.querySelector('.stage-svg').getBoundingClientRect();
+  const svg = stage.querySelector('.stage-svg svg').getBoundingClientRect();
+  const inside = svg.left >= box.left - 1 && svg.right <= box.right + 1 && svg.bottom <= box.bottom + 1;
+  return {inside, fills: Math.max(svg.width / box.width, svg.height / box.height), box: box.width, svg: svg.width};
+}"""
+
+
 def test_the_stage_in_jupyterlab(browser, jupyterlab):
     url, token = jupyterlab
     context = browser.new_context(viewport={"width": 1440, "height": 900})
@@ -202,6 +212,15 @@ def test_the_stage_in_jupyterlab(browser, jupyterlab):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.wait_for_timeout(1500)  # the gradients travelling along their edges have arrived
     page.screenshot(path=str(SCREENSHOTS / "notebook-jupyterlab.png"))
+    # JupyterLab's left sidebar opened, then closed: the stage's box changes width, the window does not; the stage
+    # refits the whole graph into its box each time
+    for _ in range(2):
+        before = stage.evaluate(BOX_WIDTH)
+        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab").first.click()  # the file browser's tab
+        page.wait_for_function(f"w => ({BOX_WIDTH})(document.querySelector('.stage')) !== w", arg=before)
+        page.wait_for_timeout(500)
+        fit = stage.evaluate(GRAPH_FITS)
+        assert fit["inside"] and fit["fills"] > 0.99, fit  # not fitted again: 0.97 as the box widened
     # JupyterLab's own dark theme, picked in its menu: the stage follows it
     page.get_by_role("menuitem", name="Settings", exact=True).click()
     page.locator(".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('Theme'))").click()  # a submenu: no role

@@ -91,7 +91,7 @@ def test_fifty_mounts_and_unmounts_leave_nothing_behind(page, stage_site):
     mounted = page.evaluate_handle("() => ({ cleanup: mountOnce(payload) })")
     page.locator(".stage svg g.node").first.wait_for()
     held = measure(page, cdp)
-    assert held["window"] > start["window"] and held["document"] > start["document"] and held["stages"] == 1
+    assert held["document"] > start["document"] and held["stages"] == 1  # (its box's size: a ResizeObserver)
     mounted.evaluate("mounted => mounted.cleanup()")
     for k in range(MOUNTS):
         page.evaluate("(settle) => cycle(settle)", k % 2 == 0)  # half unmounted before their layout finished
@@ -131,4 +131,37 @@ def test_the_stage_follows_the_theme_as_it_changes_without_polling(page, stage_s
     page.wait_for_function("document.querySelector('.stage').classList.contains('dark')")
     page.evaluate("document.body.style.setProperty('--st-background-color', '#ffffff')")
     page.wait_for_function("!document.querySelector('.stage').classList.contains('dark')")
+    page.evaluate("stop()")
+
+
+# the stage's own elements again, outside any stage (its root's classes kept but `stage`): what a host page with the
+# same class names (a notebook's `.chip`, `.card-input`) would be, if a rule reached beyond the stage
+LEAKS = """() => {
+  const copy = document.querySelector('.stage').cloneNode(true);
+  copy.classList.remove('stage');
+  document.body.append(copy);
+  const leaks = new Set();
+  const walk = (rules) => {
+    for (const rule of rules) {
+      if (rule.selectorText) {
+        const outside = [...document.querySelectorAll(rule.selectorText)].some((e) => !e.closest('.stage'));
+        if (outside) leaks.add(rule.selectorText);
+      } else if (rule.cssRules) walk(rule.cssRules);  // @media: every rule, whatever the screen
+    }
+  };
+  for (const sheet of document.styleSheets) walk(sheet.cssRules);
+  copy.remove();
+  return [...leaks];
+}"""
+
+
+def test_no_rule_of_the_stage_style_sheet_reaches_outside_the_stage(page, stage_site):
+    """A notebook puts the stage's style sheet in the host's own page (JupyterLab, marimo): a rule that matched the
+    host's `.chip` or `.card-input` would restyle the notebook. Every rule is scoped to the stage."""
+    page.goto(stage_site)
+    page.wait_for_function("window.ready === true")
+    page.evaluate("() => { window.stop = mountOnce(payload); }")
+    page.locator(".stage svg g.node").first.wait_for()
+    assert page.locator(".stage *").count() > 100  # the stage's elements, copied outside it below
+    assert page.evaluate(LEAKS) == []
     page.evaluate("stop()")
