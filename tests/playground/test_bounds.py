@@ -233,7 +233,7 @@ def test_mlx_broadcast_matmul_and_memory_bomb_get_sentences_not_crashes(pool):
     result = run(pool, source, "mlx-a", backend="mlx")
     assert "has 1,073,741,824 values; the limit is 1,048,576" in result.error.message  # the broadcast inputs
     bomb = "a = Tensor.ones([1024, 1024], ad)\nl = [" + ", ".join(["a * a"] * 200) + "]\n"
-    result = run(pool, bomb, "mlx-b", backend="mlx")
+    result = run(pool, bomb, "mlx-b", backend="mlx", limits=Limits(seconds=60))  # memory, not the clock, stops it
     assert "used more than 512 MiB of memory" in result.error.message
     assert pool.replaced == replaced  # both answered by the worker itself: no crash, no respawn
     del result
