@@ -9,8 +9,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +20,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from classroom.serve import PUBLIC_URL_ENV, is_local_host
 
-from .harness import ROOT, _free_port, wait_until_up
+from .harness import _free_port, serving
 
 pytestmark = pytest.mark.browser
 PRIMARY = "rgb(194, 65, 12)"  # .streamlit/config.toml's [theme.light] primaryColor, #c2410c
@@ -39,22 +37,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("class-serve")
     log, port = folder / "serve.log", _free_port()
     database = f"sqlite:///{folder / 'class.sqlite3'}"
-    with open(log, "w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "classroom.serve", "--port", str(port), "--database", database],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if k != PUBLIC_URL_ENV},  # the address is its own to find
-        )
-    try:
-        wait_until_up(f"http://127.0.0.1:{port}/_stcore/health", server, log, "classroom.serve")
+    env = {k: v for k, v in os.environ.items() if k != PUBLIC_URL_ENV}  # the address is its own to find
+    with serving(["classroom.serve", "--port", str(port), "--database", database], port, log, env):
         printed = re.search(r"Students open (\S+) \(", log.read_text())
         assert printed, log.read_text()
         yield Served(port, printed.group(1))
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
 
 
 def decode_qr(image) -> str:
