@@ -30,8 +30,10 @@ function report(setStateValue, ask) {
   if (teacher !== null) {
     history.replaceState(history.state, "", location.pathname + location.search);
     setStateValue("found", { role: "teacher", room, secret: teacher.slice(0, MAX_CHARS) });
-  } else if (ask && stored()) {
-    const kept = stored();
+    return;
+  }
+  const kept = ask ? stored() : null;
+  if (kept) {
     setStateValue("found", { role: "student", room: kept.room.slice(0, MAX_CHARS), secret: kept.seat.slice(0, MAX_CHARS) });
   }
 }

@@ -18,8 +18,7 @@ KEY = "class_secret"
 TEACHER = "class_teacher"  # (room code, teacher key) in the teacher's session
 SEAT = "class_seat"  # (room code, seat token) in a student's session
 FORGET = "class_secret_forget"  # the student's class ended or refused the seat: the browser forgets it
-SECRET_CHARS = 64
-SECRET_TEXT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SECRET_TEXT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a key or a seat token: anything else is not ours
 
 
 class Session(Protocol):  # st.session_state, or AppTest's
