@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,51 @@ import pytest
 from .harness import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
 
 SCREENSHOTS = ROOT / "tests" / "browser" / "screenshots"
+SHOWN_CHARS = 2000  # of each page's text in a failed test's report: enough to say what it showed instead
+_shown_at_close: list[str] = []  # the pages of contexts a failing test closed (in its `finally`) on the way out
+
+
+def _shown(page) -> str:
+    try:
+        main = page.locator("[data-testid=stMain]")  # the app's page without its sidebar; a notebook's whole body
+        text = (main if main.count() else page.locator("body")).inner_text(timeout=3000)
+    except Exception as unreadable:  # a crashed or closing page: say so, and keep the test's own error first
+        text = f"(unreadable: {unreadable})"
+    return f"--- {page.url}\n{text[:SHOWN_CHARS]}"
+
+
+def _watched(browser):
+    """`browser`, whose contexts remember what their pages showed when an exception closes them: a failure in CI
+    then says what each page showed, not only what the test waited for."""
+    new_context = browser.new_context
+
+    def watched_context(**options):
+        context = new_context(**options)
+        close = context.close
+
+        def closing(**how):
+            if sys.exc_info()[0] is not None:  # closed in a `finally` while the test's failure goes up
+                _shown_at_close.extend(_shown(page) for page in context.pages)
+            return close(**how)
+
+        context.close = closing
+        return context
+
+    browser.new_context = watched_context
+    return browser
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[pytest.TestReport]:
+    report = yield
+    if call.when == "setup":
+        _shown_at_close.clear()
+    elif call.when == "call" and report.failed:
+        browser = getattr(item, "funcargs", {}).get("browser")
+        still_open = [_shown(page) for context in (browser.contexts if browser else []) for page in context.pages]
+        if _shown_at_close or still_open:
+            report.sections.append(("what the pages showed", "\n".join(_shown_at_close + still_open)))
+    return report
 
 
 def _missing(reason: str) -> None:
@@ -42,7 +88,7 @@ def browser():
         _missing("playwright is not installed (pip install playwright)")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
+        yield _watched(browser)
         browser.close()
 
 
