@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
+import secrets
 from typing import Any
 
 try:
     import anywidget
+    import ipywidgets
     import traitlets
 except ImportError as missing:  # the engine alone is numpy only; the widget is the `notebook` extra
     raise ImportError(
@@ -30,66 +31,133 @@ except ImportError as missing:  # the engine alone is numpy only; the widget is 
 
 from . import BackwardRecorder, Gradients, GraphSnapshot, Tensor, UntrackedBackwardError
 from .snapshot import snapshot as snapshot_of
-from .stage import GRAPHVIZ, STAGE_CSS, StagePayload, replay_payload, static_payload, wire, with_view
+from .stage import GRAPHVIZ, GRAPHVIZ_SHA256, STAGE_CSS, StagePayload, replay_payload, static_payload, wire, with_view
+from .stage.format import compact
+from .stage.graph_dot import Overlay, held_gradients, picture
 from .stage.naming import node_names
 from .stage.payload import hosted_module
+from .stage.still import Still
 
-__all__ = ["Replay", "Stage", "graph", "replay"]
+__all__ = ["GraphvizSource", "Replay", "Stage", "graph", "replay"]
 
 # The notebook's entry point: AFM's `render` mounts the stage in the cell's element and returns its cleanup; a new
-# payload (`change:payload`) mounts a new one. Graphviz travels as text in the module and is imported from a Blob.
+# payload (`change:payload`) mounts a new one. Graphviz is the kernel's one `GraphvizSource` model, which the stage's
+# `graphviz` trait names: the page imports it once from a Blob URL, kept by its checksum for every stage of the page,
+# and revoked when the last one leaves. The still picture shown before the widget (where no kernel runs) is hidden.
 _ENTRY = """
-const GRAPHVIZ_SOURCE = __GRAPHVIZ__;
-let graphvizUrl = null;
+const PAGE = Symbol.for("autodiff.graphviz");  // checksum -> {url, users, graphviz}: one per page, not per module
 
-function graphvizModule() {
-  if (!graphvizUrl) graphvizUrl = URL.createObjectURL(new Blob([GRAPHVIZ_SOURCE], { type: "text/javascript" }));
-  return loadGraphvizFrom(graphvizUrl);
+function claimGraphviz(model) {
+  const claimed = (async () => {
+    const source = await model.widget_manager.get_model(String(model.get("graphviz")).replace(/^IPY_MODEL_/, ""));
+    const checksum = source.get("sha256");
+    const cache = (globalThis[PAGE] ??= new Map());
+    let entry = cache.get(checksum);
+    if (!entry) {
+      const url = URL.createObjectURL(new Blob([source.get("source")], { type: "text/javascript" }));
+      entry = { url, users: 0, graphviz: import(url).then((module) => module.Graphviz.load()) };
+      cache.set(checksum, entry);
+    }
+    entry.users += 1;
+    return { checksum, entry };
+  })();
+  return {
+    graphviz: () => claimed.then(({ entry }) => entry.graphviz),
+    release: () => claimed.then(({ checksum, entry }) => {
+      entry.users -= 1;
+      if (entry.users > 0) return;
+      URL.revokeObjectURL(entry.url);
+      globalThis[PAGE].delete(checksum);
+    }, () => {}),
+  };
+}
+
+function hideStill(model) {
+  // the still is its own output just before the widget's (JupyterLab draws each in an output row of its own)
+  for (const still of document.querySelectorAll(`[data-autodiff-still="${CSS.escape(model.get("still"))}"]`)) {
+    (still.closest(".jp-OutputArea-child") || still).style.display = "none";
+  }
 }
 
 export default {
   render({ model, el }) {
     const report = (name, value) => { model.set(name, value); model.save_changes(); };
+    const graphviz = claimGraphviz(model);
     let cleanup = null;
     const mount = () => {
       if (cleanup) cleanup();
-      cleanup = mountStage({ data: model.get("payload"), parentElement: el, setStateValue: report }, graphvizModule,
-                           false);
+      cleanup = mountStage({ data: model.get("payload"), parentElement: el, setStateValue: report },
+                           graphviz.graphviz, false);
     };
     mount();
+    hideStill(model);
+    requestAnimationFrame(() => hideStill(model));  // drawn after the widget's row, in a host that does that
     model.on("change:payload", mount);
     return () => {
       model.off("change:payload", mount);
       if (cleanup) cleanup();
+      graphviz.release();
     };
   },
 };
 """
+LIVE_TEXT = "The live stage draws here where the notebook runs with its kernel; the picture above is its last frame."
 
 
-def _module() -> str:
-    return hosted_module(_ENTRY.replace("__GRAPHVIZ__", json.dumps(GRAPHVIZ.read_text())))
+class GraphvizSource(ipywidgets.Widget):
+    """Graphviz's module (about 815 KB of JavaScript and WebAssembly): one model per kernel, which every stage
+    names, so a page loads it once and a saved notebook's widget state holds it once."""
+
+    source = traitlets.Unicode().tag(sync=True)
+    sha256 = traitlets.Unicode().tag(sync=True)
+
+
+_graphviz: GraphvizSource | None = None
+
+
+def graphviz_source() -> GraphvizSource:
+    """The kernel's one Graphviz model; made again if its host closed it (marimo does when its cell runs again)."""
+    global _graphviz
+    comm = getattr(_graphviz, "comm", None)
+    if _graphviz is None or comm is None or getattr(comm, "_closed", False):
+        _graphviz = GraphvizSource(source=GRAPHVIZ.read_text(), sha256=GRAPHVIZ_SHA256)
+    return _graphviz
 
 
 class Stage(anywidget.AnyWidget):
     """A graph on the stage: `payload` is the stage's whole contract (`autodiff.stage.StagePayload`); `event` and
-    `answers` are what the stage reports back (the event it stopped at, its predictions' verdicts so far)."""
+    `answers` are what the stage reports back (the event it stopped at, its predictions' verdicts so far).
 
-    _esm = _module()
+    Displayed, it is two outputs: a still picture with its numbers as text (`still.py`), for wherever no kernel
+    or widget manager runs (nbconvert's HTML, a grader, GitHub), then the live stage, which hides the still."""
+
+    _esm = hosted_module(_ENTRY)
     _css = STAGE_CSS
     payload = traitlets.Dict().tag(sync=True)
     event = traitlets.Int(None, allow_none=True).tag(sync=True)
     answers = traitlets.Dict(None, allow_none=True).tag(sync=True)
+    graphviz = traitlets.Instance(GraphvizSource).tag(sync=True, **ipywidgets.widget_serialization)
+    still = traitlets.Unicode().tag(sync=True)  # the still's marker: the live stage finds it by it
 
-    def __init__(self, payload: StagePayload) -> None:
-        super().__init__(payload=wire(payload), event=payload["index"])
+    def __init__(self, payload: StagePayload, still: Still) -> None:
+        marker = secrets.token_hex(8)
+        super().__init__(payload=wire(payload), event=payload["index"], graphviz=graphviz_source(), still=marker)
+        self._still = still
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display({"text/html": self._still.html(self.still), "text/plain": self._still.text()}, raw=True)
+        bundle = self._repr_mimebundle_()  # anywidget's: with its metadata (Colab's widget manager)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
+        display({**data, "text/plain": LIVE_TEXT}, metadata=metadata, raw=True)
 
 
 class Replay(Stage):
     """A recorded backward on the stage; `grads` holds the backward's Gradients, as `loss.backward()` returns them."""
 
-    def __init__(self, payload: StagePayload, grads: Gradients) -> None:
-        super().__init__(payload)
+    def __init__(self, payload: StagePayload, still: Still, grads: Gradients) -> None:
+        super().__init__(payload, still)
         self.grads = grads
 
 
@@ -102,16 +170,30 @@ def replay(loss: Tensor, names: dict[str, object] | None = None, exercise: bool 
     called = _names_in(before, server, names if names is not None else _callers_variables())
     recorder = BackwardRecorder()
     grads = loss.backward(recorder=recorder)
-    return Replay(with_view(replay_payload(before, recorder, called), exercise=exercise), grads)
+    payload = with_view(replay_payload(before, recorder, called), exercise=exercise)
+    # the still: the graph as the replay's last frame leaves it, and what the container kept
+    kept = {int(node_id): grad.to_numpy() for node_id in grads.node_ids() if (grad := grads.get(node_id)) is not None}
+    ids = {int(node.id) for node in before.nodes}
+    after = snapshot_of(server)
+    after = dataclasses.replace(after, nodes=tuple(n for n in after.nodes if int(n.id) in ids))
+    said = {node["id"]: node["name"] for node in payload["nodes"]}
+    still = Still(
+        picture(after, called, Overlay(gradients=held_gradients(kept))),
+        payload["events"][-1]["text"] if payload["events"] else "The backward recorded no event.",
+        tuple((said.get(node_id, f"NodeId({node_id})"), compact(values)) for node_id, values in kept.items()),
+    )
+    return Replay(payload, still, grads)
 
 
 def graph(tensor: Tensor, names: dict[str, object] | None = None) -> Stage:
     """Draw the graph that made `tensor`, as it is now (no backward runs): each node's value, state and gradient."""
     server = _server_of(tensor, "graph")
     snapshot = _graph_snapshot(snapshot_of(server), server, tensor)
-    return Stage(
-        static_payload(snapshot, _names_in(snapshot, server, names if names is not None else _callers_variables()))
-    )
+    called = _names_in(snapshot, server, names if names is not None else _callers_variables())
+    payload = static_payload(snapshot, called)
+    said = {node["id"]: node["name"] for node in payload["nodes"]}
+    caption = f"The graph that made {said.get(int(tensor.node_id or 0), 'this tensor')}, as it is now."
+    return Stage(payload, Still(picture(snapshot, called), caption, ()))
 
 
 def _server_of(tensor: Tensor, what: str) -> Any:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
+from nbconvert import HTMLExporter
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
@@ -85,7 +87,8 @@ def _host(command: list[str], ready: str, folder: Path, env: dict[str, str]) -> 
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     folder = tmp_path_factory.mktemp("jupyterlab")
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SEED)])
+    second = "from autodiff.notebook import graph\ngraph(h)"  # a second stage on the page: one Graphviz for both
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SEED), nbformat.v4.new_code_cell(second)])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, folder / "seed.ipynb")
     token = secrets.token_hex(16)
@@ -160,10 +163,11 @@ def _offline(page, host: str) -> list[str]:
 
 def _step_to_the_end(page) -> None:
     """Focus the stage, then → until the backward ends: x's box says its gradient, [5.0, 7.0], only at the end."""
-    x = page.locator(".stage svg g.node", has_text="x").first
-    expect(page.locator(".stage svg g.node")).to_have_count(5, timeout=120_000)  # marimo's is in a shadow root
+    stage = page.locator(".stage").first
+    x = stage.locator("svg g.node", has_text="x").first
+    expect(stage.locator("svg g.node")).to_have_count(5, timeout=120_000)  # marimo's is in a shadow root
     assert "5.0, 7.0" not in x.text_content()
-    page.locator(".stage").first.click(position={"x": 5, "y": 5})
+    stage.click(position={"x": 5, "y": 5})
     for _ in range(40):
         if "5.0, 7.0" in x.text_content():
             break
@@ -172,6 +176,8 @@ def _step_to_the_end(page) -> None:
     assert "grad [5.0, 7.0]" in x.text_content()
 
 
+# the page's Graphviz cache (autodiff/notebook.py): how many stages use each copy it holds
+GRAPHVIZ_USERS = "() => [...(globalThis[Symbol.for('autodiff.graphviz')] || new Map()).values()].map(e => e.users)"
 BOX_WIDTH = "stage => Math.round(stage.querySelector('.stage-svg').getBoundingClientRect().width)"
 # fitted: the picture inside its box, and as wide or as tall as the box
 GRAPH_FITS = """stage => {
@@ -209,6 +215,9 @@ def test_the_stage_in_jupyterlab(browser, jupyterlab):
     _step_to_the_end(page)
     stage = page.locator(".stage").first
     assert "dark" not in stage.get_attribute("class")
+    # the live stage replaced its still: the still's row is hidden, the stage is drawn once
+    expect(page.locator(".jp-Cell").first.locator(".stage")).to_have_count(1)
+    expect(page.locator("[data-autodiff-still]").first).to_be_hidden()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.wait_for_timeout(1500)  # the gradients travelling along their edges have arrived
     page.screenshot(path=str(SCREENSHOTS / "notebook-jupyterlab.png"))
@@ -226,7 +235,39 @@ def test_the_stage_in_jupyterlab(browser, jupyterlab):
     page.locator(".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('Theme'))").click()  # a submenu: no role
     page.locator(".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('JupyterLab Dark'))").click()
     expect(stage).to_have_class(re.compile(r"\bdark\b"))
+    # the second cell's stage shares the page's one Graphviz; clearing both outputs lets it go (its Blob URL revoked)
+    page.locator(".jp-Cell .jp-InputArea-prompt").nth(1).click()
+    page.keyboard.press("Shift+Enter")
+    expect(page.locator(".stage")).to_have_count(2)
+    expect(page.locator(".stage").nth(1).locator("svg g.node")).to_have_count(2)  # x and h
+    expect(page.locator("[data-autodiff-still]").nth(1)).to_be_hidden()
+    assert page.evaluate(GRAPHVIZ_USERS) == [2]
+    page.get_by_role("menuitem", name="Edit", exact=True).click()
+    page.locator(".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('Clear Outputs of All Cells'))").click()
+    expect(page.locator(".stage")).to_have_count(0)
+    page.wait_for_function(f"() => ({GRAPHVIZ_USERS})().length === 0")
     assert elsewhere == []
+    context.close()
+
+
+def test_a_notebook_exported_by_nbconvert_shows_the_still_with_no_kernel_and_no_network(browser, tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SEED)])
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()  # stores the widgets' state, as by default
+    exported = tmp_path / "seed.html"
+    exported.write_text(HTMLExporter().from_notebook_node(notebook)[0])
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    elsewhere = _offline(page, exported.as_uri())  # the widgets' front end from a CDN: refused, as offline
+    page.goto(exported.as_uri())
+    still = page.locator("[data-autodiff-still] svg")
+    expect(still).to_be_visible()
+    for title in ("x", "h = x·x", "x·3", "h + x·3", "loss = sum(h + x·3)"):
+        expect(still.locator("text", has_text=re.compile(f"^{re.escape(title)}$"))).to_have_count(1)
+    gradient = page.locator("[data-autodiff-still] tr", has=page.locator("th", has_text=re.compile("^x$")))
+    expect(gradient.locator("td")).to_have_text("[5.0, 7.0]")
+    assert still.evaluate("svg => svg.getBoundingClientRect().width") <= 1280
+    page.screenshot(path=str(SCREENSHOTS / "notebook-nbconvert.png"), full_page=True)
+    assert elsewhere, "the export asked for nothing off the machine: was the widget left out?"
     context.close()
 
 
