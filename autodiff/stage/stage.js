@@ -291,7 +291,8 @@ function isDark(root) {
     const light = lightness(style.getPropertyValue(name).trim());
     if (light !== null) return light < 128;
   }
-  for (let node = root.parentElement; node; node = node.parentElement) {
+  // up through the page, and out of a shadow root through its host (marimo draws a widget inside one)
+  for (let node = root.parentElement; node; node = node.parentElement || (node.getRootNode && node.getRootNode().host)) {
     const light = lightness(getComputedStyle(node).backgroundColor);
     if (light !== null) return light < 128;
   }
@@ -299,13 +300,17 @@ function isDark(root) {
 }
 
 function lightness(colour) {
-  // a colour's luma (0-255) from `#rrggbb` or `rgb(a)(…)`; null when it is transparent or not a colour
+  // a colour's luma (0-255) from `#rrggbb`, `rgb(a)(…)` or `color(srgb r g b / a)` (0-1 each: how Chromium
+  // computes a colour a page wrote in oklch, as marimo's themes are); null when it is transparent or not a colour
   let channels = null;
   if (/^#[0-9a-f]{6}/i.test(colour)) {
     channels = [1, 3, 5].map((i) => parseInt(colour.slice(i, i + 2), 16)).concat(1);
   } else if (colour.startsWith("rgb")) {
     const parts = (colour.match(/[\d.]+/g) || []).map(Number);
     if (parts.length >= 3) channels = parts.length > 3 ? parts.slice(0, 4) : parts.concat(1);
+  } else if (colour.startsWith("color(srgb ")) {
+    const parts = (colour.slice("color(srgb ".length).match(/[\d.]+/g) || []).map(Number);
+    if (parts.length >= 3) channels = parts.slice(0, 3).map((c) => c * 255).concat(parts.length > 3 ? parts[3] : 1);
   }
   if (!channels || channels[3] === 0) return null;
   return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2];
@@ -1222,6 +1227,7 @@ function fitHeight(stage) {
   const stacked = window.innerWidth >= NARROW && !root.classList.contains("alone")
     && (root.clientWidth < STACK || stage.stackForReading);
   root.classList.toggle("stacked", stacked);
+  root.classList.toggle("slim", root.clientWidth < NARROW);  // a phone's width in a wider window: zoom goes under
   svgBox.style.height = "";
   if (stacked && stage.replay) {  // the graph and the player below it fill one screen (the rest of the first)
     root.style.height = "";

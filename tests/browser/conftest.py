@@ -9,20 +9,26 @@ from pathlib import Path
 
 import pytest
 
-from .harness import CHROMIUM, CHROMIUM_ARGS, ROOT, streamlit_server
+from .harness import CHROMIUM, CHROMIUM_ARGS, ROOT, RUNNING, stacks, streamlit_server
 
 SCREENSHOTS = ROOT / "tests" / "browser" / "screenshots"
 SHOWN_CHARS = 2000  # of each page's text in a failed test's report: enough to say what it showed instead
 _shown_at_close: list[str] = []  # the pages of contexts a failing test closed (in its `finally`) on the way out
+_logged_before: dict[int, int] = {}  # each running server's log size when the test started
 
 
 def _shown(page) -> str:
+    try:
+        state = page.locator(".stApp").get_attribute("data-test-script-state", timeout=1000)
+    except Exception:  # not a Streamlit page
+        state = None
     try:
         main = page.locator("[data-testid=stMain]")  # the app's page without its sidebar; a notebook's whole body
         text = (main if main.count() else page.locator("body")).inner_text(timeout=3000)
     except Exception as unreadable:  # a crashed or closing page: say so, and keep the test's own error first
         text = f"(unreadable: {unreadable})"
-    return f"--- {page.url}\n{text[:SHOWN_CHARS]}"
+    script = f" (its script: {state})" if state else ""
+    return f"--- {page.url}{script}\n{text[:SHOWN_CHARS]}"
 
 
 def _watched(browser):
@@ -51,11 +57,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     report = yield
     if call.when == "setup":
         _shown_at_close.clear()
+        _logged_before.clear()
+        _logged_before.update({pid: log.stat().st_size for pid, log in RUNNING.items() if log.exists()})
     elif call.when == "call" and report.failed:
         browser = getattr(item, "funcargs", {}).get("browser")
         still_open = [_shown(page) for context in (browser.contexts if browser else []) for page in context.pages]
         if _shown_at_close or still_open:
             report.sections.append(("what the pages showed", "\n".join(_shown_at_close + still_open)))
+        for pid, log in list(RUNNING.items()):
+            try:
+                written = stacks(pid, log, _logged_before.get(pid, 0))
+            except (OSError, ProcessLookupError) as gone:
+                written = f"(could not read: {gone})"
+            report.sections.append(
+                (f"server {log.parent.name}/{log.name} during the test, and its threads now", written)
+            )
     return report
 
 

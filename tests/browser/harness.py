@@ -8,6 +8,7 @@ import http.client
 import http.cookiejar
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -69,17 +70,41 @@ def streamlit_server(
 @contextmanager
 def serving(module: list[str], port: int, log: Path, env: dict[str, str], **popen: Any) -> Iterator[subprocess.Popen]:
     """`python -m <module...>` from the project's root, its output in `log`; yields the process once its
-    /_stcore/health on `port` answers, and stops it after."""
+    /_stcore/health on `port` answers, and stops it after. While it runs, SIGUSR2 writes every thread's stack to
+    its log (`stacks`): a failed test's report says where a server was stuck, if it was."""
     with open(log, "w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", *module], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env, **popen
+            [sys.executable, "-c", _DUMPABLE, *module], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env, **popen
         )
+    RUNNING[server.pid] = log
     try:
         wait_until_up(f"http://127.0.0.1:{port}/_stcore/health", server, log, module[0])
         yield server
     finally:
+        RUNNING.pop(server.pid, None)
         server.terminate()
         server.wait(timeout=20)
+
+
+# `python -m <module>`, with every thread's stack written to stderr on SIGUSR2
+_DUMPABLE = (
+    "import faulthandler, runpy, signal, sys; faulthandler.register(signal.SIGUSR2, all_threads=True); "
+    "sys.argv = sys.argv[1:]; runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"
+)
+RUNNING: dict[int, Path] = {}  # pid -> log, of each server `serving` started in this process and has not stopped
+
+
+def stacks(pid: int, log: Path, since: int) -> str:
+    """What a running server wrote to its `log` after byte `since`, then where each of its threads is now."""
+    os.kill(pid, signal.SIGUSR2)
+    time.sleep(0.5)  # faulthandler writes from the signal handler, at once; the file is read after
+    with open(log, "rb") as text:
+        text.seek(since)
+        written = text.read().decode(errors="replace")
+    # an idle pool thread (waiting on its queue) says nothing: only the threads doing something are kept
+    blocks = written.split("\n\n")
+    busy = [b for b in blocks if not ("in wait" in b and ("queue.py" in b or "_worker" in b))]
+    return "\n\n".join(busy)[-12000:]
 
 
 def wait_until_up(url: str, server: subprocess.Popen, log: Path, name: str, seconds: float = 120) -> None:

@@ -127,6 +127,7 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
 def marimo_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("marimo")
     (folder / "seed_marimo.py").write_text(MARIMO)
+    (folder / "pyproject.toml").write_text('[tool.marimo.display]\ntheme = "dark"\n')  # the notebook's own theme
     command = [
         sys.executable,
         "-m",
@@ -271,12 +272,13 @@ def test_a_notebook_exported_by_nbconvert_shows_the_still_with_no_kernel_and_no_
     context.close()
 
 
-def test_the_stage_in_marimo(browser, marimo_app):
-    context = browser.new_context(viewport={"width": 1440, "height": 900})
+def test_the_stage_in_marimo_draws_in_the_notebooks_dark_theme_on_a_light_system(browser, marimo_app):
+    context = browser.new_context(viewport={"width": 1440, "height": 900}, color_scheme="light")
     page = context.new_page()
     page.set_default_timeout(60_000)
     elsewhere = _offline(page, marimo_app)
     page.goto(marimo_app)
     _step_to_the_end(page)
+    expect(page.locator(".stage").first).to_have_class(re.compile(r"\bdark\b"))
     assert elsewhere == []
     context.close()

@@ -13,7 +13,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from autodiff.stage import GRAPHVIZ, STAGE_CSS, STAGE_JS, replay_payload
+from autodiff.stage import GRAPHVIZ, STAGE_CSS, STAGE_JS, replay_payload, static_payload
 from course.programs import record_program
 
 pytestmark = pytest.mark.browser
@@ -50,6 +50,8 @@ def stage_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     run = record_program("seed")
     payload = {**replay_payload(run.before, run.recorder, run.names), "graphviz_url": "graphviz.js"}
     (site / "payload.json").write_text(json.dumps(payload))
+    static = {**static_payload(run.before, run.names), "graphviz_url": "graphviz.js"}  # a notebook's graph(t)
+    (site / "static.json").write_text(json.dumps(static))
     (site / "index.html").write_text(PAGE.format(css=STAGE_CSS))
     handler = functools.partial(QuietHandler, directory=str(site))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)  # loopback, a free port
@@ -164,4 +166,35 @@ def test_no_rule_of_the_stage_style_sheet_reaches_outside_the_stage(page, stage_
     page.locator(".stage svg g.node").first.wait_for()
     assert page.locator(".stage *").count() > 100  # the stage's elements, copied outside it below
     assert page.evaluate(LEAKS) == []
+    page.evaluate("stop()")
+
+
+# the graph inside its box, and no control over a node
+FITS_AND_UNCOVERED = """() => {
+  const stage = document.querySelector('.stage');
+  const box = stage.querySelector('.stage-svg').getBoundingClientRect();
+  const svg = stage.querySelector('.stage-svg svg').getBoundingClientRect();
+  const nodes = [...stage.querySelectorAll('svg g.node')].map((n) => n.getBoundingClientRect());
+  const controls = [...stage.querySelectorAll('.stage-zoom button')].map((b) => b.getBoundingClientRect());
+  const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  return {
+    inside: svg.left >= box.left - 1 && svg.right <= box.right + 1 && stage.scrollWidth <= stage.clientWidth + 1,
+    covered: nodes.filter((n) => controls.some((c) => meet(n, c))).length,
+    nodes: nodes.length,
+  };
+}"""
+
+
+@pytest.mark.parametrize("width", [200, 260, 319])
+def test_a_static_graph_fits_a_box_narrower_than_a_phone_whole_and_uncovered(page, stage_site, width):
+    """A notebook's side panel or a narrow column: `graph(t)` in a box under 320 px, in a laptop's window. The whole
+    graph fits the box's width, and the zoom buttons sit under it, covering no node."""
+    page.goto(stage_site)
+    page.wait_for_function("window.ready === true")
+    page.evaluate(f"document.querySelector('main').style.width = '{width}px'")
+    page.evaluate("async () => { window.stop = mountOnce(await (await fetch('./static.json')).json()); }")
+    page.locator(".stage svg g.node").first.wait_for()
+    page.wait_for_function("document.querySelector('.stage').classList.contains('slim')")
+    fit = page.evaluate(FITS_AND_UNCOVERED)
+    assert fit == {"inside": True, "covered": 0, "nodes": 6}, fit
     page.evaluate("stop()")
