@@ -8,8 +8,10 @@ graph drawn as it is, as the cell's value.
     replay(loss)  # the stage, with its player; → steps; `.grads` holds the Gradients
 
 The widget is an anywidget (the Anywidget Front-End Module standard: one ES module that any of those hosts runs).
-Its module is `autodiff/stage/stage.js`, the app's own, with the pinned Graphviz (WebAssembly) inside it: a cell
-draws offline. Nodes are named after the notebook's variables that hold them, as the app names a program's.
+Its module is `autodiff/stage/stage.js`, the app's own; the pinned Graphviz (WebAssembly) is one model per kernel
+that every stage names, so a page loads it once and a cell draws offline. Before the live stage, each output keeps a
+still (`autodiff/stage/still.py`) for wherever no kernel runs. Nodes are named after the notebook's variables that
+hold them, as the app names a program's.
 """
 
 from __future__ import annotations
