@@ -90,6 +90,8 @@ def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     second = "from autodiff.notebook import graph\ngraph(h)"  # a second stage on the page: one Graphviz for both
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SEED), nbformat.v4.new_code_cell(second)])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # executed headless first, as a course publishes it: its outputs (stills and widgets) and widget state saved
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
     nbformat.write(notebook, folder / "seed.ipynb")
     token = secrets.token_hex(16)
     own = {
@@ -201,7 +203,7 @@ def test_the_stage_in_jupyterlab(browser, jupyterlab):
     news = page.get_by_role("button", name="No", exact=True)  # "get notified about Jupyter news?": no
     if news.is_visible():
         news.click()
-    output = page.locator(".jp-OutputArea-output")
+    live = page.locator(".jp-Cell").first.locator(".stage")  # the saved outputs have no live stage: a run's has
     for _ in range(3):  # a press while the kernel still starts can be lost: press again
         choose = page.get_by_role("button", name="Select", exact=True)  # asked which kernel after all: the default
         if choose.is_visible():
@@ -209,7 +211,7 @@ def test_the_stage_in_jupyterlab(browser, jupyterlab):
         page.locator(".jp-Cell .jp-InputArea-prompt").first.click()  # the cell, in command mode
         page.keyboard.press("Shift+Enter")  # runs it, as a student does
         try:
-            output.first.wait_for(timeout=30_000)
+            live.first.wait_for(timeout=30_000)
             break
         except PlaywrightTimeout:
             continue
@@ -217,7 +219,7 @@ def test_the_stage_in_jupyterlab(browser, jupyterlab):
     stage = page.locator(".stage").first
     assert "dark" not in stage.get_attribute("class")
     # the live stage replaced its still: the still's row is hidden, the stage is drawn once
-    expect(page.locator(".jp-Cell").first.locator(".stage")).to_have_count(1)
+    expect(live).to_have_count(1)
     expect(page.locator("[data-autodiff-still]").first).to_be_hidden()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.wait_for_timeout(1500)  # the gradients travelling along their edges have arrived
