@@ -8,6 +8,7 @@ import streamlit as st
 
 from autodiff import AutodiffError, memory_budget
 from autodiff.device import mlx_unavailable_reason
+from ui import press
 from ui.navigation import navigation_pages, sidebar_links
 from ui.server import freeze_loaded_modules, refuse_visitor_messages, return_freed_memory
 from ui.state import (
@@ -87,3 +88,4 @@ except Exception as error:  # the last guard: explain, never show a traceback
         f"Something unexpected went wrong ({type(error).__name__}: {error}). Your session is kept: "
         "press **R** to rerun, or pick another lesson in the sidebar."
     )
+press.forget_unread()  # a whole run ran: a click its button did not read was for a button no longer drawn

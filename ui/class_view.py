@@ -30,6 +30,7 @@ from course.programs import PROGRAMS
 from course.transfer import transfer_for, transfer_key
 from playground.interpreter import BackwardRun
 
+from . import press
 from .class_replays import ClassReplay, asked_question, class_replay, keep_played
 from .class_secret import SEAT, TEACHER, class_secret, forget_seat, keep_seat
 from .code import code_block
@@ -118,7 +119,7 @@ def start_or_join() -> None:
         program = st.selectbox(
             "The replay", list(PROGRAMS), format_func=lambda k: PROGRAMS[k].title, key="class_program"
         )
-        if st.form_submit_button("Start a class", type="primary", key="class_start_send") and program is not None:
+        if press.submit_button("Start a class", "class_start_send", type="primary") and program is not None:
             replay = _followed(program, "")
             try:
                 room = classroom().create_room(program, replay.events - 1, **_starter())
@@ -132,7 +133,7 @@ def start_or_join() -> None:
         st.subheader("Learn: join a class")
         code = st.text_input("Room code (on the projector)", max_chars=20, placeholder="ABCD-EFGH", key="class_code")
         nickname = st.text_input("Nickname (optional; only your teacher sees it)", max_chars=40, key="class_nickname")
-        if st.form_submit_button("Join", key="class_join_send"):
+        if press.submit_button("Join", "class_join_send"):
             join(code, nickname)
 
 
@@ -154,7 +155,7 @@ def join_link_form(code: str) -> None:
         nickname = st.text_input(
             "Nickname (optional; only your teacher sees it)", max_chars=40, key="class_link_nickname"
         )
-        if st.form_submit_button("Join", type="primary", key="class_link_join"):
+        if press.submit_button("Join", "class_link_join", type="primary"):
             join(code, nickname)
 
 
@@ -242,11 +243,11 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
         q, _, source = asked_question(replay, current.key)
         with st.container(horizontal=True, vertical_alignment="center"):  # buttons wrap whole, never cut
             st.markdown(f"**Asked{' (transfer)' if current.is_transfer else ''}:** {q.prompt}", width="content")
-            if current.phase == VOTE1 and not current.is_transfer and st.button("Close vote 1", key="class_close"):
+            if current.phase == VOTE1 and not current.is_transfer and press.button("Close vote 1", "class_close"):
                 _teacher_act(lambda: room.close_vote(view.code, key, current.id))
-            if current.phase == DISCUSS and st.button("Vote again", key="class_vote2"):
+            if current.phase == DISCUSS and press.button("Vote again", "class_vote2"):
                 _teacher_act(lambda: room.open_second_vote(view.code, key, current.id, limit))
-            if st.button("Reveal the answer", key="class_reveal", type="primary"):
+            if press.button("Reveal the answer", "class_reveal", type="primary"):
                 _teacher_act(lambda: room.reveal(view.code, key, current.id))
         if source:  # a transfer: the program it is about, for the room to read (their phones show it too)
             code_block(source)
@@ -279,7 +280,7 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
             key=SECONDS_CHOSEN,
             label_visibility=labels,
         )
-        send = (right if compact else st).form_submit_button("Ask", type="primary", key="class_ask_send")
+        send = press.submit_button("Ask", "class_ask_send", where=right if compact else st, type="primary")
         if send and chosen is not None:
             q = replay.questions[chosen]
             asked_limit = st.session_state[LIMIT] = st.session_state.get(SECONDS_CHOSEN) or None
@@ -300,7 +301,7 @@ def transfer_button(
         return
     q = transfer.question
     label = "Ask its transfer question" if presenter_mode() else f"Ask the transfer question: {q.prompt}"
-    if st.button(label, key="class_transfer", help=q.prompt):
+    if press.button(label, "class_transfer", help=q.prompt):
         room = classroom()
         _teacher_act(
             lambda: room.open_question(view.code, key, index, q.kind, transfer_key(transfer), limit, revealed_id)
@@ -366,7 +367,7 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
         )
         st.markdown("Ending the class deletes every answer at once: download the CSV first.")
         sure = st.checkbox("Yes: delete this class's answers and end it", key="class_end_sure")
-        if st.button("End the class", key="class_end", disabled=not sure):
+        if press.button("End the class", "class_end", disabled=not sure):
             try:
                 room.end_room(view.code, key)
             except ClassroomError as refused:

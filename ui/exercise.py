@@ -9,6 +9,7 @@ import streamlit as st
 
 from course.grading import ANSWER_CHARS, matches, parse_numbers
 
+from . import press
 from .literal import code_span
 
 SCORE = "exercise_score"  # (right, answered), for the whole session, across pages
@@ -82,7 +83,7 @@ def predict_table(rows: list[tuple[str, str, str]], key: str) -> bool:
             st.text_input(f"`{expression}`", key=f"{key}_{k}", max_chars=ANSWER_CHARS)
             for k, (expression, _, _) in enumerate(rows)
         ]
-        submitted = st.form_submit_button("Check and reveal")
+        submitted = press.submit_button("Check and reveal", f"{key}_check")
     if not submitted:
         return bool(st.session_state.get(f"{key}_revealed"))
     st.session_state[f"{key}_revealed"] = True

@@ -5,6 +5,7 @@ import streamlit as st
 from autodiff.stage.graph_dot import Overlay, held_gradients
 from course.labs import ConsumptionLab
 from course.programs import PROGRAMS
+from ui import press
 from ui.code import code_block
 from ui.exercise import ANSWER_CHARS, parse_numbers, predict_table
 from ui.graph_view import snapshot_graph
@@ -81,6 +82,6 @@ snapshot_graph(
 if lab.log:
     st.markdown("**What you did**")
     outcome_log(lab.log)
-if st.button("Start over"):
+if press.button("Start over", "consumption_reset"):
     del st.session_state["consumption_lab"]
     st.rerun()

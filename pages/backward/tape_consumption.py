@@ -5,6 +5,7 @@ import streamlit as st
 from autodiff.stage.graph_dot import Overlay, held_gradients
 from course.labs import LOSSES, TapeLab, backward_code
 from course.programs import PROGRAMS, shared_losses
+from ui import press
 from ui.code import code_block
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
@@ -26,7 +27,7 @@ lab = session_lab("tape_lab", TapeLab)
 
 st.subheader("1. Backward twice on the same loss")
 code_block(PROGRAMS["seed"].source + '\nloss = seed_program(ad)["loss"]\nloss.backward()\nloss.backward()  # again?')
-if st.button("loss.backward()", key="backward_loss"):
+if press.button("loss.backward()", "backward_loss"):
     outcome_message(lab.backward("loss"))  # the result right below the button that made it
 
 st.subheader("2. Two losses over one shared subgraph")
@@ -36,14 +37,14 @@ columns = st.columns(len(LOSSES))
 pressed = [
     name
     for column, name in zip(columns, LOSSES, strict=True)
-    if column.button(backward_code(name), key=f"backward_{name}", width="stretch")
+    if press.button(backward_code(name), f"backward_{name}", where=column, width="stretch")
 ]
 for name in pressed:
     outcome_message(lab.backward(name))
 
 st.subheader("3. detach()")
 st.markdown("`detach()` makes a new untracked leaf with the same values: gradients stop there.")
-if st.button("(shared.detach() * x).sum().backward()", key="detach"):
+if press.button("(shared.detach() * x).sum().backward()", "detach"):
     outcome_message(lab.detach_demo())
 
 st.subheader("The graph now")
@@ -69,6 +70,6 @@ if lab.last_backward is not None:
 if lab.log:
     st.markdown("**What you did**")
     outcome_log(lab.log)
-if st.button("Start over", key="tape_reset"):
+if press.button("Start over", "tape_reset"):
     del st.session_state["tape_lab"]
     st.rerun()

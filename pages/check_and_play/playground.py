@@ -5,6 +5,7 @@ from playground import served_limits
 from playground.examples import EXAMPLES
 from playground.share import ShareError, decode, encode
 from playground.workers import shared_pool
+from ui import press
 from ui.charts import memory_charts
 from ui.class_view import teach_playground
 from ui.code import code_block
@@ -142,9 +143,9 @@ if result.backward is not None:  # its graph, once: the replay's last event is t
         source=st.session_state.get("playground_source"),
         lines=result.lines,
     )
-    if st.button(
+    if press.button(
         "Teach this replay as a class",
-        key="playground_teach",
+        "playground_teach",
         help="Start a class on this program: the room follows your steps and predicts each one.",
     ):
         teach_playground(st.session_state.get("playground_source") or st.session_state[CODE], run)

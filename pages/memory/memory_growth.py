@@ -10,6 +10,7 @@ from autodiff.stage.narration import short_names
 from course.labs import MemoryLab, last_pass, memory_holders
 from course.programs import memory_forward
 from course.scenarios import abandoned_graphs_experiment
+from ui import press
 from ui.charts import memory_charts
 from ui.code import code_block
 from ui.graph_view import snapshot_graph
@@ -136,7 +137,7 @@ EXPLANATIONS = [
     "Same again: reads and untracked work never free graph memory.",
     "A backward, even of an unrelated loss, ends with a sweep that frees every abandoned graph.",
 ]
-if st.button("Run the abandoned-graphs experiment", key="abandoned_run"):
+if press.button("Run the abandoned-graphs experiment", "abandoned_run"):
     rows = list(abandoned_graphs_experiment(size=st.session_state.get("memory_size", 512)))
     data_table(
         [

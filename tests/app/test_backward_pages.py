@@ -179,7 +179,7 @@ def test_consumption_exercise_hides_the_table_until_checked():
     answers = ["5, 7", "None", "None", "none", "[5.0, 7.0]", "3, 3"]  # the last one is wrong
     for k, answer in enumerate(answers):
         at.text_input(key=f"consumption_predict_{k}").set_value(answer)
-    at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
+    at.button(key="consumption_predict_check").click().run()
     assert len(at.success) == 5 and len(at.error) == 1 and "removed" in at.error[0].value
     assert at.session_state["exercise_score"] == (5, 6)
     assert table(at, "Python")["Returns"].tolist()[0] == "[5.0, 7.0]"
@@ -188,7 +188,7 @@ def test_consumption_exercise_hides_the_table_until_checked():
 def test_blank_predictions_are_revealed_not_right():
     at = app("pages/backward/gradient_consumption.py")
     at.toggle(key="consumption_exercise").set_value(True).run()
-    at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()  # all six blank
+    at.button(key="consumption_predict_check").click().run()  # all six blank
     assert "exercise_score" not in at.session_state  # nothing answered, nothing right
     assert at.session_state["exercise_revealed"] == 6
     assert not at.success and not at.error and len([i for i in at.info if "(not answered)" in i.value]) == 6
@@ -202,6 +202,6 @@ def test_partly_answered_predictions_score_only_the_answers():
     at.toggle(key="consumption_exercise").set_value(True).run()
     at.text_input(key="consumption_predict_0").set_value("5, 7")
     at.text_input(key="consumption_predict_1").set_value("4, 4")  # wrong: h's entry was consumed
-    at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
+    at.button(key="consumption_predict_check").click().run()
     assert at.session_state["exercise_score"] == (1, 2) and at.session_state["exercise_revealed"] == 4
     assert "1 of 2 answered predictions right; 4 revealed without an answer" in " ".join(c.value for c in at.caption)

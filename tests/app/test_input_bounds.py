@@ -51,7 +51,7 @@ def test_exercise_answers_are_limited_and_a_huge_answer_is_just_wrong():
     assert all(box.max_chars == ANSWER_CHARS for box in boxes)
     for box in boxes:
         box.set_value(HUGE)
-    at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
+    at.button(key="consumption_predict_check").click().run()
     assert at.session_state["exercise_score"] == (0, 6) and not at.exception
     assert all(len(e.value) < 1_000 for e in at.error)  # the answer is quoted as an excerpt, not whole
 
@@ -79,5 +79,5 @@ def test_a_wrong_answer_is_quoted_as_typed_never_as_markdown():
     at.toggle(key="consumption_exercise").set_value(True).run()
     for answer, quoted in HOSTILE_ANSWERS.items():
         at.text_input(key="consumption_predict_0").set_value(answer)
-        at.button(key="FormSubmitter:consumption_predict_form-Check and reveal").click().run()
+        at.button(key="consumption_predict_check").click().run()
         assert f"`x.grad(grads)` → `[5.0, 7.0]`, not {quoted}. " in at.error[0].value

@@ -177,7 +177,6 @@ def test_a_class_end_to_end(browser, class_url, request):
             + f" (limit {limit:.0f} s)"
         )
         assert max(took.values()) <= limit, took
-        teacher.wait_for_timeout(1000)  # the teacher's page reports its step to Python (a rerun) before the next
     step_now = scrub_text(teacher)
 
     # from here on a student's page sends its server nothing: every class event is drawn by the stage
