@@ -111,8 +111,8 @@ def issue_31() -> None:
             )
             c = probes.clear_cache_cost(url, pid)
             print(
-                f"5. Memory policies, server CPU: first open {c.cold_s:.2f} s, two reruns {c.warm_s:.2f} s, the same "
-                f"two with a visitor's clear_cache between {c.cleared_s:.2f} s (recomputed before)"
+                f"5. Memory policies, server CPU: first open {c.cold_s:.2f} s, a rerun {c.warm_s:.2f} s, a visitor's "
+                f"clear_cache then a rerun {c.cleared_s:.2f} s (recomputed before); the least of three each"
             )
             for page, label, heading in (
                 ("traversal", "Program", b"Backward traversal"),

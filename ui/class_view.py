@@ -34,6 +34,7 @@ from . import press
 from .class_replays import ClassReplay, asked_question, class_replay, keep_played
 from .class_secret import SEAT, TEACHER, class_secret, forget_seat, keep_seat
 from .code import code_block
+from .downloads import NO_RERUN
 from .join_address import UNREACHABLE, join_address
 from .literal import code_span
 from .navigation import lesson_intro
@@ -364,6 +365,7 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
             answers_csv(room, view.code, key, nicknames=names),
             file_name=f"class-{view.code}.csv",
             mime="text/csv",
+            on_click=NO_RERUN,
         )
         st.markdown("Ending the class deletes every answer at once: download the CSV first.")
         sure = st.checkbox("Yes: delete this class's answers and end it", key="class_end_sure")

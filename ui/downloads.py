@@ -12,10 +12,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Final
 
 from streamlit.logger import get_logger
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+# a download button's click: the file is fetched and the page stays as it is (a rerun would change nothing, and on a
+# busy server could replace the button before its file is fetched)
+NO_RERUN: Final = "ignore"
 SERVER_BUILDS = 2  # files built at once on the whole server (a build is CPU work: the machines have two cores)
 KEPT_BYTES = 64 * 2**20  # built files kept for the next request, newest first
 

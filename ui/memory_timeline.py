@@ -22,6 +22,8 @@ from autodiff.memory_history import Allocation, MemoryHistory
 from autodiff.stage.format import format_bytes
 from course.programs import source_offsets
 
+from .downloads import NO_RERUN
+
 # memory_viz's categories as the legend says them, and a hue for each (mixed with the text colour below)
 CATEGORIES = {
     "parameter": ("parameter (a leaf that asked for its gradient)", "#4e79a7"),
@@ -250,6 +252,7 @@ def memory_timeline(
             snapshot,
             file_name=f"{file_stem}.pickle",
             mime="application/octet-stream",
+            on_click=NO_RERUN,
             key=f"{file_stem}_snapshot",
             icon=":material/download:",
             help="Drag the file onto https://pytorch.org/memory_viz to see the same timeline in PyTorch's own tool.",

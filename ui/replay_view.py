@@ -13,7 +13,7 @@ from autodiff.stage import StagePayload, export_html, replay_payload, with_view
 from autodiff.stage.graph_dot import graph_dot
 from autodiff.trace import TapeBuilt
 
-from .downloads import built_once
+from .downloads import NO_RERUN, built_once
 from .exercise import score_answers, score_caption
 from .stage import stage
 from .state import EMBEDDED, embed_mode, presenter_mode
@@ -98,6 +98,7 @@ def replay_view(
             built_once(replay, lambda: export_html(payload, f"Replay: {file_stem}")),
             file_name=f"{file_stem}-replay.html",
             mime="text/html",
+            on_click=NO_RERUN,
             help="One file that plays offline in any browser: for slides and course pages.",
         )
         middle.download_button(
@@ -105,10 +106,12 @@ def replay_view(
             built_once(("dot", payload["signature"]), lambda: graph_dot(before, names)),
             file_name=f"{file_stem}.dot",
             mime="text/vnd.graphviz",
+            on_click=NO_RERUN,
         )
         right.download_button(
             "Download the event trace (JSON)",
             built_once(("trace", payload["signature"]), recorder.export_json),  # when pressed; capped in size
             file_name=f"{file_stem}-trace.json",
             mime="application/json",
+            on_click=NO_RERUN,
         )

@@ -5,6 +5,7 @@ import streamlit as st
 from course.own_data import DataError, from_link, parse_csv, to_csv, to_link
 from course.training import DATASETS, MAX_POINTS, UPDATE_RULES, UPDATES, Training, forward, make_dataset
 from ui.code import code_block
+from ui.downloads import NO_RERUN
 from ui.replay_view import replay_view
 from ui.state import current_backend, presenter_mode
 from ui.training_stage import RATE, LiveTraining, training_stage
@@ -132,6 +133,7 @@ download.download_button(
     to_csv(live.training.points, live.training.labels),
     file_name="training-points.csv",
     mime="text/csv",
+    on_click=NO_RERUN,
     key="training_download_csv",
 )
 

@@ -46,5 +46,5 @@ def test_clear_cache_from_a_visitor_recomputes_nothing(tmp_path):
     with streamlit_server(tmp_path / "server.log", with_pid=True) as (url, pid):
         f = clear_cache_cost(url, pid)
     print(f)
-    assert f.cold_s > f.warm_s / 2 + 0.3  # computing the curves shows: one rerun that computes, against one cached
-    assert f.cleared_s < f.warm_s + 0.3  # the visitor's clear_cache emptied nothing: the second rerun was as cheap
+    assert f.cold_s > f.warm_s + 0.2  # computing the curves shows: a rerun that computes, against a cached one
+    assert f.cleared_s < f.warm_s + 0.2  # the visitor's clear_cache emptied nothing: its rerun was as cheap
