@@ -131,6 +131,24 @@ def download(page, button: str):
     return file.value
 
 
+def choose(page, label: str, option: str) -> None:
+    """Pick `option` in the select box `label`. Its list can close under the click (the page reran: a stage told it
+    its step) or not open at all (headless, a click may only focus the box): it is opened again, five times at most."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    box = page.get_by_role("combobox", name=label)
+    for _ in range(5):
+        box.click()
+        if box.get_attribute("aria-expanded") != "true":
+            box.press("ArrowDown")
+        try:
+            page.get_by_role("option", name=option).click(timeout=3000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError(f"the select box {label!r} never offered {option!r}")
+
+
 def by_event(page) -> None:
     """Each press of the stage shows one event (its detail option; by default a press shows one step)."""
     page.locator(".stage-by").first.select_option("event")

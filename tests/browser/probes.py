@@ -211,7 +211,7 @@ def clear_cache_cost(url: str, pid: int) -> ClearCacheFigures:
 
     def cpu_of(messages: list) -> float:
         before = cpu_seconds(pid)
-        send(url, messages, settle_s=2.5)
+        send(url, messages)
         return _idle(pid) - before
 
     cold = cpu_of([rerun("policies")])

@@ -21,7 +21,7 @@ from postgres import new_database
 from classroom.rooms import LATE_GRACE_S
 
 from .class_student import form_drawn, send_answer
-from .conftest import download, screenshot
+from .conftest import choose, download, screenshot
 from .harness import streamlit_server
 
 pytestmark = pytest.mark.browser
@@ -88,15 +88,6 @@ def press_next_and_time_students(teacher, students: dict) -> dict[str, float]:
         time.sleep(0.02)
     assert set(took) == set(students), (expected, {name: status(page) for name, page in students.items()})
     return took
-
-
-def choose(page, label: str, option: str) -> None:
-    """Pick a select box's option by its text (headless, a click on the box does not always open its list)."""
-    box = page.get_by_role("combobox", name=label)
-    box.click()
-    if box.get_attribute("aria-expanded") != "true":
-        box.press("ArrowDown")
-    page.get_by_role("option", name=option).click()
 
 
 def answer(page, vote: int, text: str) -> None:

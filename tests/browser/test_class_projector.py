@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from .conftest import screenshot
+from .conftest import choose, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -42,15 +42,6 @@ def everything_in_view(page, *buttons: str) -> None:
     assert page.locator(".stage svg g.node").count() >= 6 and not cut, cut
 
 
-def choose(page, option: str) -> None:
-    """Pick a question in the bar's menu (its label is hidden on a projector, kept for screen readers)."""
-    box = page.get_by_role("combobox", name="Ask the room")
-    box.click()
-    if box.get_attribute("aria-expanded") != "true":
-        box.press("ArrowDown")
-    page.get_by_role("option", name=option).click()
-
-
 @pytest.mark.parametrize("sidebar", ["closed", "open"])
 def test_the_graph_its_badges_and_the_controls_share_one_projector_screen(browser, app_url, sidebar):
     context = browser.new_context(viewport=PROJECTOR)
@@ -79,7 +70,7 @@ def test_the_graph_its_badges_and_the_controls_share_one_projector_screen(browse
         page.get_by_text(re.compile(r"The answer: ")).first.wait_for()
         everything_in_view(page, "Ask", "Ask its transfer question")
         # a leaf's gradient, whose worked answer (a sum over three paths) is the longest the bar shows
-        choose(page, "What is x's gradient after the backward?")
+        choose(page, "Ask the room", "What is x's gradient after the backward?")
         page.get_by_role("button", name="Ask", exact=True).click()
         page.get_by_role("button", name="Reveal the answer").click()
         page.get_by_text(re.compile(r"= \[5\.0, 7\.0\]")).first.wait_for()

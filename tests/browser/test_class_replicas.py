@@ -29,7 +29,6 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from classroom.rooms import Classroom
 from classroom.serve import PUBLIC_URL_ENV
@@ -40,7 +39,7 @@ from tests.postgres import postgres_bin_dir, postgres_cluster
 from ui.class_replays import class_replay
 
 from .class_student import send_answer
-from .conftest import _missing
+from .conftest import _missing, choose
 from .test_deploy import replica_of
 
 pytestmark = pytest.mark.browser
@@ -214,19 +213,6 @@ def step_everyone(teacher, pages: list, followers: list[Follower], button: str =
         delays.append(seen / 1000 - pressed)
     delays += [follower.moved(before, pressed) for follower, before in zip(followers, befores, strict=True)]
     return delays
-
-
-def choose(page, label: str, option: str) -> None:
-    """Picks `option` in a select box. One click did not always open its list here (after the teacher's presses on
-    the stage it only focused it), so it clicks until the list shows."""
-    for _ in range(5):
-        page.get_by_label(label).click()
-        try:
-            page.get_by_role("option", name=option).click(timeout=2000)
-            return
-        except PlaywrightTimeout:
-            continue
-    raise AssertionError(f"the select box {label!r} never offered {option!r}")
 
 
 def join_by_page(page, join_url: str, nickname: str) -> str:

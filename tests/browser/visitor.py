@@ -82,9 +82,10 @@ class Socket:
         # one binary frame; a client must mask, and a zero mask leaves the bytes as they are
         self.connection.sendall(bytes([0x82, 0xFF]) + len(data).to_bytes(8, "big") + bytes(4) + data)
 
-    def read(self, seconds: float) -> bytes:
-        """Every byte the server sends within `seconds` (less if it closes). Its pings are answered, as a browser
-        answers them, so a session read for a while stays open."""
+    def read(self, seconds: float, until_run_ends: bool = False) -> bytes:
+        """Every byte the server sends within `seconds` (less if it closes, or, `until_run_ends`, once it says a run
+        of the page finished). Its pings are answered, as a browser answers them, so a session read for a while stays
+        open."""
         answer = b""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
@@ -98,6 +99,8 @@ class Socket:
             answer += chunk
             self._pending += chunk
             self._answer_pings()
+            if until_run_ends and any(m.WhichOneof("type") == "script_finished" for m in forward_messages(answer)):
+                break
         return answer
 
     def _answer_pings(self) -> None:
@@ -111,15 +114,21 @@ class Socket:
         self.connection.close()
 
 
-def send(url: str, messages: list[BackMsg], settle_s: float = 4.0) -> bytes:
-    """Send each message on one WebSocket, `settle_s` apart (a rerun finishes meanwhile); returns every byte the
-    server sent back (its ForwardMsgs: the page's text is in there, as protobuf strings)."""
+RUN_MOST_S = 60.0  # a rerun's answer is read until the server says the run finished, on a busy machine too
+SETTLE_S = 1.0  # what the server sends after a message that starts no run (it starts none, it shows nothing)
+
+
+def send(url: str, messages: list[BackMsg]) -> bytes:
+    """Send each message on one WebSocket, the next once the last one's run finished (a rerun) or after SETTLE_S
+    (anything else); returns every byte the server sent back (its ForwardMsgs: the page's text is in there, as
+    protobuf strings)."""
     socket_ = Socket(url)
     answer = b""
     try:
         for message in messages:
             socket_.send(message)
-            answer += socket_.read(settle_s)
+            runs = message.WhichOneof("type") == "rerun_script"
+            answer += socket_.read(RUN_MOST_S if runs else SETTLE_S, until_run_ends=runs)
     finally:
         socket_.close()
     return answer
