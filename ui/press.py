@@ -31,14 +31,14 @@ def _read(key: str) -> bool:
 
 def button(label: str, key: str, where: Any = st, **options: Any) -> bool:
     """`st.button` (in `where`: a column, the sidebar), True once for each click, whichever run reaches it."""
-    where.button(label, key=key, on_click=_mark, args=(key,), **options)
-    return _read(key)
+    clicked = where.button(label, key=key, on_click=_mark, args=(key,), **options)
+    return _read(key) or clicked  # clicked, unmarked: a session's first run (a new replica's) has no callback yet
 
 
 def submit_button(label: str, key: str, where: Any = st, **options: Any) -> bool:
     """`st.form_submit_button`, True once for each submit, whichever run reaches it (the form's values with it)."""
-    where.form_submit_button(label, key=key, on_click=_mark, args=(key,), **options)
-    return _read(key)
+    submitted = where.form_submit_button(label, key=key, on_click=_mark, args=(key,), **options)
+    return _read(key) or submitted
 
 
 def forget_unread() -> None:

@@ -88,8 +88,8 @@ def test_a_stopped_replica_leaves_the_others_untouched_and_its_sessions_move_on(
             while replica_of(page.context) == victim_address and time.monotonic() < deadline:
                 page.wait_for_timeout(200)  # the page's WebSocket reconnects through the proxy
             assert replica_of(page.context) != victim_address
-            page.get_by_text("The server that held your session stopped").wait_for()  # the new session's first run
-            page.get_by_role("button", name="loss.backward()").click()  # (a click before it went to a closed socket)
+            page.get_by_role("button", name="loss.backward()").click()  # the new replica's first run, with the click
+            page.get_by_text("The server that held your session stopped").wait_for()
             page.get_by_text("[5.0, 7.0]", exact=True).first.wait_for()  # a first backward again: the state is fresh
             assert page.locator(EXCEPTION).count() == 0 and page.locator(ERROR).count() == 0
         screenshot(victims[0], "deploy_moved_session")
