@@ -29,6 +29,7 @@ import linecache
 import os
 import sys
 import sysconfig
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -183,6 +184,17 @@ _loops_by_file: dict[str, dict[tuple[int, str], tuple[_Loop, ...]]] = {}
 _loops_by_code: dict[int, tuple[CodeType, tuple[_Loop, ...]]] = {}
 
 
+_PARSING = threading.Lock()
+
+
+def parse_python(text: str) -> ast.Module:
+    """`ast.parse`, one thread at a time. CPython 3.11 keeps the AST builder's recursion depth in state every thread
+    shares, so two sessions' threads parsing at once can fail with "AST constructor recursion depth mismatch"
+    (cpython gh-106905): the app's sessions are threads of one server."""
+    with _PARSING:
+        return ast.parse(text)
+
+
 def _loops_of(code: CodeType, module_globals: dict[str, object]) -> tuple[_Loop, ...]:
     known = _loops_by_code.get(id(code))
     if known is not None and known[0] is code:
@@ -203,7 +215,7 @@ def _parse_loops(filename: str, module_globals: dict[str, object]) -> dict[tuple
     outermost first; the module's own under (0, "<module>"). Empty when the source is unavailable."""
     try:
         text = "".join(linecache.getlines(filename, module_globals))
-        tree = ast.parse(text) if text else None
+        tree = parse_python(text) if text else None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
     if tree is None:

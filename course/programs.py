@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
 from autodiff.stage.naming import node_names
+from autodiff.structure import parse_python
 
 T = TypeVar("T")
 
@@ -231,7 +232,7 @@ def _statement_spans(source: str) -> dict[int, tuple[int, int]]:
     compound = (ast.For, ast.While, ast.If, ast.With, ast.FunctionDef, ast.ClassDef, ast.Try)
     return {
         node.lineno: (node.lineno, node.end_lineno or node.lineno)
-        for node in ast.walk(ast.parse(source))
+        for node in ast.walk(parse_python(source))
         if isinstance(node, ast.stmt) and not isinstance(node, compound)
     }
 

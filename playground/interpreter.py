@@ -32,7 +32,7 @@ from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Grad
 from autodiff.memory import MemoryUsage
 from autodiff.module import ConvOptions
 from autodiff.stage.naming import expressions, node_names, with_gone_inputs
-from autodiff.structure import GroupFrame, frame, own_frames
+from autodiff.structure import GroupFrame, frame, own_frames, parse_python
 
 __autodiff_hidden__ = True  # the interpreter's frames are not the student's program (see `autodiff.structure`)
 
@@ -241,7 +241,7 @@ def _parse(source: str, limits: Limits) -> ast.Module:
             hint="Shorten it, or use a loop instead of repeating lines.",
         )
     try:
-        tree = ast.parse(source, mode="exec")
+        tree = parse_python(source)
     except SyntaxError as error:
         raise PlaygroundError(
             f"This is not valid Python: {error.msg}.", error.lineno, (error.offset or 1), "Check brackets and colons."

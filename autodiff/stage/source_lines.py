@@ -11,12 +11,13 @@ import ast
 from collections.abc import Iterable, Mapping
 
 from autodiff import NodeSnapshot
+from autodiff.structure import parse_python
 
 
 def assignment_lines(source: str) -> dict[str, tuple[int, int]]:
     """Each variable the program assigns -> the first and last line of its last assignment in the text."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:
         return {}
     found: dict[str, tuple[int, int]] = {}

@@ -43,9 +43,9 @@ names = list(lab.tensors)
 choice = st.radio("Tensor", names, horizontal=True, key="consumption_tensor")
 cols = st.columns([1, 1, 2, 1], vertical_alignment="bottom")  # the buttons in line with the box, under its label
 outcome = None
-if cols[0].button("grad()", width="stretch"):
+if press.button("grad()", "consumption_grad", where=cols[0], width="stretch"):
     outcome = lab.grad(choice)
-if cols[1].button("grad_remove()", width="stretch"):
+if press.button("grad_remove()", "consumption_remove", where=cols[1], width="stretch"):
     outcome = lab.grad_remove(choice)
 shape = lab.tensors[choice].dims()
 raw = cols[2].text_input(
@@ -55,7 +55,7 @@ raw = cols[2].text_input(
     f"as {choice}'s gradient, in place of any entry it had.",
     max_chars=ANSWER_CHARS,
 )
-if cols[3].button("grad_replace()", width="stretch"):
+if press.button("grad_replace()", "consumption_replace", where=cols[3], width="stretch"):
     values = parse_numbers(raw)  # None past ANSWER_CHARS: refused before it is split
     if values is None:
         st.error(

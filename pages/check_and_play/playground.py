@@ -62,7 +62,7 @@ st.text_area("Program", key=EDITOR, height=260, on_change=keep_text, max_chars=L
 if "playground_exercise" not in st.session_state:  # a teacher's link can open the Playground as an exercise
     st.session_state.playground_exercise = st.query_params.get("exercise") == "1"
 left, right = st.columns([1, 3])
-run_clicked = left.button("Run", type="primary", key="playground_run")
+run_clicked = press.button("Run", "playground_run", where=left, type="primary")
 exercise = right.toggle(
     "Exercise: predict each step of the last backward (the link then opens as an exercise)",
     key="playground_exercise",

@@ -36,7 +36,7 @@ controls = st.columns([1, 1, 1.3, 1])
 size = controls[0].selectbox("Tensor size (n × n)", SIZES, index=2, key="memory_size")
 iterations = controls[1].slider("Forward passes", 5, 40, 20, key="memory_iterations")
 mode = controls[2].radio("Mode", ["autodiff", "without_autodiff()"], horizontal=True, key="memory_mode")
-if controls[3].button("Start", type="primary", width="stretch", key="memory_start"):
+if press.button("Start", "memory_start", where=controls[3], type="primary", width="stretch"):
     st.session_state.memory_lab = MemoryLab(size, iterations, autodiff=mode == "autodiff", backend=current_backend())
     st.session_state[RUNNING] = True
     st.session_state[STARTED] = time.monotonic()

@@ -4,6 +4,7 @@ import streamlit as st
 
 from course.own_data import DataError, from_link, parse_csv, to_csv, to_link
 from course.training import DATASETS, MAX_POINTS, UPDATE_RULES, UPDATES, Training, forward, make_dataset
+from ui import press
 from ui.code import code_block
 from ui.downloads import NO_RERUN
 from ui.replay_view import replay_view
@@ -34,7 +35,7 @@ def settings_controls() -> tuple[float, str]:
     update = controls[2].selectbox(
         "The update runs", UPDATES, format_func=UPDATE_LABELS.__getitem__, key="training_update"
     )
-    if controls[3].button("Start over", key="training_reset", width="stretch"):
+    if press.button("Start over", "training_reset", where=controls[3], width="stretch"):
         st.session_state.pop(LIVE, None)
     return learning_rate, update
 
@@ -121,7 +122,7 @@ st.markdown(
 )
 pasted = st.text_area("Rows of x, y, class", key="training_csv", height=120, placeholder="x, y, class\n0.5, -1.2, 1")
 use_rows, download = st.columns([1, 1])
-if use_rows.button("Train on these rows", key="training_use_csv"):
+if press.button("Train on these rows", "training_use_csv", where=use_rows):
     try:
         live.use(*parse_csv(pasted))
     except DataError as bad:
