@@ -41,8 +41,13 @@ class _Box:
 
 
 def _lines(node: PictureNode) -> list[tuple[str, int, bool]]:
-    return [(node.title, TITLE_PX, True), (node.value, LINE_PX, False), (node.grad, LINE_PX, False),
-            (node.detail, DETAIL_PX, False)]  # fmt: skip  # one line per row of the node's box
+    """A node's box, row by row: (its text, its size, bold)."""
+    return [
+        (node.title, TITLE_PX, True),
+        (node.value, LINE_PX, False),
+        (node.grad, LINE_PX, False),
+        (node.detail, DETAIL_PX, False),
+    ]
 
 
 def _node_box(node: PictureNode, rank: int) -> _Box:
