@@ -57,7 +57,10 @@ st.selectbox(
     key="playground_example",
     on_change=load_example,
 )
-st.session_state[EDITOR] = st.session_state[CODE]
+# The program goes into the editor only when it differs (an example, a link, a return to this page): in the
+# browser, a value the script sets replaces text the student has typed and not yet sent.
+if st.session_state.get(EDITOR) != st.session_state[CODE]:
+    st.session_state[EDITOR] = st.session_state[CODE]
 st.text_area("Program", key=EDITOR, height=260, on_change=keep_text, max_chars=LIMITS.program_chars)
 if "playground_exercise" not in st.session_state:  # a teacher's link can open the Playground as an exercise
     st.session_state.playground_exercise = st.query_params.get("exercise") == "1"

@@ -177,3 +177,17 @@ def test_a_server_s_run_time_is_its_operator_s_from_1_to_60_seconds(monkeypatch,
     assert bool(warned) == told and all("not 1 to 60 seconds: a run may take 5 s" in w for w in warned)
     at = run_code(at, "print(1 + 1)")  # and a run gets it
     assert not at.exception and code_blocks(at)[0].splitlines() == ["2"]
+
+
+def test_a_rerun_never_pushes_the_program_over_what_the_student_is_typing():
+    """A value the script sets for a widget replaces, in the browser, what is typed there and not yet sent (the
+    proto's `set_value`). A rerun that changes no program (here Run, as a stage's report or any other rerun would)
+    must leave the editor alone; an example chosen must fill it."""
+    at = app("pages/check_and_play/playground.py")
+    editor = lambda: at.text_area(key="playground_editor")  # noqa: E731
+    run_code(at, 'print("typed")\n')
+    assert not editor().proto.set_value and editor().value == 'print("typed")\n'
+    at.selectbox(key="playground_example").set_value("Seed: memory growth").run()
+    assert editor().proto.set_value and "for i in range(10)" in editor().value
+    button(at, "Run").click().run()
+    assert not editor().proto.set_value
