@@ -48,15 +48,39 @@ __all__ = ["GraphvizSource", "Replay", "Stage", "graph", "replay"]
 # and revoked when the last one leaves. The still picture shown before the widget (where no kernel runs) is hidden.
 _ENTRY = """
 const PAGE = Symbol.for("autodiff.graphviz");  // checksum -> {url, users, graphviz}: one per page, not per module
+const GRAPHVIZ_WAIT_MS = 60_000;  // for the kernel's answer, when the page lacks the shared model (a busy kernel)
+
+async function graphvizSource(model) {
+  // the kernel's one Graphviz model; where this page's widget manager never received it (a cell run while the
+  // notebook was still connecting to its kernel), the kernel sends the same module to this stage alone
+  try {
+    const shared = await model.widget_manager.get_model(String(model.get("graphviz")).replace(/^IPY_MODEL_/, ""));
+    return { checksum: shared.get("sha256"), source: shared.get("source") };
+  } catch {
+    return new Promise((resolve, reject) => {
+      const answer = (message, buffers) => {
+        if (!message || typeof message.graphviz !== "string" || !buffers || !buffers.length) return;
+        clearTimeout(late);
+        model.off("msg:custom", answer);
+        resolve({ checksum: message.graphviz, source: buffers[0] });
+      };
+      const late = setTimeout(() => {
+        model.off("msg:custom", answer);
+        reject(new Error("Graphviz did not arrive from the kernel. Run the cell again once the kernel is ready."));
+      }, GRAPHVIZ_WAIT_MS);
+      model.on("msg:custom", answer);
+      model.send({ want: "graphviz" });
+    });
+  }
+}
 
 function claimGraphviz(model) {
   const claimed = (async () => {
-    const source = await model.widget_manager.get_model(String(model.get("graphviz")).replace(/^IPY_MODEL_/, ""));
-    const checksum = source.get("sha256");
+    const { checksum, source } = await graphvizSource(model);
     const cache = (globalThis[PAGE] ??= new Map());
     let entry = cache.get(checksum);
     if (!entry) {
-      const url = URL.createObjectURL(new Blob([source.get("source")], { type: "text/javascript" }));
+      const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
       entry = { url, users: 0, graphviz: import(url).then((module) => module.Graphviz.load()) };
       cache.set(checksum, entry);
     }
@@ -103,6 +127,7 @@ export default {
   },
 };
 """
+GRAPHVIZ_ANSWERS = 4  # a stage's asks for Graphviz answered (each view of it asks once, when the page lacks it)
 LIVE_TEXT = "The live stage draws here where the notebook runs with its kernel; the picture above is its last frame."
 
 
@@ -145,6 +170,8 @@ class Stage(anywidget.AnyWidget):
         marker = secrets.token_hex(8)
         super().__init__(payload=wire(payload), event=payload["index"], graphviz=graphviz_source(), still=marker)
         self._still = still
+        self._graphviz_sent = 0
+        self.on_msg(self._send_graphviz)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -153,6 +180,13 @@ class Stage(anywidget.AnyWidget):
         bundle = self._repr_mimebundle_()  # anywidget's: with its metadata (Colab's widget manager)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
         display({**data, "text/plain": LIVE_TEXT}, metadata=metadata, raw=True)
+
+    def _send_graphviz(self, _widget: object, content: object, _buffers: object) -> None:
+        # a page whose widget manager lacks the shared `GraphvizSource` asks this stage for it (`graphvizSource`)
+        if content != {"want": "graphviz"} or self._graphviz_sent >= GRAPHVIZ_ANSWERS:
+            return
+        self._graphviz_sent += 1
+        self.send({"graphviz": GRAPHVIZ_SHA256}, buffers=[GRAPHVIZ.read_bytes()])
 
 
 class Replay(Stage):

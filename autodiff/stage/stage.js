@@ -228,6 +228,8 @@ function mountUnpacked(component, loadGraphviz, pageKeys) {
     const joining = data.classroom && data.classroom.role === "teacher";
     if ((data.presenter || data.embed) && stage.replay && window.innerWidth >= NARROW && !joining) bringIntoView(stage);
     if (data.classroom) joinRoom(stage);
+  }, (failed) => {  // Graphviz could not be loaded: say so in words, not a blank box
+    if (!stage.disposed) refuse(parentElement, `The graph cannot be drawn: ${failed.message || failed}`);
   });
   return stage;
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +16,20 @@ SCREENSHOTS = ROOT / "tests" / "browser" / "screenshots"
 SHOWN_CHARS = 2000  # of each page's text in a failed test's report: enough to say what it showed instead
 _shown_at_close: list[str] = []  # the pages of contexts a failing test closed (in its `finally`) on the way out
 _logged_before: dict[int, int] = {}  # each running server's log size when the test started
+_CONSOLE_LINES = 12  # of each page's last console errors and warnings in that report
+_SCROLLED = """() => {
+  const main = document.querySelector("[data-testid=stMain]");
+  return `window at ${Math.round(scrollY)} of ${document.documentElement.scrollHeight} px`
+    + (main ? `, main at ${Math.round(main.scrollTop)} of ${main.scrollHeight} px` : "");
+}"""
+
+
+def _listen(page) -> None:
+    """Keeps the page's last console errors and warnings (a widget that failed to draw says why only there)."""
+    said: deque[str] = deque(maxlen=_CONSOLE_LINES)
+    page.on("console", lambda message: message.type in ("error", "warning") and said.append(message.text[:300]))
+    page.on("pageerror", lambda error: said.append(f"uncaught: {str(error)[:300]}"))
+    page._console_said = said
 
 
 def _shown(page) -> str:
@@ -27,8 +42,13 @@ def _shown(page) -> str:
         text = (main if main.count() else page.locator("body")).inner_text(timeout=3000)
     except Exception as unreadable:  # a crashed or closing page: say so, and keep the test's own error first
         text = f"(unreadable: {unreadable})"
+    try:
+        scrolled = page.evaluate(_SCROLLED)
+    except Exception:
+        scrolled = "scroll unknown"
     script = f" (its script: {state})" if state else ""
-    return f"--- {page.url}{script}\n{text[:SHOWN_CHARS]}"
+    said = "".join(f"\nconsole: {line}" for line in getattr(page, "_console_said", ()))
+    return f"--- {page.url}{script} ({scrolled}){said}\n{text[:SHOWN_CHARS]}"
 
 
 def _watched(browser):
@@ -38,6 +58,7 @@ def _watched(browser):
 
     def watched_context(**options):
         context = new_context(**options)
+        context.on("page", _listen)
         close = context.close
 
         def closing(**how):

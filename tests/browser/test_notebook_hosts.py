@@ -88,7 +88,13 @@ def _host(command: list[str], ready: str, folder: Path, env: dict[str, str]) -> 
 def jupyterlab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     folder = tmp_path_factory.mktemp("jupyterlab")
     second = "from autodiff.notebook import graph\ngraph(h)"  # a second stage on the page: one Graphviz for both
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SEED), nbformat.v4.new_code_cell(second)])
+    # a page that never received the kernel's Graphviz model (it connected late): the kernel keeps the model, the
+    # page is told it closed; the stage then asks the kernel for Graphviz itself
+    forgotten = (
+        "from autodiff.notebook import graphviz_source\ngraphviz_source().comm.publish_msg('comm_close')\ngraph(loss)"
+    )
+    cells = [nbformat.v4.new_code_cell(code) for code in (SEED, second, forgotten)]
+    notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     # executed headless first, as a course publishes it: its outputs (stills and widgets) and widget state saved
     NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
@@ -249,6 +255,10 @@ def test_the_stage_in_jupyterlab(browser, jupyterlab):
     page.locator(".lm-Menu-item:has(.lm-Menu-itemLabel:text-is('Clear Outputs of All Cells'))").click()
     expect(page.locator(".stage")).to_have_count(0)
     page.wait_for_function(f"() => ({GRAPHVIZ_USERS})().length === 0")
+    page.locator(".jp-Cell .jp-InputArea-prompt").nth(2).click()
+    page.keyboard.press("Shift+Enter")
+    expect(page.locator(".stage").first.locator("svg g.node")).to_have_count(5, timeout=60_000)  # sent by the kernel
+    assert page.evaluate(GRAPHVIZ_USERS) == [1]
     assert elsewhere == []
     context.close()
 
