@@ -28,7 +28,9 @@ def in_view(page, what: str, locator) -> list[str]:
 
 
 def everything_in_view(page, *buttons: str) -> None:
-    """Waits (5 s at most) until all is in view: the stage refits below the bar when the bar's size changes."""
+    """Waits for the graph, then (5 s at most) until all is in view: the stage refits below the bar when the bar's
+    size changes."""
+    page.locator(".stage svg g.node").nth(5).wait_for()
     deadline = time.monotonic() + 5
     while True:
         cut = in_view(page, "node", page.locator(".stage svg g.node"))
@@ -55,6 +57,7 @@ def test_the_graph_its_badges_and_the_controls_share_one_projector_screen(browse
         if sidebar == "open":
             page.locator("[data-testid=stExpandSidebarButton]").first.click()
             page.locator("[data-testid=stSidebar]").get_by_role("link", name="Home").wait_for()
+        everything_in_view(page)  # the graph drawn, as the teacher first sees it, before any press
         for _ in range(3):
             page.locator(".stage-controls button[data-act=next]").click()
         everything_in_view(page, "Ask")
