@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +17,15 @@ from autodiff.device import mlx_unavailable_reason
 from playground import SECONDS_ENV
 
 from .conftest import screenshot
-from .harness import FIRST_RENDER_GOAL_S, HEALTH_GOAL_S, AgentSession, rss_mib, streamlit_server, texts
+from .harness import (
+    FIRST_RENDER_GOAL_S,
+    HEALTH_GOAL_S,
+    AgentSession,
+    _free_port,
+    rss_mib,
+    streamlit_server,
+    texts,
+)
 from .probes import playground_flood
 from .test_playground_load import run_in
 
@@ -25,27 +38,50 @@ MEMORY_BOMB = "a = Tensor.ones([1024, 1024], ad)\nl = [" + ", ".join(["a * a"] *
 ERROR = ".playground-error"
 
 
-def health_latencies(url: str, stop: threading.Event, seen: list[float]) -> None:
+def _latency(address: str) -> float:
+    start = time.monotonic()
+    try:
+        urllib.request.urlopen(address, timeout=5).read()
+    except OSError:
+        return 99.0
+    return time.monotonic() - start
+
+
+def health_latencies(url: str, stop: threading.Event, seen: list[float], control: str, beside: list[float]) -> None:
+    """The app's health check's latency, each beside a trivial server's on the same machine at the same moment (the
+    `control`): a busy machine, or this test's own process, delays both; a blocked app delays only the first."""
     while not stop.is_set():
-        start = time.monotonic()
-        try:
-            urllib.request.urlopen(f"{url}/_stcore/health", timeout=5).read()
-            seen.append(time.monotonic() - start)
-        except OSError:
-            seen.append(99.0)
+        seen.append(_latency(f"{url}/_stcore/health"))
+        beside.append(_latency(control))
         time.sleep(0.1)
 
 
+@contextmanager
+def trivial_server(folder: Path) -> Iterator[str]:
+    port = _free_port()
+    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        address = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 30
+        while _latency(address) == 99.0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        yield address
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_a_frozen_program_freezes_nobody_else(browser, tmp_path):
-    with streamlit_server(tmp_path / "server.log") as url:
+    with streamlit_server(tmp_path / "server.log") as url, trivial_server(tmp_path) as control:
         student, other = browser.new_context(), browser.new_context()
         a, b = student.new_page(), other.new_page()
         for p in (a, b):
             p.set_default_timeout(60_000)
         run_in(a, url, "print('warm')")
         a.get_by_text("warm").first.wait_for()
-        stop, seen = threading.Event(), []
-        watcher = threading.Thread(target=health_latencies, args=(url, stop, seen))
+        stop, seen, beside = threading.Event(), [], []
+        watcher = threading.Thread(target=health_latencies, args=(url, stop, seen, control, beside))
         watcher.start()
         try:
             run_in(a, url, EXPONENTIAL_COMPARE)
@@ -58,9 +94,13 @@ def test_a_frozen_program_freezes_nobody_else(browser, tmp_path):
         finally:
             stop.set()
             watcher.join()
-        print(f"lesson opened in {opened:.2f} s; health max {max(seen) * 1000:.0f} ms over {len(seen)} probes")
+        print(
+            f"lesson opened in {opened:.2f} s; health max {max(seen) * 1000:.0f} ms over {len(seen)} probes, "
+            f"a trivial server's beside it {max(beside) * 1000:.0f} ms"
+        )
         assert opened < 5 * FIRST_RENDER_GOAL_S  # five times the goals: the strict figures are bench/ui.py's
-        assert max(seen) < 5 * HEALTH_GOAL_S, max(seen)
+        # five times the goal, past what the machine alone cost a trivial server at the same time
+        assert max(seen) < 5 * HEALTH_GOAL_S + max(beside), (max(seen), max(beside))
         screenshot(a, "playground_time_limit")
         run_in(a, url, "print('after', 1 + 1)")  # the killed worker was replaced
         a.get_by_text("after 2").wait_for()
