@@ -106,6 +106,7 @@ def laptop(browser):
     """A fresh page at 1440x900 in the module's browser."""
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     yield context.new_page()
+    context.close()  # a page left open keeps its stage's timers running through the rest of the suite
 
 
 @pytest.fixture(scope="module")
