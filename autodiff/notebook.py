@@ -51,8 +51,8 @@ const PAGE = Symbol.for("autodiff.graphviz");  // checksum -> {url, users, graph
 const GRAPHVIZ_WAIT_MS = 60_000;  // for the kernel's answer, when the page lacks the shared model (a busy kernel)
 
 async function graphvizSource(model) {
-  // the kernel's one Graphviz model; where this page's widget manager never received it (a cell run while the
-  // notebook was still connecting to its kernel), the kernel sends the same module to this stage alone
+  // the kernel's one Graphviz model; where this page's widget manager lacks it (seen once on a busy machine, for a
+  // cell run as JupyterLab opened the notebook), the kernel sends the same module to this stage alone
   try {
     const shared = await model.widget_manager.get_model(String(model.get("graphviz")).replace(/^IPY_MODEL_/, ""));
     return { checksum: shared.get("sha256"), source: shared.get("source") };
