@@ -25,6 +25,7 @@ from .harness import (
     rss_mib,
     streamlit_server,
     texts,
+    wait_until_up,
 )
 from .probes import playground_flood
 from .test_playground_load import run_in
@@ -58,14 +59,14 @@ def health_latencies(url: str, stop: threading.Event, seen: list[float], control
 
 @contextmanager
 def trivial_server(folder: Path) -> Iterator[str]:
-    port = _free_port()
+    """A plain `http.server` on a free port: the control the app's latency is read beside."""
+    port, log = _free_port(), folder / "control.log"
     command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with log.open("w") as out:
+        server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:
         address = f"http://127.0.0.1:{port}/"
-        deadline = time.monotonic() + 30
-        while _latency(address) == 99.0 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until_up(address, server, log, "the control server")
         yield address
     finally:
         server.kill()
