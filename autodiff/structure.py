@@ -30,6 +30,7 @@ import os
 import sys
 import sysconfig
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -348,11 +349,11 @@ def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...]) -> list[Gr
         if function is None:
             prefix = parent.key if parent is not None else ""
             key = f"{prefix}/{code.co_name}:{id(python_frame):x}:{call_site}"
-            if code.co_name == _MODULE:
-                function = GroupFrame("scope", _MODULE, key)  # a module's body: a key for what it holds, not shown
+            if code.co_name == _MODULE or code.co_name in _COMPREHENSIONS:
+                # a module's body, or a comprehension (part of the line that holds it): a key, not a box
+                function = GroupFrame("scope", _MODULE, key)
             else:
-                name = getattr(code, "co_qualname", code.co_name).rpartition(".")[2]
-                function = GroupFrame("function", "lambda" if name == "<lambda>" else name, key)
+                function = GroupFrame("function", _function_name(code, python_frame), key)
             made[token] = function
         if function.kind == "function":
             path.append(function)
@@ -387,6 +388,49 @@ def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...]) -> list[Gr
                 path.append(parent)
         path.extend(entry[0] for entry in scopes)
     return path
+
+
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+# each class's instances in the order a method of theirs first ran: `Neuron 3` (by the class object, so a class
+# defined again, by a new run or a cell run again, counts from 1)
+_instances: weakref.WeakKeyDictionary[type, weakref.WeakKeyDictionary[object, int]] = weakref.WeakKeyDictionary()
+
+
+def _function_name(code: CodeType, python_frame: FrameType) -> str:
+    """What a call's box says: the function's name (`layer1`, `lambda`); a method's names its object, as a student
+    names it: `Neuron 3` for `__call__` (the object used as a function), `Neuron 3.forward` for another method."""
+    name = getattr(code, "co_qualname", code.co_name).rpartition(".")[2]
+    if name == "<lambda>":
+        return "lambda"
+    if not code.co_argcount or code.co_varnames[0] != "self":
+        return name
+    owner = python_frame.f_locals.get("self")
+    cls = type(owner)
+    try:
+        numbers = _instances.setdefault(cls, weakref.WeakKeyDictionary())
+        number = numbers.setdefault(owner, len(numbers) + 1)
+    except TypeError:  # a class whose objects take no weak reference (`__slots__`): its name alone
+        return f"{cls.__name__}" if name == "__call__" else f"{cls.__name__}.{name}"
+    if name == "__call__":
+        return f"{cls.__name__} {number}"
+    if name == "__init__":
+        return f"making {cls.__name__} {number}"
+    return f"{cls.__name__} {number}.{name}"
+
+
+def forget_source(filename: str) -> None:
+    """Forget what was read of `filename`'s loops (an interpreter that runs many programs under fresh names, each
+    registered in `linecache` for its run, calls this after each so that nothing of it stays)."""
+    loops = _loops_by_file.pop(filename, {})
+    _file_kinds.pop(filename, None)
+    gone = {id(loop) for found in loops.values() for loop in found}
+    for key in [key for key, (code, _) in _loops_by_code.items() if code.co_filename == filename]:
+        del _loops_by_code[key]
+    for key in [key for key in _hidden_codes if _hidden_codes[key][0].co_filename == filename]:
+        del _hidden_codes[key]
+    for key in gone & _loop_states.keys():
+        del _loop_states[key]
+    _made.clear()
 
 
 def _encloses(loop: _Loop, line: int) -> bool:

@@ -201,7 +201,7 @@ def big_graphs() -> None:
 
     from autodiff.stage import export_html, wire
     from playground.examples import EXAMPLES
-    from playground.interpreter import run_program
+    from playground.sandbox import run_program
 
     print("Big graphs on the stage, one exported file each (1440x900): payload, first frame, key to frame")
     with sync_playwright() as p, tempfile.TemporaryDirectory() as folder:

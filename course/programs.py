@@ -3,20 +3,18 @@ real source, and `record_program` runs one on a fresh device with its backward r
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
-import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import CodeType, FrameType
-from typing import Any, TypeVar
+from types import CodeType
+from typing import TypeVar
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
 from autodiff.stage.naming import node_names
-from autodiff.structure import parse_python
+from autodiff.stage.recording import Provenance, traced_call
 
 T = TypeVar("T")
 
@@ -156,15 +154,6 @@ CHECKPOINTING_PROGRAMS: dict[str, Program] = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Provenance:
-    """Where each node of a program run came from, watched while it ran: the statement that made it (its lines in
-    `Program.source`) and the variable that statement assigned it to (each pass of a loop's `y = ...` names its `y`)."""
-
-    lines: dict[int, tuple[int, int]]
-    names: dict[int, str]
-
-
 def source_offsets(functions: Sequence[Callable[..., object]]) -> dict[CodeType, int]:
     """Each function's code -> what turns its file line into a line of the functions' joined source (as
     `Program.source` joins them, or one function's source alone)."""
@@ -180,61 +169,8 @@ def source_offsets(functions: Sequence[Callable[..., object]]) -> dict[CodeType,
 def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Provenance]:
     """`program.build(ad)`, watching each statement of the program's own functions as it runs."""
     __autodiff_hidden__ = True  # noqa: F841 (a harness: the program's nodes show its own functions, not these)
-    return traced_call((*program.helpers, program.build), program.source, functools.partial(program.build, ad), ad)
-
-
-def traced_call(
-    functions: tuple[Callable[..., object], ...], source: str, call: Callable[[], T], ad: Device
-) -> tuple[T, Provenance]:
-    """`call()`, watching each statement of `functions` (shown as `source`: their sources joined by a blank line)
-    as it runs: the nodes the device created while a statement ran are that statement's (the device numbers nodes
-    in the order it makes them)."""
-    __autodiff_hidden__ = True  # noqa: F841 (a harness, not the program: see `autodiff.structure`)
-    offsets = source_offsets(functions)
-    spans = _statement_spans(source)
-    made: dict[int, tuple[int, int]] = {}
-    names: dict[int, str] = {}
-    running: dict[object, int | None] = {}  # each watched frame -> the line of the statement it is running
-    mark = [0]
-
-    def settle(frame: FrameType) -> None:
-        created = ad.nodes_created
-        line = running.get(frame)
-        if line is not None:
-            span = spans.get(line, (line, line))
-            for node_id in range(mark[0], created):
-                made[node_id] = span
-            for variable, value in frame.f_locals.items():
-                if isinstance(value, Tensor) and value.node_id is not None and mark[0] <= int(value.node_id) < created:
-                    names[int(value.node_id)] = variable
-        mark[0] = created
-
-    def watch(frame: FrameType, event: str, arg: object) -> Any:  # a trace function: itself, or None
-        if frame.f_code not in offsets:
-            return None
-        if event in ("line", "return"):
-            settle(frame)
-            running[frame] = frame.f_lineno + offsets[frame.f_code] if event == "line" else None
-        return watch
-
-    previous = sys.gettrace()
-    sys.settrace(watch)
-    try:
-        result = call()
-    finally:
-        sys.settrace(previous)
-        running.clear()  # the frames, and the locals they hold: a tensor kept alive here would change the memory
-    return result, Provenance(made, names)
-
-
-def _statement_spans(source: str) -> dict[int, tuple[int, int]]:
-    """The first line of each simple statement -> its first and last line (a statement may span several lines)."""
-    compound = (ast.For, ast.While, ast.If, ast.With, ast.FunctionDef, ast.ClassDef, ast.Try)
-    return {
-        node.lineno: (node.lineno, node.end_lineno or node.lineno)
-        for node in ast.walk(parse_python(source))
-        if isinstance(node, ast.stmt) and not isinstance(node, compound)
-    }
+    functions = (*program.helpers, program.build)
+    return traced_call(source_offsets(functions).get, program.source, functools.partial(program.build, ad), ad)
 
 
 @dataclass

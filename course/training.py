@@ -33,8 +33,9 @@ from autodiff.ids import NodeId
 from autodiff.loss import cross_entropy_with_logits
 from autodiff.observer import Observer
 from autodiff.stage.naming import node_names
+from autodiff.stage.recording import traced_call
 
-from .programs import traced_call
+from .programs import source_offsets
 
 DATASETS = ("two moons", "spirals")
 UPDATES = ("inner", "detach", "autodiff")  # the right way; right, with steps swept later; the mistake
@@ -450,7 +451,8 @@ def replay_iteration(training: Training, number: int) -> IterationReplay:
     trained_points, trained_labels = training.trained_on[number - 1]
     points = Tensor.from_floats(trained_points, ad)
     targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[trained_labels], ad)
-    outputs, provenance = traced_call((forward,), IterationReplay.source, lambda: forward(model, points, targets), ad)
+    offsets = source_offsets((forward,)).get
+    outputs, provenance = traced_call(offsets, IterationReplay.source, lambda: forward(model, points, targets), ad)
     before = ad.snapshot()
     recorder = BackwardRecorder()
     outputs["loss"].backward(recorder=recorder)

@@ -24,7 +24,7 @@ from autodiff.snapshot import ValueSummary
 from autodiff.structure import GroupFrame
 from autodiff.trace import TensorPreview
 
-from .interpreter import ERROR_CHARS, BackwardRun, Limits, PlaygroundError, RunResult, cut
+from .results import ERROR_CHARS, BackwardRun, Limits, PlaygroundError, RunResult, cut
 
 WHOLE_VALUES = 4096  # a tensor up to this many values is sent whole (exercises check them)
 PREVIEW_ONLY = 16  # ... unless the reply is too large: then only tensors this small go whole
@@ -158,7 +158,6 @@ def result_to_plain(result: RunResult) -> dict[str, Any]:
         else {"before": backward.before, "events": backward.recorder.events, "names": backward.names},
         "memory": [[count, usage] for count, usage in result.memory],
         "lines": [[node_id, first, last] for node_id, (first, last) in result.lines.items()],
-        "statements": result.statements,
     }
 
 
@@ -188,7 +187,6 @@ def result_from_plain(data: Any) -> RunResult:
         else BackwardRun(backward["before"], recorder, {_int(k): _identifier(v) for k, v in backward["names"].items()}),
         memory=[(int(count), usage) for count, usage in data["memory"]],
         lines={_int(node_id): (_int(first), _int(last)) for node_id, first, last in data["lines"]},
-        statements=int(data["statements"]),
     )
 
 

@@ -26,7 +26,7 @@ from course.grading import MISTAKES, Question, grade, questions, right_answer
 from course.programs import PROGRAMS, record_program
 from course.transfer import question_for_transfer_key
 from playground import Limits as PlayLimits
-from playground.interpreter import BackwardRun
+from playground.results import BackwardRun
 from playground.workers import shared_pool
 
 PLAY_LIMITS = PlayLimits()

@@ -28,7 +28,7 @@ from classroom.views import DISCUSS, REVEALED, VOTE1, VOTE2, TeacherView
 from course.grading import MISTAKES, Question, right_answer
 from course.programs import PROGRAMS
 from course.transfer import transfer_for, transfer_key
-from playground.interpreter import BackwardRun
+from playground.results import BackwardRun
 
 from . import press
 from .class_replays import ClassReplay, asked_question, class_replay, keep_played

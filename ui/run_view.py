@@ -14,7 +14,7 @@ from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from autodiff import MemoryBudget, MemoryBudgetError
 from playground import PlaygroundError, RunResult
-from playground.interpreter import source_lines
+from playground.results import source_lines
 from playground.workers import Job
 from ui.state import session_budget
 

@@ -14,7 +14,7 @@ from autodiff.stage.groups import MAX_CHILDREN, group_tree
 from autodiff.structure import GroupFrame
 from course.programs import record_program
 from playground.examples import EXAMPLES
-from playground.interpreter import run_program
+from playground.sandbox import run_program
 
 LOOP = EXAMPLES["Per-sample loop (30 samples)"].replace("range(30)", "range(SAMPLES)")  # the Playground's own
 

@@ -18,7 +18,7 @@ from autodiff import Device, Tensor, notebook
 from autodiff.stage import export_html, replay_payload
 from autodiff.stage.graph_dot import SIZES
 from playground.examples import EXAMPLES
-from playground.interpreter import run_program
+from playground.sandbox import run_program
 
 from .conftest import screenshot
 

@@ -20,7 +20,7 @@ import pytest
 from autodiff.device import mlx_unavailable_reason
 from playground import Limits, run_program, worker_process
 from playground import workers as workers_module
-from playground.interpreter import ERROR_CHARS, PlaygroundError, source_lines
+from playground.results import ERROR_CHARS, PlaygroundError, source_lines
 from playground.plain import dumps, loads, result_from_plain, result_to_plain
 from playground.worker_process import RESULT_LIMIT
 from playground.workers import WorkerPool

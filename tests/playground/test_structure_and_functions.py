@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from playground.examples import EXAMPLES
-from playground.interpreter import run_program
+from playground.sandbox import run_program
 
 LOOP = "Per-sample loop (30 samples)"
 MLP = "Three-layer MLP, one function per layer"
