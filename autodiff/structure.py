@@ -14,8 +14,10 @@ values for pictures (`Device.autodiff(keep_values=True)`); then `current_path()`
   (its header as written) and an "iteration" frame: `i = 3` when the loop variable is one name holding a number,
   bool or short string, else `iteration 3`, counted from 1 each time the loop variable holds another object than
   at the last node (a `while`: each time the running position goes back).
-- `scope(...)` blocks go after the function (and its loops) whose `with` entered them; frames pushed with `frame`
-  go innermost. Inside `own_frames()` the stack is not walked: an interpreter pushes its program's frames itself.
+- `scope(...)` blocks go after the function (and its loops) whose `with` entered them. Inside `program_files(prefix)` only code compiled under such a file name is the user's (an
+  interpreter's program, not the interpreter's callers).
+- a method's box names its object (`Neuron 3` for `__call__`, `making Neuron 3` for `__init__`, `Neuron 3.forward`
+  otherwise: its class and its number among the class's objects); a comprehension is part of its line, not a box.
 
 Keys are unique per instance: a function's key holds its caller's key, its Python frame and its call site, a
 loop's the enclosing key and the count of the loop statement's entries, an iteration's its loop's and its count.
@@ -54,13 +56,13 @@ class GroupFrame:
 GroupPath = tuple[GroupFrame, ...]
 
 
-# -- explicit frames: `scope` and `frame` --------------------------------------------------------------------------
-# The frames entered with `scope(...)` or `frame(...)` and not yet left, outermost first. Each entry is the frame
-# with where it was entered: the id of the Python frame whose `with` entered it and that frame's line (0, 0 for
-# `frame`), so that a scope lands between the loops of its function that enclose the `with` and those inside it.
+# -- explicit frames: `scope` ----------------------------------------------------------------------------------------
+# The scopes entered and not yet left, outermost first. Each entry is the frame with where it was entered: the id of
+# the Python frame whose `with` entered it and that frame's line, so that a scope lands between the loops of its
+# function that enclose the `with` and those inside it.
 _Entry = tuple[GroupFrame, int, int]
 _entered: ContextVar[tuple[_Entry, ...]] = ContextVar("autodiff_structure_entered", default=())
-_own_frames: ContextVar[bool] = ContextVar("autodiff_structure_own_frames", default=False)
+_program_files: ContextVar[str] = ContextVar("autodiff_structure_program_files", default="")
 _scope_numbers = itertools.count(1)
 
 
@@ -74,7 +76,7 @@ class scope:  # noqa: N801 (used like a function: `with autodiff.scope("layer 1"
     that function's loops enclosing the `with`, so the loops inside the block and the functions called from it come
     after it (`with scope("a"): for i in ...:` reads a / loop / iteration; `with scope("a"): h = layer(x)` reads
     a / layer). A scope entered where the path shows nothing (a library's frame, a hidden module) is appended
-    innermost, as are the frames pushed with `frame`.
+    innermost.
     """
 
     __slots__ = ("name", "_token")
@@ -96,26 +98,14 @@ class scope:  # noqa: N801 (used like a function: `with autodiff.scope("layer 1"
 
 
 @contextmanager
-def frame(group: GroupFrame) -> Iterator[GroupFrame]:
-    """Push `group` for the nodes made inside, innermost (after the call stack's frames and the scopes entered
-    before it): for interpreters that run a program of their own (the Playground pushes its loops, iterations and
-    calls). The caller makes `group.key` unique per instance."""
-    token = _entered.set((*_entered.get(), (group, 0, 0)))
-    try:
-        yield group
-    finally:
-        _entered.reset(token)
-
-
-@contextmanager
-def own_frames() -> Iterator[None]:
-    """Inside, a node's path is the frames pushed with `frame` and `scope` alone: the Python call stack is not
-    walked (for an interpreter, whose own Python frames are not the program it runs)."""
-    token = _own_frames.set(True)
+def program_files(prefix: str) -> Iterator[None]:
+    """Inside, only code compiled under a file name that starts with `prefix` is the user's: an interpreter that runs
+    a program of its own (the Playground's sandbox) shows that program's functions and loops, not its callers'."""
+    token = _program_files.set(prefix)
     try:
         yield
     finally:
-        _own_frames.reset(token)
+        _program_files.reset(token)
 
 
 # -- the Python call stack -------------------------------------------------------------------------------------------
@@ -321,7 +311,7 @@ _MADE_LIMIT = 20_000
 _MODULE = "<module>"
 
 
-def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...]) -> list[GroupFrame]:
+def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...], program: str) -> list[GroupFrame]:
     """The user's frames from the outermost in, each a "function" frame (not a module's body) and the loops of its
     own code enclosing the line it runs, with the scopes it entered placed among them; `entered` entries whose
     Python frame is not on the path are left for the caller to append."""
@@ -333,7 +323,8 @@ def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...]) -> list[Gr
         if kind is None:
             kind = _file_kind(filename)
         if kind == _USER_FILE and not start.f_globals.get("__autodiff_hidden__") and not _hidden(start.f_code):
-            frames.append(start)
+            if not program or filename.startswith(program):
+                frames.append(start)
         start = start.f_back
     made = _made
     if len(made) > _MADE_LIMIT:
@@ -439,12 +430,10 @@ def _encloses(loop: _Loop, line: int) -> bool:
 
 def current_path() -> GroupPath:
     """What the code running now is part of: the user's functions and loops on the Python call stack (skipping the
-    engine's frames, libraries' and modules that set `__autodiff_hidden__ = True`), then the scopes and frames
-    entered, outermost first. Called once per recorded node; the Python stack is walked once."""
+    engine's frames, libraries' and modules that set `__autodiff_hidden__ = True`), then the scopes entered, outermost
+    first. Called once per recorded node; the Python stack is walked once."""
     entered = _entered.get()
-    if _own_frames.get():
-        return tuple(entry[0] for entry in entered)
-    path = _stack_path(sys._getframe(1), entered)
+    path = _stack_path(sys._getframe(1), entered, _program_files.get())
     if entered:
         placed = {id(f) for f in path}
         path.extend(entry[0] for entry in entered if id(entry[0]) not in placed)

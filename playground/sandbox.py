@@ -43,7 +43,7 @@ from autodiff.observer import Observer
 from autodiff.module import ConvOptions
 from autodiff.stage.naming import expressions, with_gone_inputs
 from autodiff.stage.recording import Provenance, traced_call
-from autodiff.structure import forget_source, parse_python
+from autodiff.structure import forget_source, parse_python, program_files
 
 from . import fence
 from .fence import PROGRAM_FILES
@@ -89,7 +89,7 @@ class StudentPolicy(RestrictingNodeTransformer):
         ):  # `super().__init__`: read through `_super_attr_`, which allows the class protocols on `super()` alone
             value = self.visit(value)
             call = ast.Call(ast.Name("_super_attr_", ast.Load()), [value, ast.Constant(node.attr)], [])
-            return ast.copy_location(call, node)
+            return ast.fix_missing_locations(ast.copy_location(call, node))
         return super().visit_Attribute(node)
 
     def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.AST:
@@ -103,8 +103,9 @@ class StudentPolicy(RestrictingNodeTransformer):
     def visit_For(self, node: ast.For) -> ast.AST:
         """`for` statements iterate through `_loop_` (memory after each iteration); comprehensions through `_getiter_`."""
         node = super().visit_For(node)
-        if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name):
-            node.iter.func.id = "_loop_"
+        if isinstance(node, ast.For):
+            loop = ast.Call(ast.Name("_loop_", ast.Load()), [node.iter], [])
+            node.iter = ast.fix_missing_locations(ast.copy_location(loop, node.iter))
         return node
 
 
@@ -356,7 +357,8 @@ class Run:
                 def program() -> None:
                     exec(code, namespace)
 
-                traced_call(self._watched, source, program, self.ad, self.provenance)
+                with program_files(self.filename):
+                    traced_call(self._watched, source, program, self.ad, self.provenance)
         finally:
             sys.setrecursionlimit(limit)
             self.budget.active = False
@@ -407,7 +409,7 @@ def run_program(source: str, limits: Limits = Limits(), backend: str = "numpy", 
     try:
         code = compiled(source, filename, limits)
         run = Run(limits, backend, result, filename)
-        with fence.armed() if fenced else contextlib.nullcontext():
+        with fence.armed(source) if fenced else contextlib.nullcontext():
             run.run(code, source)
     except PlaygroundError as error:
         result.error = error

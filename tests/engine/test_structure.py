@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import autodiff
 from autodiff import Device, GroupFrame, Tensor
-from autodiff.structure import frame, own_frames
+from autodiff.structure import program_files
 
 
 def device() -> Device:
@@ -177,11 +178,13 @@ def test_a_while_loop_and_explicit_frames() -> None:
     # a `while` has no loop variable: an iteration starts when the running line goes back
     assert [names(g) for g in groups] == [[("loop", "while n < 2"), ("iteration", f"iteration {k}")] for k in (1, 2)]
     assert [g[1] for g in made(ad, "add_scalar(1)")] == [g[1] for g in groups]
-    with own_frames(), frame(GroupFrame("loop", "for i in range(2)", "L1")):  # noqa: SIM117
-        with frame(GroupFrame("iteration", "i = 0", "L1/1")):
-            y = x.exp()
+    program = "def step(v):\n    return v.exp()\n"
+    namespace: dict[str, Any] = {}
+    exec(compile(program, "<program 1>", "exec"), namespace)
+    with program_files("<program "):  # an interpreter's program: its own function, not this test's
+        y = namespace["step"](x)
     exp = next(n for n in ad.snapshot().nodes if n.op == "exp")
-    assert names(exp.group) == [("loop", "for i in range(2)"), ("iteration", "i = 0")]  # no stack: its own frames
+    assert names(exp.group) == [("function", "step")]
     del y
 
 
