@@ -104,4 +104,95 @@ grads = loss.backward()
 print("loss", loss)
 print("w1.grad", w1.grad(grads))
 """,
+    "micrograd's MLP, with classes": """\
+# micrograd's nn.py (github.com/karpathy/micrograd), Value(...) written as the engine's Tensor
+import random
+
+
+class Module:
+    def parameters(self):
+        return []
+
+
+class Neuron(Module):
+    def __init__(self, nin, nonlin=True):
+        self.w = [Tensor.from_floats([random.uniform(-1, 1)], ad).require_grad() for _ in range(nin)]
+        self.b = Tensor.from_floats([0.0], ad).require_grad()
+        self.nonlin = nonlin
+
+    def __call__(self, x):
+        act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
+        return act.tanh() if self.nonlin else act
+
+    def parameters(self):
+        return self.w + [self.b]
+
+    def __repr__(self):
+        return f"{'Tanh' if self.nonlin else 'Linear'}Neuron({len(self.w)})"
+
+
+class Layer(Module):
+    def __init__(self, nin, nout, **kwargs):
+        self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]
+
+    def __call__(self, x):
+        out = [n(x) for n in self.neurons]
+        return out[0] if len(out) == 1 else out
+
+    def parameters(self):
+        return [p for n in self.neurons for p in n.parameters()]
+
+
+class MLP(Module):
+    def __init__(self, nin, nouts):
+        sz = [nin] + nouts
+        self.layers = [Layer(sz[i], sz[i + 1], nonlin=i != len(nouts) - 1) for i in range(len(nouts))]
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def parameters(self):
+        return [p for layer in self.layers for p in layer.parameters()]
+
+
+random.seed(1337)
+model = MLP(3, [4, 4, 1])
+xs = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]]
+ys = [1.0, -1.0, -1.0, 1.0]
+ypred = []
+for x in xs:
+    ypred.append(model(x))
+loss = sum((yout - ygt) ** 2 for ygt, yout in zip(ys, ypred))
+grads = loss.backward()
+print(model.layers[0].neurons[0], "of", len(model.parameters()), "parameters")
+print(f"loss {loss.item():.6f}")
+first = model.layers[0].neurons[0]
+print("its w[0].grad", f"{first.w[0].grad(grads).item():.6f}", "and b.grad", f"{first.b.grad(grads).item():.6f}")
+""",
+    "CS231n's neuron, with w[0]": """\
+# CS231n's sigmoid neuron (cs231n.github.io/optimization-2): f = sigmoid(w0*x0 + w1*x1 + w2)
+w = Tensor.from_floats([2.0, -3.0, -3.0], ad).require_grad()
+x = Tensor.from_floats([-1.0, -2.0], ad).require_grad()
+dot = w[0] * x[0] + w[1] * x[1] + w[2]
+f = dot.sigmoid()
+grads = f.backward()
+print("w.grad =", [round(v, 4) for v in w.grad(grads).tolist()])
+print("x.grad =", [round(v, 4) for v in x.grad(grads).tolist()])
+""",
+    "Gradient descent until the loss is small (while)": """\
+w = Tensor.from_floats([0.0], ad).require_grad()
+step = 0
+loss_value = float("inf")
+while loss_value > 0.01:  # stop when the loss is small
+    loss = ((w - 3.0) ** 2).sum()
+    loss_value = loss.item()
+    grads = loss.backward()
+    step += 1
+    if step % 5 == 0:
+        print(f"step {step}: loss {loss_value:.4f}")
+    w = Tensor.from_inner(w.without_autodiff() - w.grad(grads) * 0.1, ad).require_grad()
+print(f"stopped after {step} steps: w = {w.item():.4f}")
+""",
 }
