@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -179,6 +179,15 @@ class Tensor:
     @property
     def is_require_grad(self) -> bool:
         return self.requirement is Requirement.Grad
+
+    # To numpy a tensor is one array, never a sequence of its t[i] (t[0] of a vector is again a vector: numpy's
+    # search for nested sequences would record nodes 64 dims deep before it failed). np.asarray(t) is t.numpy();
+    # an operator with an array or a numpy number runs the tensor's own (numpy defers to it), never numpy's on a copy.
+    __array_ufunc__ = None
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        values = self.numpy()
+        return values if dtype is None else values.astype(dtype)  # type: ignore[call-overload]
 
     def __repr__(self) -> str:
         """`Tensor([5.4365635, 14.778112])`: the values as the seed prints them; a large tensor by its shape."""
@@ -607,6 +616,64 @@ class Tensor:
             raise ShapeMismatchError(f"mask_where's source has shape {src.dims()}, the tensor {x.dims()}.")
         return run_op(indexing.mask_where(m), (x, src))
 
+    # -- Python's indexing: t[0], t[1:3], t[:, 0], t[..., -1] ---------------------------------------------
+    def __getitem__(self, key: object) -> Tensor:
+        """Python's indexing, recorded as one node whose op reads as written (`index[:, 0]`): Burn's `slice`, then
+        a reshape that removes each dim an integer picked, exactly where numpy removes it. Keys: integers
+        (negative ones count from the end), slices without a step (out-of-range bounds clamped as Python clamps
+        them), one `...`, and tuples of these. Burn has no rank-0 tensor: `t[0]` of a vector is a one-value
+        tensor of shape [1], `.item()` reads it. Refused with a typed error saying what to use instead: a part
+        with no element (Burn has no empty tensors), steps, `None`, lists, booleans and tensors as keys."""
+        ranges, kept, text = self._index_key(key)
+        return run_op(indexing.index_of(self.shape, ranges, kept, text), (self,))
+
+    def __len__(self) -> int:
+        """The size of the first dim, as for a numpy array."""
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        """`t[0]`, `t[1]`, ... along the first dim, each its own node: `for row in t` and `zip(w, x)` work."""
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def _index_key(self, key: object) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...], str]:
+        """`key`'s range in every dim, the shape left once its integers' dims are removed, and its text."""
+        items = key if isinstance(key, tuple) else (key,)
+        for item in items:
+            _check_index_item(item)
+        text = ", ".join(_index_text(item) for item in items) if items else "()"
+        ellipses = sum(item is Ellipsis for item in items)
+        if ellipses > 1:
+            raise UnsupportedOperationError(f"The index [{text}] has {ellipses} `...`: an index may have only one.")
+        rank, count = len(self.shape), len(items) - ellipses
+        if count > rank:
+            raise ShapeMismatchError(
+                f"The index [{text}] has {count} parts, but this tensor has {rank} dims (shape {self.dims()})."
+            )
+        full: tuple[object, ...] = (slice(None),) * (rank - count)
+        at = next((k for k, item in enumerate(items) if item is Ellipsis), len(items))
+        expanded = items[:at] + full + items[at + 1 :]
+        ranges, kept = [], []
+        for d, (item, n) in enumerate(zip(expanded, self.shape, strict=True)):
+            if isinstance(item, slice):
+                start, stop, _ = item.indices(n)
+                if stop <= start:
+                    raise IndexOutOfBoundsError(
+                        f"The slice {_index_text(item)} of dim {d} (size {n}, shape {self.dims()}) has no element, "
+                        f"and Burn has no empty tensors: use start < end within 0..{n}, e.g. 0:{n}."
+                    )
+                ranges.append((start, stop))
+                kept.append(stop - start)
+            else:
+                i = int(item)  # an integer: _check_index_item let nothing else by
+                if not -n <= i < n:
+                    raise IndexOutOfBoundsError(
+                        f"Index {i} is out of range for dim {d} of size {n} (shape {self.dims()}): use 0 to {n - 1}, "
+                        f"or -{n} to -1 to count from the end."
+                    )
+                ranges.append((i % n, i % n + 1))
+        return tuple(ranges), tuple(kept) or (1,), text
+
     def _ranges(self, ranges: Sequence[Range]) -> tuple[tuple[int, int], ...]:
         if not isinstance(ranges, (list, tuple)) or not 0 < len(ranges) <= len(self.shape):
             raise ShapeMismatchError(
@@ -696,3 +763,54 @@ class Tensor:
                 f"Dimension {dim} does not exist: this tensor has {rank} dims (shape {self.dims()})."
             )
         return int(dim) % rank
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_index_item(item: object) -> None:
+    """Refuse a part of an index the engine does not take, saying what does the job instead."""
+    if item is Ellipsis or _is_int(item):
+        return
+    if isinstance(item, slice):
+        for bound in (item.start, item.stop):
+            if bound is not None and not _is_int(bound):
+                raise UnsupportedOperationError(
+                    f"A slice's bounds are whole numbers, e.g. t[1:3]; this one has {excerpt(bound)}."
+                )
+        if item.step is not None and (not _is_int(item.step) or item.step != 1):
+            raise UnsupportedOperationError(
+                f"A slice with a step ({excerpt(item.step)}) is not supported: Burn's slice takes contiguous ranges. "
+                "Reverse a dim with t.flip([dim]); pick every other element with "
+                "t.select(dim, Tensor.from_ints([0, 2, ...], device))."
+            )
+        return
+    if item is None:
+        raise UnsupportedOperationError(
+            "t[None] (numpy's newaxis) is not supported: add a dim of size 1 with t.unsqueeze_dim(dim)."
+        )
+    if isinstance(item, (bool, np.bool_, BoolTensor)):
+        raise UnsupportedOperationError(
+            "A True/False index is not supported: for a mask use t.mask_fill(mask, value) or "
+            "t.mask_where(mask, source) with a mask from Tensor.from_bools(...) or t.greater_elem(0.0)."
+        )
+    if isinstance(item, (list, tuple, range, np.ndarray, IntTensor, Tensor)):
+        raise UnsupportedOperationError(
+            f"An index made of several indices ({type(item).__name__}) is not supported: pick them along a dim with "
+            "t.select(dim, Tensor.from_ints([...], device)), e.g. t.select(0, Tensor.from_ints([2, 0], device))."
+        )
+    raise UnsupportedOperationError(
+        f"Cannot index a tensor with {excerpt(item)}: an index is a whole number (t[0]), a slice (t[1:3]), `...` "
+        "or a tuple of these (t[:, 0])."
+    )
+
+
+def _index_text(item: object) -> str:
+    """One part of an index as Python writes it: `0`, `-1`, `1:3`, `:`, `...`."""
+    if item is Ellipsis:
+        return "..."
+    if isinstance(item, slice):
+        start, stop = ("" if b is None else str(int(b)) for b in (item.start, item.stop))
+        return f"{start}:{stop}" + ("" if item.step is None else f":{int(item.step)}")
+    return str(int(item))  # type: ignore[call-overload]

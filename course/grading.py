@@ -25,7 +25,7 @@ import numpy as np
 from autodiff import BackwardRecorder, GraphSnapshot, NodeSnapshot, Requirement
 from autodiff.stage import ATOL, RTOL
 from autodiff.stage.chain_rule import ELEMENTWISE, ORDINALS, StepCard, step_cards
-from autodiff.stage.naming import expressions
+from autodiff.stage.naming import expressions, op_kind
 from autodiff.stage.narration import short_names
 from autodiff.trace import GradientRegistered, StepStarted
 
@@ -259,7 +259,7 @@ def _op_of(started: StepStarted, slot: int, by_id: Mapping[int, NodeSnapshot]) -
     """The sending step's op as the send depends on it: with the operand where the operands' local derivatives
     differ (`sub/1`, `matmul/0`), and `broadcast` where an elementwise op's input was broadcast, so its send is
     summed back to its shape (`add broadcast`: a bias)."""
-    op = started.op.partition("(")[0]
+    op = op_kind(started.op)
     node, target = by_id.get(int(started.node_id)), by_id.get(int(started.parents[slot]))
     if node is None:
         return op
@@ -293,7 +293,7 @@ def _arrival(
     if started is not None and started.parents.count(event.node_id) > 1:
         path += f"'s {_ordinal(started.parents[:slot].count(event.node_id))} operand"
     if started is None:  # not sent by the running step: its op alone
-        return Arrival(event.value, path, by_id[source].op.partition("(")[0] if source in by_id else "?")
+        return Arrival(event.value, path, op_kind(by_id[source].op) if source in by_id else "?")
     return Arrival(event.value, path, _op_of(started, slot, by_id))
 
 

@@ -1,5 +1,5 @@
-"""Burn's indexing ops. `slice` and `slice_assign` are built once per ranges; the others are built per call,
-since their rules hold that call's indices or mask."""
+"""Burn's indexing ops. `slice`, `slice_assign` and Python's indexing (`index_of`) are built once per ranges; the
+others are built per call, since their rules hold that call's indices or mask."""
 
 from __future__ import annotations
 
@@ -16,6 +16,17 @@ def slice_of(shape: tuple[int, ...], ranges: tuple[tuple[int, int], ...]) -> Op:
     index = tuple(slice(a, b) for a, b in ranges)
     rule = Rule("grad placed in zeros of the input's shape", lambda g, s: g.placed(shape, index))
     return Op(f"slice({ranges_text(ranges)})", lambda x: x.index(index), (rule,))
+
+
+@per_constant
+def index_of(shape: tuple[int, ...], ranges: tuple[tuple[int, int], ...], kept: tuple[int, ...], text: str) -> Op:
+    """Python's `x[text]` as one node: Burn's `slice` to `ranges` (one per dim), then a reshape to `kept` (the dims
+    an integer removed; [1] when none is left). Its rule reshapes the gradient back and places it in zeros of
+    `shape`, as the two ops' rules would one after the other."""
+    index = tuple(slice(a, b) for a, b in ranges)
+    part = tuple(b - a for a, b in ranges)
+    rule = Rule("grad placed in zeros of the input's shape", lambda g, s: g.reshape(part).placed(shape, index))
+    return Op(f"index[{text}]", lambda x: x.index(index).reshape(kept), (rule,))
 
 
 @per_constant

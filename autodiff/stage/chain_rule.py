@@ -18,7 +18,7 @@ import numpy as np
 from autodiff import GraphSnapshot, NodeSnapshot
 from autodiff.printing import format_array
 from autodiff.snapshot import ValueSummary
-from autodiff.stage.naming import labels
+from autodiff.stage.naming import labels, op_kind
 from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview
 
 from .format import WHOLE, compact, format_shape
@@ -109,8 +109,8 @@ def _power(name: str, p: float) -> str:
 
 
 def _wrapped(name: str) -> str:
-    """A name inside ∂…/∂…: an expression gets brackets (`∂(h + x·3)/∂h`), a variable does not."""
-    return name if re.fullmatch(r"\w+", name) else f"({name})"
+    """A name inside ∂…/∂…: an expression gets brackets (`∂(h + x·3)/∂h`), a variable (or its part, `w[0]`) does not."""
+    return name if re.fullmatch(r"\w+(\[[^\]]*\])?", name) else f"({name})"
 
 
 def _small(value: Value) -> np.ndarray | None:
@@ -185,8 +185,7 @@ def _inputs(
     by_id: dict[int, NodeSnapshot],
     called: dict[int, str],
 ) -> list[CardInput]:
-    op, _, constant = node.op.partition("(")
-    constant = constant.rstrip(")")
+    op, constant = op_kind(node.op), node.op.partition("(")[2].rstrip(")")
     # in a formula, an operand that is an expression gets brackets: `2·(pred − target)`, `1 − (w @ x + b)²`
     operand_names = [_wrapped(called.get(int(i), f"NodeId({int(i)})")) for i in node.inputs]
     operand_values: list[Value] = [by_id[int(i)].value if int(i) in by_id else None for i in node.inputs]
@@ -286,6 +285,9 @@ def _structural(
         return _plain("grad reshaped back", f"{up} reshaped to {shape} = {result}")
     if op in ("swap_dims", "transpose"):
         return _plain("grad with the dimensions swapped back", f"{up} swapped back = {result}")
+    if op == "index":  # Python's indexing: the part's gradient goes back to where the part was, zeros elsewhere
+        part = _wrapped(name) + node.op[len("index") :]
+        return _plain(f"grad placed at {part}, zeros elsewhere", f"{up} placed in zeros of shape {shape} = {result}")
     # an op this card has no words for yet: the engine's rule, its operand letters replaced by the names
     letters = {
         "a": names[0] if names else "a",

@@ -26,6 +26,7 @@ from autodiff import BackwardRecorder, NodeSnapshot, Requirement
 from autodiff.trace import BackwardFinished, GradientRegistered, StepStarted, SweepFreed
 
 from .format import compact
+from .naming import op_kind
 
 SMALL_GRAPH = 8  # a graph this small is drawn whole: groups appear where they help (an explicit scope still shows)
 MAX_CHILDREN = 16  # an unfolded group shows at most this many boxes; a longer list splits into ranges
@@ -261,7 +262,7 @@ def _by_statement(
 
 def _shape(child: _Group | int, by_id: Mapping[int, NodeSnapshot]) -> tuple[object, ...] | str:
     if isinstance(child, int):
-        return by_id[child].op.split("(")[0]
+        return op_kind(by_id[child].op)
     return (child.kind, tuple(_shape(c, by_id) for c in child.children))
 
 

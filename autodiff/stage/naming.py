@@ -41,6 +41,11 @@ LEAVES = {
 SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
 
+def op_kind(op: str) -> str:
+    """An op's name without its constants: `mul_scalar` of `mul_scalar(3)`, `index` of `index[:, 0]`."""
+    return re.split(r"[(\[]", op, maxsplit=1)[0]
+
+
 def node_names(variables: Mapping[str, object]) -> dict[int, str]:
     """`{node id: variable name}` for every tracked tensor among `variables` (other values are skipped)."""
     return {
@@ -73,7 +78,7 @@ def expressions(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> dict
     found: dict[int, tuple[str, int]] = {}
     ops: dict[int, str] = {}
     for node in sorted(nodes, key=lambda n: int(n.id)):  # ids grow with creation: inputs come first
-        ops[int(node.id)] = node.op.partition("(")[0]
+        ops[int(node.id)] = op_kind(node.op)
         found[int(node.id)] = _expression(node, names, found, ops)
     return {node_id: text for node_id, (text, _) in found.items()}
 
@@ -137,6 +142,8 @@ def _expression(
         return _fit(template.format(x=_wrap(operands[0], strength, right=op.startswith("r")), c=args), op), strength
     if op == "neg":
         return _fit("−" + _wrap(operands[0], ATOM), op), ATOM
+    if op.startswith("index["):  # Python's indexing, as written: `w[0]`, `(a + b)[:, 0]`
+        return _fit(_wrap(operands[0], ATOM) + op[len("index") :], "index"), ATOM
     if op == "swap_dims" or op == "transpose":
         return _fit(_wrap(operands[0], ATOM) + "ᵀ", op), ATOM
     inner = ", ".join(text for text, _ in operands)

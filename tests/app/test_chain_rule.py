@@ -8,8 +8,10 @@ import re
 import numpy as np
 import pytest
 
-from autodiff import Device, Tensor
+from autodiff import BackwardRecorder, Device, Tensor
 from autodiff.stage.chain_rule import gradient_sums, step_cards
+from autodiff.stage.naming import node_names
+from autodiff.stage.narration import describe, short_names
 from autodiff.trace import GradientRegistered, StepStarted
 from course.programs import PROGRAMS, record_program
 
@@ -112,3 +114,27 @@ def test_a_large_program_gets_short_honest_cards():
         for item in card["inputs"]:
             assert item["derivative_value"] == ""  # no per-element claim about 65,536 values
             assert len(item["product"]) < 200
+
+
+def test_indexing_cards_place_the_gradient_where_the_part_was():
+    """CS231n's neuron written with Python's indexing: each `w[0]` step's card says where its gradient goes, its
+    numbers are the ones the engine sent, and the products name the parts (`∂(w[0]·x[0])/∂w[0] = x[0]`)."""
+    ad = Device.numpy().autodiff(keep_values=True)
+    w = Tensor.from_floats([2.0, -3.0, -3.0], ad).require_grad()
+    x = Tensor.from_floats([-1.0, -2.0], ad).require_grad()
+    out = (w[0] * x[0] + w[1] * x[1] + w[2]).sigmoid()
+    before = ad.snapshot()
+    recorder = BackwardRecorder()
+    out.backward(recorder=recorder)
+    names = node_names({"w": w, "x": x, "out": out})
+    items = [(card, item) for card in step_cards(before, recorder, names).values() for item in card["inputs"]]
+    placed = {card["title"]: item for card, item in items if card["title"] in ("w[0]", "w[2]", "x[1]")}
+    assert placed["w[0]"]["rule"] == "grad placed at w[0], zeros elsewhere"
+    local = 1 / (1 + np.exp(-1.0)) * (1 - 1 / (1 + np.exp(-1.0)))  # σ'(w·x + b), and w·x + b = 1
+    assert "placed in zeros of shape [3] =" in placed["w[2]"]["product"]
+    assert numbers(placed["w[2]"]["product"]) == pytest.approx([local, 3, 0.0, 0.0, local], abs=1e-6)
+    assert numbers(placed["x[1]"]["sends"]) == pytest.approx([0.0, -3.0 * local], abs=1e-6)  # w[1]·σ'
+    product = next(item for card, item in items if card["title"] == "w[0]·x[0]" and item["input"] == "w[0]")
+    assert product["derivative"] == "∂(w[0]·x[0])/∂w[0] = x[0]" and product["rule"] == "grad × x[0]"
+    called = short_names(before.nodes, names)
+    assert "The step of w[0] runs (index[0], order 1)." in [describe(e, called) for e in recorder.events]

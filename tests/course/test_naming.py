@@ -53,3 +53,28 @@ def test_long_operands_are_written_by_their_id():
     assert "#" in last and len(last) <= 32
     hidden = int(last.split("#")[1].split("·")[0].rstrip(")"))
     assert hidden in found  # the id names a node of the same picture
+
+
+def test_python_indexing_reads_as_written():
+    ad = Device.numpy().autodiff()
+    w = Tensor.from_floats([2.0, -3.0, -3.0], ad).require_grad()
+    x = Tensor.from_floats([[-1.0, -2.0], [1.0, 2.0]], ad).require_grad()
+    h = w[0]
+    names = node_names({"w": w, "x": x, "h": h})
+    made = {
+        "w[1]": w[1],
+        "w[-1]": w[-1],
+        "x[:, 0]": x[:, 0],
+        "x[..., -1]": x[..., -1],
+        "w[1:3]": w[1:3],
+        "(w[:2] + x)[0]": (w[:2] + x)[0],
+        "(x·3)[1, 0]": (x * 3.0)[1, 0],
+        "sum(w)[0]": w.sum()[0],
+    }
+    nodes = ad.snapshot().nodes
+    found = expressions(nodes, names)
+    for text, tensor in made.items():
+        assert found[int(tensor.node_id)] == text
+    titles = labels(nodes, names)
+    assert titles[int(h.node_id)] == "h = w[0]"
+    assert titles[int(made["w[1]"].node_id)] == "w[1]"  # unnamed: its expression

@@ -29,6 +29,21 @@ def _ints(x: Tensor, values: list) -> Any:
     return Tensor.from_ints(values, x.device)
 
 
+def _index_case(text: str, key: Any, shape: tuple[int, ...]) -> Case:
+    """Python's `x[text]` on a tensor of `shape`; PyTorch indexes as numpy does, and where it gives a rank-0 tensor
+    the engine gives shape [1] (Burn has no rank-0 tensor)."""
+    return Case(
+        f"index x[{text}] {len(shape)}-D",
+        lambda x: x[key],
+        lambda t, x: _rank_at_least_1(x[key]),
+        ((shape, -2.0, 2.0),),
+    )
+
+
+def _rank_at_least_1(out: Any) -> Any:
+    return out.reshape(1) if out.dim() == 0 else out
+
+
 GATHER_INDEX = [[0, 2, 2, 1], [3, 0, 0, 0], [1, 1, 3, 2]]
 SELECT_INDEX = [2, 0, 2]
 MASK = [[True, False, True, False], [False, False, True, True], [True, True, False, False]]
@@ -85,6 +100,20 @@ CASES = [
         lambda t, x, v: _torch_slice_assign(t, x, v),
         (X, ((2, 2), -2.0, 2.0)),
     ),
+    *(
+        _index_case(text, key, shape)
+        for shape in ((3, 4), (2, 3, 4))
+        for text, key in (
+            ("0", 0),
+            ("1:3", np.s_[1:3]),
+            (":, 0", np.s_[:, 0]),
+            ("..., -1", np.s_[..., -1]),
+            ("-1", -1),
+            ("0, 1", np.s_[0, 1]),
+            ("1:, :-1", np.s_[1:, :-1]),
+        )
+    ),
+    *(_index_case(text, key, (5,)) for text, key in (("0", 0), ("1:3", np.s_[1:3]), ("-1", -1))),
     Case("cat", lambda a, b, c: Tensor.cat([a, b, c], 0), lambda t, a, b, c: t.cat([a, b, c], 0), (X, X, X)),
     Case(
         "select",

@@ -186,6 +186,13 @@ PORTS = [
     Port("slice.rs", "should_diff_matmul_with_slice", [[[1.0, 7.0], [2.0, 3.0]], [[4.0, 7.0, 100.0], [2.0, 3.0, 15.0]]],
          lambda d, t1, t2: t1 @ t2.slice([(0, 2), (0, 2)]),
          [[[11.0, 5.0], [11.0, 5.0]], [[3.0, 3.0, 0.0], [10.0, 10.0, 0.0]]], EXACT),
+    # Burn slices every other row and column with a step (s![0..;2, 0..2], s![0..2, 0..;2]); the engine refuses steps
+    # and picks the same rows and columns with select, as its refusal says
+    Port("slice.rs", "should_diff_matmul_with_slice_stepped",
+         [[[1.0, 7.0], [100.0, 100.0], [2.0, 3.0], [100.0, 100.0]],
+          [[4.0, 100.0, 7.0, 100.0], [2.0, 100.0, 3.0, 15.0]]],
+         lambda d, t1, t2: t1.select(0, ints(d, [0, 2]))[:, :2] @ t2.select(1, ints(d, [0, 2])),
+         [[[11.0, 5.0], [0.0, 0.0], [11.0, 5.0], [0.0, 0.0]], [[3.0, 0.0, 3.0, 0.0], [10.0, 0.0, 10.0, 0.0]]], EXACT),
     Port("slice_assign.rs", "should_diff_matmul_with_slice_assign", [[[1.0, 7.0], [2.0, 3.0]], [[4.0, 7.0], [2.0, 3.0]],
          [[9.0]]], lambda d, t1, t2, t3: (t1 @ t2).slice_assign([(0, 1), (0, 1)], t3) @ t1,
          [[[58.0, 38.0], [118.0, 82.0]], [[16.0, 15.0], [24.0, 50.0]], None], EXACT),

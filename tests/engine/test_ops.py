@@ -1,4 +1,4 @@
-"""Burn's ops (autodiff/tensor.py, activation.py, loss.py) against PyTorch in float64, finite differences,
+"""Burn's ops (autodiff/tensor.py, activation.py, loss.py) against PyTorch in float64 and float32, finite differences,
 balanced checkpointing and MLX; and each refused with a typed error on bad shapes, dtypes and indices."""
 
 from __future__ import annotations
@@ -52,6 +52,18 @@ def test_agrees_with_pytorch_in_float64(case: Case):
     np.testing.assert_allclose(out, stored["output"], rtol=1e-10, atol=1e-12)
     for k, (ours, theirs) in enumerate(zip(grads, stored["grads"], strict=True)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12, err_msg=f"gradient of input {k}")
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_agrees_with_pytorch_in_float32(case: Case):
+    """The same inputs rounded to float32, the engine computing in float32: PyTorch's float64 values up to float32's
+    precision (the largest difference over every case is about 2e-6)."""
+    stored = REFERENCE["cases"][case.name]
+    out, grads = engine_values(case, [np.array(a) for a in stored["inputs"]], Device.numpy().autodiff(), "float32")
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, stored["output"], rtol=1e-5, atol=1e-5)
+    for k, (ours, theirs) in enumerate(zip(grads, stored["grads"], strict=True)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5, err_msg=f"gradient of input {k}")
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
