@@ -15,6 +15,7 @@ import binascii
 import dataclasses
 import enum
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -199,9 +200,12 @@ def _position(value: Any) -> int | None:
     return None if value is None else _int(value)
 
 
+NAME = re.compile(r"[^\W\d]\w*(?:\[\d{1,6}\]){0,2}")  # `w`, `w[0]`, `w[0][1]`: what `held_names` gives
+
+
 def _identifier(value: Any) -> str:
-    """A variable name: drawn in graphs and tables, so nothing but a Python identifier is accepted."""
-    if not isinstance(value, str) or not value.isidentifier():
+    """A node's name: drawn in graphs and tables, so nothing but a Python identifier, or one with indices, is accepted."""
+    if not isinstance(value, str) or len(value) > 100 or not NAME.fullmatch(value):
         raise PlainDataError("expected a variable name")
     return value
 

@@ -9,7 +9,8 @@ from collections.abc import Iterable, Mapping
 
 from autodiff import NodeId, NodeSnapshot, Tensor
 
-MAX_OPERAND = 18  # an operand whose expression is longer is written by its id, `#20` (its node says `NodeId(20)`)
+MAX_OPERAND = 18  # an operand whose expression is longer is written `…` (the edge into the node shows which it is)
+ELIDED = "…"
 MAX_EXPRESSION = 32
 
 # binding strength: a weaker operand is parenthesised
@@ -104,8 +105,8 @@ def _operand(node_id: NodeId, names: Mapping[int, str], found: Mapping[int, tupl
     name = names.get(int(node_id))
     if name is not None:
         return name, ATOM
-    text, strength = found.get(int(node_id), (f"#{int(node_id)}", ATOM))
-    return (text, strength) if len(text) <= MAX_OPERAND else (f"#{int(node_id)}", ATOM)
+    text, strength = found.get(int(node_id), (ELIDED, ATOM))
+    return (text, strength) if len(text) <= MAX_OPERAND else (ELIDED, ATOM)
 
 
 def _wrap(operand: tuple[str, int], strength: int, right: bool = False) -> str:
