@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import ClassVar
 
 from .backends.base import Backend
 from .backends.numpy_backend import NumpyBackend
 from .checkpointing import STRATEGIES
-from .errors import BackendUnavailableError, UnsupportedOperationError
+from .errors import BackendUnavailableError, NonFiniteError, UnsupportedOperationError
 from .ids import NodeId
 from .memory import MemoryUsage
 from .memory_history import MemoryHistory
@@ -29,11 +31,24 @@ class Distribution:
 
     @staticmethod
     def uniform(low: float, high: float) -> Distribution:
-        return Distribution("uniform", float(low), float(high))
+        return Distribution("uniform", *_finite("uniform", low, high))
 
     @staticmethod
     def normal(mean: float, std: float) -> Distribution:
-        return Distribution("normal", float(mean), float(std))
+        return Distribution("normal", *_finite("normal", mean, std))
+
+
+def _finite(kind: str, a: object, b: object) -> tuple[float, float]:
+    """Both parameters as floats, or `NonFiniteError` saying what the distribution needs (a NaN or infinite bound
+    draws NaN everywhere)."""
+    values = []
+    for value in (a, b):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise NonFiniteError(
+                f"Distribution.{kind} needs two finite numbers, like Distribution.{kind}(0.0, 1.0); got {value!r}."
+            )
+        values.append(float(value))
+    return values[0], values[1]
 
 
 Distribution.Default = Distribution.uniform(0.0, 1.0)

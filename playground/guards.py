@@ -19,10 +19,11 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from RestrictedPython.transformer import INSPECT_ATTRIBUTES
+
 from autodiff import Device, Distribution, Gradients, Tensor
 from autodiff.memory import MemoryUsage
 from autodiff.values import BoolTensor, IntTensor
-from RestrictedPython.transformer import INSPECT_ATTRIBUTES
 
 __autodiff_hidden__ = True  # the guards' frames are not the student's program (see `autodiff.structure`)
 
@@ -46,7 +47,9 @@ TENSOR_API = frozenset(
         "equal",
     }
 )  # fmt: skip
-TENSOR_CONSTRUCTORS = frozenset({"from_floats", "zeros", "ones", "random", "from_inner", "from_ints", "from_bools", "cat"})
+TENSOR_CONSTRUCTORS = frozenset(
+    {"from_floats", "zeros", "ones", "random", "from_inner", "from_ints", "from_bools", "cat"}
+)
 VALUES_API = frozenset({"shape", "dims", "tolist"})  # an IntTensor's or BoolTensor's
 DISTRIBUTION_API = frozenset({"Default", "uniform", "normal"})
 MEMORY_API = frozenset({"bytes_in_use", "allocations", "peak_bytes", "mib"})
@@ -62,13 +65,11 @@ CLASS_METHODS = frozenset(
     }
 )  # fmt: skip
 SHOWN_TYPES = (int, float, complex, bool, str, list, tuple, dict, set, frozenset, range, slice, type(None))
-ITERATORS = tuple(
-    type(it)
-    for it in (
-        iter([]), iter(()), iter(""), iter({}), iter(set()), iter(range(0)), {}.keys(), {}.values(), {}.items(),
-        enumerate([]), zip(), map(abs, []), filter(None, []), reversed([]), (x for x in ()),
-    )
+_ITERATING: tuple[object, ...] = (
+    iter([]), iter(()), iter(""), iter({}), iter(set()), iter(range(0)), {}.keys(), {}.values(), {}.items(),
+    enumerate([]), zip(), map(abs, []), filter(None, []), reversed([]), (n for n in range(0)),
 )  # fmt: skip
+ITERATORS = tuple(type(it) for it in _ITERATING)  # a comprehension's and `zip`'s iterators show their public side
 
 WHY_UNDERSCORE = "names that start with `_` reach Python's internals, and a program here uses its objects' public side"
 

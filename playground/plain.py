@@ -200,12 +200,13 @@ def _position(value: Any) -> int | None:
     return None if value is None else _int(value)
 
 
-NAME = re.compile(r"[^\W\d]\w*(?:\[\d{1,6}\]){0,2}")  # `w`, `w[0]`, `w[0][1]`: what `held_names` gives
+# a node's name: `w`, `w[0]` (what `held_names` gives), or the expression a swept node is remembered by (`shared·2`)
+NAME = re.compile(r"[^\x00-\x1f\x7f<>&\"'`\\]{1,100}")
 
 
 def _identifier(value: Any) -> str:
-    """A node's name: drawn in graphs and tables, so nothing but a Python identifier, or one with indices, is accepted."""
-    if not isinstance(value, str) or len(value) > 100 or not NAME.fullmatch(value):
+    """A node's name: drawn in graphs and tables, so at most 100 characters and nothing that reads as markup."""
+    if not isinstance(value, str) or not NAME.fullmatch(value):
         raise PlainDataError("expected a variable name")
     return value
 

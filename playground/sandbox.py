@@ -31,16 +31,18 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
 from typing import Any
 
+import numpy as np
 from RestrictedPython import compile_restricted_exec
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 import autodiff
 from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Gradients, Tensor, module
-from autodiff.observer import Observer
 from autodiff.module import ConvOptions
+from autodiff.observer import Observer
 from autodiff.stage.naming import expressions, with_gone_inputs
 from autodiff.stage.recording import Provenance, traced_call
 from autodiff.structure import forget_source, parse_python, program_files
@@ -48,7 +50,7 @@ from autodiff.structure import forget_source, parse_python, program_files
 from . import fence
 from .fence import PROGRAM_FILES
 from .guards import CLASS_METHODS, WHY_UNDERSCORE, Module, ProgramClasses, Refused, kind, readable, writable
-from .results import BackwardRun, Limits, PlaygroundError, RunResult, cut, source_lines
+from .results import BackwardRun, Limits, PlaygroundError, RunResult, source_lines
 
 __autodiff_hidden__ = True  # the sandbox's frames are not the student's program (see `autodiff.structure`)
 
@@ -57,7 +59,7 @@ _runs = itertools.count(1)
 
 
 class LimitReached(BaseException):
-    """A limit of the run was reached: the run stops with this sentence (not an `Exception`: `except` cannot hide it)."""
+    """A limit of the run was reached: the run stops with this sentence (a `BaseException`: `except` cannot hide it)."""
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -70,7 +72,7 @@ class StudentPolicy(RestrictingNodeTransformer):
     uses (`__call__`, `__repr__`, arithmetic; `CLASS_METHODS`), `super().__init__(...)` works, `nonlocal` is allowed
     (a closure's counter), and a bare `except:` is refused (it would catch the run's own time limit)."""
 
-    def check_name(self, node: ast.AST, name: str | None, allow_magic_methods: bool = False) -> None:
+    def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
         if allow_magic_methods and name in CLASS_METHODS and getattr(node, "col_offset", 0) != 0:
             return
         if allow_magic_methods and name is not None and name.startswith("__") and name.endswith("__"):
@@ -78,7 +80,7 @@ class StudentPolicy(RestrictingNodeTransformer):
             return
         super().check_name(node, name, allow_magic_methods)
 
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
         value = node.value
         if (
             node.attr in CLASS_METHODS
@@ -92,21 +94,30 @@ class StudentPolicy(RestrictingNodeTransformer):
             return ast.fix_missing_locations(ast.copy_location(call, node))
         return super().visit_Attribute(node)
 
-    def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.AST:
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        """`a @ b` goes through `_matmul_`, which refuses a matmul whose broadcast inputs pass the element limit before
+        anything is allocated (MLX materialises them)."""
+        visited = self.node_contents_visit(node)
+        if isinstance(visited, ast.BinOp) and isinstance(visited.op, ast.MatMult):
+            call = ast.Call(ast.Name("_matmul_", ast.Load()), [visited.left, visited.right], [])
+            return ast.fix_missing_locations(ast.copy_location(call, visited))
+        return visited
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> Any:
         return self.node_contents_visit(node)
 
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
         if node.type is None:
             self.error(node, "A bare `except:` is not allowed here: write `except Exception:`.")
         return super().visit_ExceptHandler(node)
 
-    def visit_For(self, node: ast.For) -> ast.AST:
-        """`for` statements iterate through `_loop_` (memory after each iteration); comprehensions through `_getiter_`."""
-        node = super().visit_For(node)
-        if isinstance(node, ast.For):
-            loop = ast.Call(ast.Name("_loop_", ast.Load()), [node.iter], [])
-            node.iter = ast.fix_missing_locations(ast.copy_location(loop, node.iter))
-        return node
+    def visit_For(self, node: ast.For) -> Any:
+        """A `for` statement iterates through `_loop_` (memory after each iteration), a comprehension `_getiter_`."""
+        visited = super().visit_For(node)
+        if isinstance(visited, ast.For):
+            loop = ast.Call(ast.Name("_loop_", ast.Load()), [visited.iter], [])
+            visited.iter = ast.fix_missing_locations(ast.copy_location(loop, visited.iter))
+        return visited
 
 
 def compiled(source: str, filename: str, limits: Limits) -> Any:
@@ -185,7 +196,7 @@ class Run:
         self.provenance = Provenance({}, {})
         self.remembered: dict[int, str] = {}  # each node's expression, as of the last backward
         self.random = random.Random(0)  # seeded per run: a replay is repeatable
-        self.depth_base = 0
+        self.namespace: dict[str, Any] = {}
 
     # -- the hooks RestrictedPython's code calls ------------------------------------------------------------------
     def getattr_(self, owner: object, name: object, *default: object) -> Any:
@@ -200,6 +211,8 @@ class Run:
             return self.constructor(checked, value)
         if isinstance(owner, Tensor) and checked == "backward":
             return self.backward(owner)
+        if isinstance(owner, Tensor) and checked == "matmul":
+            return lambda other: self.matmul(owner, other)
         return value
 
     def super_attr(self, owner: object, name: str) -> Any:
@@ -267,6 +280,25 @@ class Run:
         checked.__name__ = checked.__qualname__ = name
         return checked
 
+    def matmul(self, left: Any, right: Any) -> Any:
+        """`left @ right`, refused before it allocates when its output, or an input broadcast to the batch (MLX
+        materialises them), would pass the element limit."""
+        if isinstance(left, Tensor) and isinstance(right, Tensor) and len(left.shape) >= 2 and len(right.shape) >= 2:
+            try:
+                batch = tuple(np.broadcast_shapes(left.shape[:-2], right.shape[:-2]))
+            except ValueError:
+                batch = None  # the engine explains the mismatch
+            if batch is not None:
+                limit = self.limits.elements_per_tensor
+                for shape in ((*batch, left.shape[-2], right.shape[-1]), (*batch, *left.shape[-2:]),
+                              (*batch, *right.shape[-2:])):  # fmt: skip
+                    if math.prod(shape) > limit:
+                        raise LimitReached(
+                            f"A tensor of shape {list(shape)} has {math.prod(shape):,} values; the limit is {limit:,}.",
+                            "Use smaller shapes.",
+                        )
+        return left @ right
+
     def backward(self, tensor: Tensor) -> Callable[[], Gradients]:
         def backward() -> Gradients:
             before = self.ad.snapshot()
@@ -287,6 +319,10 @@ class Run:
 
         backward.__name__ = backward.__qualname__ = "backward"
         return backward
+
+    def inplace(self, op: str, left: Any, right: Any) -> Any:
+        """`left op= right` on a name (RestrictedPython's `_inplacevar_`); `@=` is checked as `@` is."""
+        return self.matmul(left, right) if op == "@=" else INPLACE[op](left, right)
 
     # -- print -------------------------------------------------------------------------------------------------------
     def printer(self, _getattr_: object = None) -> Printer:
@@ -329,7 +365,8 @@ class Run:
             "_loop_": self.loop,
             "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
             "_unpack_sequence_": guarded_unpack_sequence,
-            "_inplacevar_": _inplace,
+            "_inplacevar_": self.inplace,
+            "_matmul_": self.matmul,
             "_apply_": _apply,
             "_print_": self.printer,
             "ad": self.ad,
@@ -346,7 +383,7 @@ class Run:
         }
 
     def run(self, code: Any, source: str) -> None:
-        namespace = self.globals()
+        namespace = self.namespace = self.globals()
         linecache.cache[self.filename] = (len(source), None, source.splitlines(keepends=True), self.filename)
         depth = _stack_depth()
         limit = sys.getrecursionlimit()
@@ -364,7 +401,6 @@ class Run:
             self.budget.active = False
             linecache.cache.pop(self.filename, None)
             forget_source(self.filename)
-            namespace.clear()  # the program's objects go with the run
 
     def _watched(self, code: Any) -> int | None:
         return 0 if code.co_filename == self.filename else None
@@ -375,7 +411,10 @@ class Run:
         self.budget.active = False
         result = self.result
         result.lines = dict(self.provenance.lines)
-        result.snapshot = self.ad.snapshot()
+        try:
+            result.snapshot = self.ad.snapshot()  # while the program's variables still hold their tensors
+        finally:
+            self.namespace.clear()  # the program's objects go with the run
         names = dict(self.provenance.names)
         result.names = with_gone_inputs(result.snapshot.nodes, names, self.remembered)
         if result.backward is not None:
@@ -399,7 +438,12 @@ class Printer:
         return "\n".join(self.run.result.output)
 
 
-def run_program(source: str, limits: Limits = Limits(), backend: str = "numpy", fenced: bool = False) -> RunResult:
+DEFAULT_LIMITS = Limits()
+
+
+def run_program(
+    source: str, limits: Limits = DEFAULT_LIMITS, backend: str = "numpy", fenced: bool = False
+) -> RunResult:
     """Run a program on fresh devices; never raises for anything the program does. `fenced` (a worker process, once
     it called `fence.install()`): the audit hook refuses files, sockets, processes and new modules meanwhile."""
     result = RunResult()
@@ -428,7 +472,7 @@ def run_program(source: str, limits: Limits = Limits(), backend: str = "numpy", 
     return result
 
 
-# -- errors in words ----------------------------------------------------------------------------------------------------
+# -- errors in words ------------------------------------------------------------------------------------------------
 HINTS: dict[type[BaseException], str] = {
     NameError: "Assign it first, or check the spelling (names are case-sensitive).",
     AttributeError: "Check the spelling; the list of what a program may use is on this page.",
@@ -470,7 +514,7 @@ def _where(error: BaseException, filename: str, lines: list[str]) -> tuple[int |
     found: tuple[int | None, int | None] = (None, None)
     for summary in traceback.extract_tb(error.__traceback__):
         if summary.filename == filename and summary.lineno:
-            offset = summary.colno
+            offset = getattr(summary, "colno", None)  # Python 3.11's position in the line
             column = None
             if offset is not None and 0 < summary.lineno <= len(lines):
                 text = lines[summary.lineno - 1]  # colno counts UTF-8 bytes: the student counts characters
@@ -487,7 +531,7 @@ def _compile_refusal(message: str) -> PlaygroundError:
     line = int(number) if number.isdigit() else None
     if 'starts with "_"' in text:
         return PlaygroundError(
-            text.removesuffix(".") + f": {WHY_UNDERSCORE}.", line, hint="Use the object's public methods and attributes."
+            text.removesuffix(".") + f": {WHY_UNDERSCORE}.", line, hint="Use the object's public methods."
         )
     return PlaygroundError(text, line)
 
@@ -567,10 +611,6 @@ INPLACE = {
 }  # fmt: skip
 
 
-def _inplace(op: str, left: Any, right: Any) -> Any:
-    return INPLACE[op](left, right)
-
-
 def _apply(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return function(*args, **kwargs)
 
@@ -589,7 +629,8 @@ def _count_values(data: Any, limit: int) -> int:
 
 
 def _stack_depth() -> int:
-    frame, depth = sys._getframe(), 0
+    frame: FrameType | None = sys._getframe()
+    depth = 0
     while frame is not None:
         frame, depth = frame.f_back, depth + 1
     return depth

@@ -14,9 +14,9 @@ import sys
 from typing import IO, BinaryIO
 
 from . import fence
+from .plain import PREVIEW_ONLY, dumps, result_to_plain
 from .results import Limits, PlaygroundError, RunResult
 from .sandbox import run_program
-from .plain import PREVIEW_ONLY, dumps, result_to_plain
 
 try:  # not on Windows: there the server's wall-clock kill is the only limit
     import resource

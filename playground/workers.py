@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from .results import Limits, PlaygroundError, RunResult
 from .plain import PlainDataError, loads, result_from_plain
+from .results import Limits, PlaygroundError, RunResult
 from .worker_process import GRACE_SECONDS, MEMORY_HINT, RESULT_LIMIT, TOO_LARGE_HINT, memory_message, write_frame
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,6 +11,7 @@ from ui.class_view import teach_playground
 from ui.code import code_block
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
+from ui.playground_help import limits_table, what_a_program_may_use
 from ui.replay_view import replay_view
 from ui.run_view import hold_result, run_error, session_owner, wait_for_run
 from ui.state import client_address, current_backend, publish
@@ -21,10 +22,11 @@ EDITOR = "playground_editor"
 
 lesson_intro(
     "Playground",
-    "Write your own program with the engine's API, then press **Run**. You get what it prints, its graph, "
-    "the replay of its last `backward()`, and a memory chart when it loops. The language is a small, safe "
-    "part of Python: assignments, arithmetic, the engine's methods, `for i in range(n):`, `del` and "
-    "`print`. The program travels in the page address, so you can share it.",
+    "Write your own program in Python with the engine's `Tensor`, then press **Run**: classes, functions, "
+    "loops, comprehensions and f-strings work as they do anywhere (micrograd's MLP and CS231n's neuron are in the "
+    "examples). You get what it prints, its graph folded into the program's own parts, the replay of its last "
+    "`backward()`, and a memory chart when it loops. It runs in a sandbox on the server: files, the network and "
+    "other modules are out of its reach. The program travels in the page address, so you can share it.",
 )
 st.html(f"<style>.st-key-{EDITOR} textarea {{font-family: ui-monospace, Menlo, Consolas, monospace;}}</style>")
 if MISCONFIGURED:
@@ -75,35 +77,8 @@ try:
 except ShareError as error:
     st.warning(f"{error} It still runs; it just cannot travel in the address.")
 
-with st.expander("Limits of one run"):
-    st.table(
-        {
-            "Limit": [
-                "Program length",
-                "Nesting",
-                "Statements executed",
-                "Loop iterations",
-                "Values per tensor",
-                "Numbers in lists",
-                "Tensors held (and the replay)",
-                "Graph nodes",
-                "Time",
-                "Memory of the whole run (its own process)",
-            ],
-            "Value": [
-                f"{LIMITS.program_chars:,} characters",
-                f"{LIMITS.nesting} levels",
-                f"{LIMITS.statements:,}",
-                f"{LIMITS.loop_iterations:,} per loop",
-                f"{LIMITS.elements_per_tensor:,}",
-                f"{LIMITS.list_values:,}",
-                f"{LIMITS.bytes_held // 2**20} MiB",
-                f"{LIMITS.nodes:,}",
-                f"{LIMITS.seconds:g} s",
-                f"{LIMITS.process_bytes // 2**20} MiB",
-            ],
-        }
-    )
+limits_table(LIMITS)
+what_a_program_may_use()
 
 if run_clicked:  # the program runs in a worker process, never in this server
     job = shared_pool().submit(session_owner(), st.session_state[CODE], LIMITS, current_backend(), client_address())

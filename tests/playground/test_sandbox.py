@@ -327,7 +327,8 @@ def test_random_text_gives_only_typed_errors(text):
 
 NAMES = ["x", "y", "ad", "Tensor", "Distribution", "print", "range", "grads", "getattr", "type", "len", "self"]
 METHODS = ["exp", "sum", "backward", "grad", "require_grad", "reshape", "matmul", "tanh", "detach", "ones",
-           "from_floats", "zeros", "random", "item", "mean_dim", "Default", "data", "node", "append", "format"]  # fmt: skip
+           "from_floats", "zeros", "random", "item", "mean_dim", "Default", "data", "node", "append",
+           "format"]  # fmt: skip
 numbers = st.one_of(st.integers(-5, 5), st.floats(-3, 3, allow_nan=False))
 
 

@@ -113,26 +113,105 @@ def test_what_python_refuses_or_stops_is_said_in_its_words(source, words):
 
 # Python as students write it: each construct the old Playground refused, with what CPython prints for it
 PYTHON = [
-    ("x = Tensor.from_floats([1.0, 2.0, 3.0], ad)\nprint(x[0], x[1:], x[-1].item())", "Tensor([1.0]) Tensor([2.0, 3.0]) 3.0"),
-    ("i = 0\nwhile i < 3:\n    i += 1\n    if i == 2:\n        continue\nprint(i)", "3"),
-    ("x = 1\nif x > 2:\n    x = 2\nelif x > 0:\n    x = 3\nelse:\n    x = 4\nprint(x, 'a' if x else 'b')", "3 a"),
-    ("f = lambda x, k=2: x * k\nprint(f(3), f(3, k=4))", "6 12"),
-    ("xs = [i * i for i in range(4) if i]\nprint(xs, sum(x for x in xs), {i: i + 1 for i in range(2)})", "[1, 4, 9] 14 {0: 1, 1: 2}"),
-    ("d = {'a': 1}\nd['b'] = 2\ns = {1, 2}\ns.add(3)\nprint(sorted(d.items()), len(s), d.get('c', 0))", "[('a', 1), ('b', 2)] 3 0"),
-    ("print(1 < 2 <= 2, 3 in [1, 2], 'x' not in 'abc')", "True False True"),
-    ('g = 2.0 / 3.0\nprint(f"{g:.4f} {g!r} {42:>5}|")', "0.6667 0.6666666666666666    42|"),
-    ("class A:\n    def __init__(self, v):\n        self.v = v\n    def __repr__(self):\n        return f'A({self.v})'\nprint(A(1))", "A(1)"),
-    ("for i in range(10):\n    if i == 3:\n        break\nprint(i)", "3"),
-    ("a, (b, c) = 1, (2, 3)\nfirst, *rest = [1, 2, 3]\nprint(a + b + c, rest)", "6 [2, 3]"),
-    ("import math\nprint(round(math.sqrt(2.0), 4), math.pi > 3, abs(-2), min(3, 1), max([1, 5]))", "1.4142 True 2 1 5"),
-    ("xs = []\nfor k, v in enumerate(['a', 'b']):\n    xs.append(f'{k}{v}')\nprint(xs, list(zip([1, 2], 'ab')))", "['0a', '1b'] [(1, 'a'), (2, 'b')]"),
-    ("def f(a, *args, scale=1.0, **kw):\n    return (a + sum(args)) * scale, sorted(kw)\nprint(f(1, 2, 3, scale=2.0, z=1, y=2))", "(12.0, ['y', 'z'])"),
-    ("def counter():\n    n = 0\n    def bump():\n        nonlocal n\n        n += 1\n        return n\n    return bump\nb = counter()\nb()\nprint(b())", "2"),
-    ("def fact(n):\n    return 1 if n <= 1 else n * fact(n - 1)\nprint(fact(10))", "3628800"),
-    ("class B:\n    def __init__(self, x):\n        self.x = x\nclass C(B):\n    def __init__(self, x):\n        super().__init__(x * 2)\nprint(C(2).x, isinstance(C(1), B))", "4 True"),
-    ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    print('caught', e)", "caught division by zero"),
-    ("x = Tensor.from_floats([2.0], ad)\nprint(isinstance(x, Tensor), float(x.item()), int(3.7), str(1.5))", "True 2.0 3 1.5"),
-]  # fmt: skip
+    (
+        "x = Tensor.from_floats([1.0, 2.0, 3.0], ad)\nprint(x[0], x[1:], x[-1].item())",
+        "Tensor([1.0]) Tensor([2.0, 3.0]) 3.0",
+    ),
+    (
+        "i = 0\nwhile i < 3:\n    i += 1\n    if i == 2:\n        continue\nprint(i)",
+        "3",
+    ),
+    (
+        "x = 1\nif x > 2:\n    x = 2\nelif x > 0:\n    x = 3\nelse:\n    x = 4\nprint(x, 'a' if x else 'b')",
+        "3 a",
+    ),
+    (
+        "f = lambda x, k=2: x * k\nprint(f(3), f(3, k=4))",
+        "6 12",
+    ),
+    (
+        "xs = [i * i for i in range(4) if i]\nprint(xs, sum(x for x in xs), {i: i + 1 for i in range(2)})",
+        "[1, 4, 9] 14 {0: 1, 1: 2}",
+    ),
+    (
+        "d = {'a': 1}\nd['b'] = 2\ns = {1, 2}\ns.add(3)\nprint(sorted(d.items()), len(s), d.get('c', 0))",
+        "[('a', 1), ('b', 2)] 3 0",
+    ),
+    (
+        "print(1 < 2 <= 2, 3 in [1, 2], 'x' not in 'abc')",
+        "True False True",
+    ),
+    (
+        'g = 2.0 / 3.0\nprint(f"{g:.4f} {g!r} {42:>5}|")',
+        "0.6667 0.6666666666666666    42|",
+    ),
+    (
+        "class A:\n"
+        "    def __init__(self, v):\n"
+        "        self.v = v\n"
+        "    def __repr__(self):\n"
+        "        return f'A({self.v})'\n"
+        "print(A(1))",
+        "A(1)",
+    ),
+    (
+        "for i in range(10):\n    if i == 3:\n        break\nprint(i)",
+        "3",
+    ),
+    (
+        "a, (b, c) = 1, (2, 3)\nfirst, *rest = [1, 2, 3]\nprint(a + b + c, rest)",
+        "6 [2, 3]",
+    ),
+    (
+        "import math\nprint(round(math.sqrt(2.0), 4), math.pi > 3, abs(-2), min(3, 1), max([1, 5]))",
+        "1.4142 True 2 1 5",
+    ),
+    (
+        "xs = []\nfor k, v in enumerate(['a', 'b']):\n    xs.append(f'{k}{v}')\nprint(xs, list(zip([1, 2], 'ab')))",
+        "['0a', '1b'] [(1, 'a'), (2, 'b')]",
+    ),
+    (
+        "def f(a, *args, scale=1.0, **kw):\n"
+        "    return (a + sum(args)) * scale, sorted(kw)\n"
+        "print(f(1, 2, 3, scale=2.0, z=1, y=2))",
+        "(12.0, ['y', 'z'])",
+    ),
+    (
+        "def counter():\n"
+        "    n = 0\n"
+        "    def bump():\n"
+        "        nonlocal n\n"
+        "        n += 1\n"
+        "        return n\n"
+        "    return bump\n"
+        "b = counter()\n"
+        "b()\n"
+        "print(b())",
+        "2",
+    ),
+    (
+        "def fact(n):\n    return 1 if n <= 1 else n * fact(n - 1)\nprint(fact(10))",
+        "3628800",
+    ),
+    (
+        "class B:\n"
+        "    def __init__(self, x):\n"
+        "        self.x = x\n"
+        "class C(B):\n"
+        "    def __init__(self, x):\n"
+        "        super().__init__(x * 2)\n"
+        "print(C(2).x, isinstance(C(1), B))",
+        "4 True",
+    ),
+    (
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    print('caught', e)",
+        "caught division by zero",
+    ),
+    (
+        "x = Tensor.from_floats([2.0], ad)\nprint(isinstance(x, Tensor), float(x.item()), int(3.7), str(1.5))",
+        "True 2.0 3 1.5",
+    ),
+]
 
 
 @pytest.mark.parametrize(("source", "printed_line"), PYTHON)
