@@ -14,8 +14,9 @@ values for pictures (`Device.autodiff(keep_values=True)`); then `current_path()`
   (its header as written) and an "iteration" frame: `i = 3` when the loop variable is one name holding a number,
   bool or short string, else `iteration 3`, counted from 1 each time the loop variable holds another object than
   at the last node (a `while`: each time the running position goes back).
-- `scope(...)` blocks go after the function (and its loops) whose `with` entered them. Inside `program_files(prefix)` only code compiled under such a file name is the user's (an
-  interpreter's program, not the interpreter's callers).
+- `scope(...)` blocks go after the function (and its loops) whose `with` entered them. Inside
+  `program_files(prefix)` only code compiled under such a file name is the user's (an interpreter's program, not
+  the interpreter's callers).
 - a method's box names its object (`Neuron 3` for `__call__`, `making Neuron 3` for `__init__`, `Neuron 3.forward`
   otherwise: its class and its number among the class's objects); a comprehension is part of its line, not a box.
 
@@ -322,9 +323,9 @@ def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...], program: s
         kind = kinds.get(filename)
         if kind is None:
             kind = _file_kind(filename)
-        if kind == _USER_FILE and not start.f_globals.get("__autodiff_hidden__") and not _hidden(start.f_code):
-            if not program or filename.startswith(program):
-                frames.append(start)
+        shown = kind == _USER_FILE and (not program or filename.startswith(program))
+        if shown and not start.f_globals.get("__autodiff_hidden__") and not _hidden(start.f_code):
+            frames.append(start)
         start = start.f_back
     made = _made
     if len(made) > _MADE_LIMIT:
