@@ -23,6 +23,12 @@ from autodiff.device import mlx_unavailable_reason
 from course.programs import PROGRAMS
 from playground import SECONDS_ENV
 from playground.examples import EXAMPLES
+from playground.reference import SHAPE_EXAMPLES
+
+
+def output(at) -> str:
+    """The Playground's output block (the reference panel above it holds code blocks of its own)."""
+    return next(block for block in code_blocks(at) if block not in SHAPE_EXAMPLES.values())
 
 
 def test_check_against_mlx_page_for_every_program():
@@ -66,7 +72,7 @@ def test_playground_prints_float32_as_the_seed_does():
     seed = dict(re.findall(r"^(l1(?:\+l2)? -> x\.grad =) Some\((\[.*\])\)$", SEED.read_text(), re.MULTILINE))
     assert seed == {"l1 -> x.grad =": "[5.4365635, 14.778112]", "l1+l2 -> x.grad =": "[13.591409, 36.945282]"}
     at = run_code(app("pages/check_and_play/playground.py"), EXAMPLES["Seed: shared subgraph"])
-    printed = code_blocks(at)[0].splitlines()
+    printed = output(at).splitlines()
     for label, values in seed.items():
         assert f"{label} Tensor({values})" in printed, printed
 
@@ -78,7 +84,7 @@ def test_playground_runs_typed_code_and_shows_output_graph_and_replay():
         "x = Tensor.from_floats([1.0, 2.0], ad).require_grad()\ny = (x * x).sum()\ng = y.backward()\n"
         "print(x.grad(g))\n",
     )
-    assert code_blocks(at)[0] == "Tensor([2.0, 4.0])"
+    assert output(at) == "Tensor([2.0, 4.0])"
     assert [data["mode"] for data in stages(at)] == ["replay"]  # its graph once: the replay's
     events = at.session_state["playground_result"].backward.recorder.events
     assert len(stage_data(at)["events"]) == len(events)
@@ -88,7 +94,7 @@ def test_playground_error_points_at_the_line_and_keeps_the_text():
     at = app("pages/check_and_play/playground.py")
     code = "x = Tensor.ones([2], ad)\nimport os\n"
     run_code(at, code)
-    assert "Line 2, column 1" in playground_error(at) and "Imports are not available" in playground_error(at)
+    assert "Line 2, column 1" in playground_error(at) and "os reaches the server's files" in playground_error(at)
     assert at.text_area(key="playground_editor").value == code
     from playground.share import decode
 
@@ -113,7 +119,7 @@ def test_playground_link_restores_the_program():
     at = open_link("pages/check_and_play/playground.py", code=encode(code))
     assert at.text_area(key="playground_editor").value == code
     button(at, "Run").click().run()
-    assert code_blocks(at)[0] == "shared 3"
+    assert output(at) == "shared 3"
 
 
 def test_playground_broken_link_is_explained():
@@ -126,7 +132,7 @@ def test_playground_sessions_are_isolated():
     a, b = app("pages/check_and_play/playground.py"), app("pages/check_and_play/playground.py")
     run_code(a, "secret = Tensor.from_floats([42.0], ad)\nprint(secret)\n")
     run_code(b, "print(secret)\n")
-    assert "secret is not defined" in playground_error(b)  # `secret` shown as code
+    assert "name 'secret' is not defined" in playground_error(b)
     assert code_blocks(a)[0] == "Tensor([42.0])"
 
 
@@ -150,7 +156,7 @@ def test_playground_shows_typed_text_as_text():
     hostile = "[Session expired: log in again](https://evil.example/login) ![](https://evil.example/p.png)"
     run_code(at, f'print("<b>bold</b> \\ud800")\nn = int("{hostile}")\n')
     assert not at.exception
-    assert code_blocks(at)[0] == "<b>bold</b> \ufffd"  # output: a code block, a lone surrogate replaced
+    assert output(at) == "<b>bold</b> \ufffd"  # output: a code block, a lone surrogate replaced
     alert = next(e.proto.body for e in at.get("html") if "playground-error" in e.proto.body)
     assert "<a" not in alert and "<img" not in alert and "&lt;b&gt;" not in alert  # escaped text, nothing more
     assert hostile in playground_error(at)
@@ -176,7 +182,7 @@ def test_a_server_s_run_time_is_its_operator_s_from_1_to_60_seconds(monkeypatch,
     warned = [w.value for w in at.warning if SECONDS_ENV in w.value]
     assert bool(warned) == told and all("not 1 to 60 seconds: a run may take 5 s" in w for w in warned)
     at = run_code(at, "print(1 + 1)")  # and a run gets it
-    assert not at.exception and code_blocks(at)[0].splitlines() == ["2"]
+    assert not at.exception and output(at).splitlines() == ["2"]
 
 
 def test_a_rerun_never_pushes_the_program_over_what_the_student_is_typing():
