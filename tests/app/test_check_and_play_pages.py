@@ -133,7 +133,7 @@ def test_playground_sessions_are_isolated():
     run_code(a, "secret = Tensor.from_floats([42.0], ad)\nprint(secret)\n")
     run_code(b, "print(secret)\n")
     assert "name 'secret' is not defined" in playground_error(b)
-    assert code_blocks(a)[0] == "Tensor([42.0])"
+    assert output(a) == "Tensor([42.0])"
 
 
 def test_playground_exercise_link_opens_in_exercise_mode():

@@ -66,10 +66,10 @@ def test_grad_replace_box_has_a_visible_label():
 
 def test_playground_error_shows_code_spans_as_code():
     at = app("pages/check_and_play/playground.py")
-    run_code(at, "a, b = 1, 2\n")
+    run_code(at, "import os\n")
     alert = next(e.proto.body for e in at.get("html") if "playground-error" in e.proto.body)
-    assert re.search(r"like <code [^>]*>x = \.\.\.</code>", alert)
-    assert "`" not in playground_error(at) and "Assign to one plain name, like x = ..." in playground_error(at)
+    assert re.search(r"<code [^>]*>os</code> reaches the server", alert)
+    assert "`" not in playground_error(at) and "os reaches the server's files" in playground_error(at)
 
 
 def test_playground_error_quoting_hostile_text_interprets_nothing_but_code_spans():
