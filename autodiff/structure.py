@@ -336,11 +336,14 @@ def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...], program: s
         code = python_frame.f_code
         caller = python_frame.f_back
         call_site = caller.f_lasti if caller is not None else -1
-        token: tuple[int, ...] = (id(parent), id(python_frame), id(code), call_site)
+        # a Python frame's id is reused by the next call once the frame is gone: two calls from one comprehension
+        # (`[n(x) for n in neurons]`) differ by the comprehension's element, two methods by their object
+        instance = _instance_of(python_frame, code)
+        token: tuple[int, ...] = (id(parent), id(python_frame), id(code), call_site, instance)
         function = made.get(token)
         if function is None:
             prefix = parent.key if parent is not None else ""
-            key = f"{prefix}/{code.co_name}:{id(python_frame):x}:{call_site}"
+            key = f"{prefix}/{code.co_name}:{id(python_frame):x}:{call_site}:{instance:x}"
             if code.co_name == _MODULE or code.co_name in _COMPREHENSIONS:
                 # a module's body, or a comprehension (part of the line that holds it): a key, not a box
                 function = GroupFrame("scope", _MODULE, key)
@@ -396,7 +399,7 @@ def _function_name(code: CodeType, python_frame: FrameType) -> str:
         return "lambda"
     if not code.co_argcount or code.co_varnames[0] != "self":
         return name
-    owner = python_frame.f_locals.get("self")
+    owner = _locals(python_frame).get("self")
     cls = type(owner)
     try:
         numbers = _instances.setdefault(cls, weakref.WeakKeyDictionary())
@@ -408,6 +411,31 @@ def _function_name(code: CodeType, python_frame: FrameType) -> str:
     if name == "__init__":
         return f"making {cls.__name__} {number}"
     return f"{cls.__name__} {number}.{name}"
+
+
+def _instance_of(python_frame: FrameType, code: CodeType) -> int:
+    """What tells this call from the one before at the same place: a comprehension's element (the ids of its
+    variables), a method's object; 0 for anything else (its frame and call site tell it)."""
+    if code.co_name in _COMPREHENSIONS:
+        return hash(tuple(id(value) for name, value in _locals(python_frame).items() if name != ".0")) & _BITS
+    if code.co_argcount and code.co_varnames[0] == "self":
+        return id(_locals(python_frame).get("self"))
+    return 0
+
+
+_BITS = 0xFFFFFFFFFFFF
+_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED: a function's frame, whose f_locals is a snapshot
+
+
+def _locals(python_frame: FrameType) -> dict[str, object]:
+    """A function frame's variables, read without keeping them: Python 3.11's `f_locals` of a running function is a
+    snapshot the frame keeps until it ends, which would hold a tensor its code has since dropped (and the memory
+    figures with it); the snapshot is emptied once read (the next reader, a debugger's too, takes a fresh one)."""
+    local = python_frame.f_locals
+    copy = dict(local)
+    if python_frame.f_code.co_flags & _OPTIMIZED:  # a module's or a class body's are its real namespace
+        local.clear()
+    return copy
 
 
 def forget_source(filename: str) -> None:
