@@ -198,3 +198,29 @@ def test_a_function_that_hides_itself_is_not_shown() -> None:
     x = Tensor.from_floats([1.0], ad)
     harness(lambda: layer(x, x))
     assert names(made(ad, "tanh")[0]) == [("function", "lambda"), ("function", "layer")]
+
+
+class Neuron:
+    def __init__(self, ad: Device, w: float) -> None:
+        self.w = Tensor.from_floats([w], ad).require_grad()
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return (self.w * x).tanh()
+
+    def scaled(self, x: Tensor) -> Tensor:
+        return self.w * x * 2.0
+
+
+def test_a_method_is_named_by_its_object_and_calls_from_one_comprehension_are_separate_boxes():
+    ad = device()
+    neurons = [Neuron(ad, w) for w in (0.5, -0.5, 1.5)]
+    x = Tensor.from_floats([1.0], ad)
+    outs = [n(x) for n in neurons]
+    doubled = neurons[1].scaled(x)
+    leaves = made(ad, "from_floats")[:3]
+    assert [names(g) for g in leaves] == [[("function", f"making Neuron {k}")] for k in (1, 2, 3)]
+    calls = made(ad, "tanh")
+    assert [names(g) for g in calls] == [[("function", f"Neuron {k}")] for k in (1, 2, 3)]
+    assert len({g[0].key for g in calls}) == 3  # three calls, three boxes (a comprehension is not a box)
+    assert names(made(ad, "mul_scalar(2)")[0]) == [("function", "Neuron 2.scaled")]
+    del outs, doubled
