@@ -124,7 +124,7 @@ def group_tree(
                     name=child.name,
                     kind=child.kind,
                     parent=parent,
-                    summary=child.summary or _ops(ops),
+                    summary=child.summary or _ops(ops, len(inside)),
                     output=output,
                     nodes=len(inside),
                     steps=steps,
@@ -138,7 +138,10 @@ def group_tree(
     return groups, node_group
 
 
-def _ops(count: int) -> str:
+def _ops(count: int, nodes: int = 0) -> str:
+    """`8 ops`; a part that holds leaves alone (a layer's weights, made in its `__init__`): `4 leaves`."""
+    if not count and nodes:
+        return f"{nodes} lea" + ("f" if nodes == 1 else "ves")
     return f"{count} op" + ("" if count == 1 else "s")
 
 
@@ -168,12 +171,18 @@ def _build(nodes: Sequence[NodeSnapshot]) -> _Group:
 
 
 def _dissolve_single_nodes(group: _Group) -> None:
-    """A group that holds one node is that node."""
+    """A group that holds one node is that node; a group that holds one group is that group, but for a call whose
+    body is one loop: the call keeps its name and holds the loop's iterations (`MLP 1` holds `Layer 1`, `Layer 2`,
+    not `for layer in self.layers`)."""
     for k, child in enumerate(group.children):
         if isinstance(child, _Group):
             _dissolve_single_nodes(child)
             if len(child.children) == 1:
-                group.children[k] = child.children[0]
+                only = child.children[0]
+                if isinstance(only, _Group) and child.kind == "function" and only.kind == "loop":
+                    child.children = only.children
+                else:
+                    group.children[k] = only
 
 
 def _by_statements(group: _Group, spans: Mapping[int, tuple[int, int]], statements: list[str]) -> None:
@@ -281,10 +290,10 @@ def _repeats(group: _Group, by_id: Mapping[int, NodeSnapshot]) -> list[_Group | 
         if end - k >= MIN_REPEAT:
             first, last = run[0], run[-1]
             assert isinstance(first, _Group) and isinstance(last, _Group)
-            each = _ops(sum(1 for n in first.node_ids() if by_id[n].inputs))
+            each = _ops(sum(1 for n in first.node_ids() if by_id[n].inputs), len(first.node_ids()))
             summary = f"{len(run)} × the same {each}"
             if len(run) == len(children):
-                group.summary = f"{_count(first, len(run))}, the same {each} each"
+                group.summary = f"{_count(first, last, len(run))}, the same {each} each"
                 return children
             out.append(
                 _Group("repeat", _span_name(first.name, last.name, len(run)), children=list(run), summary=summary)
@@ -295,9 +304,9 @@ def _repeats(group: _Group, by_id: Mapping[int, NodeSnapshot]) -> list[_Group | 
     return out
 
 
-def _count(first: _Group, count: int) -> str:
-    if first.kind == "function":
-        return f"{count} calls of {first.name}"
+def _count(first: _Group, last: _Group, count: int) -> str:
+    if first.kind == "function":  # one function's calls, or methods of several objects (`Neuron 1 … 4`)
+        return f"{count} calls of {first.name}" if first.name == last.name else _span_name(first.name, last.name, count)
     return f"{count} iterations" if first.kind == "iteration" else f"{count} parts"
 
 
