@@ -262,3 +262,32 @@ def test_follow_the_step_opens_the_part_that_runs_and_folds_it_after(laptop, sam
     page.get_by_label("Open the part that runs").uncheck()  # folded back as the student left it
     page.wait_for_function(f"() => document.querySelectorAll('.stage-svg g.node.group').length === {folded}")
     assert page.locator(".stage-svg g.cluster").count() == 0
+
+
+@pytest.mark.parametrize("screen", [(1440, 900), (1024, 768)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_micrograds_mlp_folds_by_its_objects_reads_at_12_px_and_names_its_weights(browser, tmp_path, screen):
+    source = EXAMPLES["micrograd's MLP, with classes"]
+    result = run_program(source)
+    assert result.error is None, result.error
+    run = result.backward
+    payload = replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+    assert {"making MLP 1", "MLP 1", "Layer 1", "Layer 2", "Neuron 1", "making Neuron 1"} <= {
+        g["name"] for g in payload["groups"]
+    }
+    context = browser.new_context(viewport={"width": screen[0], "height": screen[1]})
+    try:
+        page = context.new_page()
+        load(page, tmp_path, "mlp", payload)
+        assert_whole_and_readable(page, False, f"micrograd's MLP at {screen}")
+        shown = page.locator(".stage").inner_text()
+        assert "for x in xs" in shown and "MLP 1" in shown
+        # opened down to one neuron: its weights by the attribute that holds them, never an id
+        for part in ("for x in xs", "MLP 1", "Layer 1", "Neuron 1"):
+            page.locator(".stage-parts button", has_text=part).first.click()
+            page.wait_for_timeout(300)
+        labels = page.evaluate("() => [...document.querySelectorAll('.stage-svg svg text')].map(t => t.textContent)")
+        assert "w[0]" in labels and "b" in labels, labels
+        assert not [text for text in labels if re.search(r"#\d", text)], labels
+        screenshot(page, f"mlp-{screen[0]}x{screen[1]}")
+    finally:
+        context.close()
