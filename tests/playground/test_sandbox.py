@@ -416,3 +416,16 @@ def test_no_file_appears_in_the_working_directory(tmp_path, monkeypatch):
         if "open" in source or "import" in source:
             run_program(source, Limits(seconds=1.0))
     assert os.listdir(tmp_path) == []
+
+
+def test_the_pages_list_is_what_the_guards_allow_and_every_example_runs():
+    from playground.guards import TENSOR_API, TENSOR_CONSTRUCTORS
+    from playground.reference import SHAPE_EXAMPLES, TENSOR_KINDS
+
+    listed = [name for names in TENSOR_KINDS.values() for name in names]
+    assert sorted(listed) == sorted(TENSOR_API | TENSOR_CONSTRUCTORS)  # each once, none missing
+    for method, example in SHAPE_EXAMPLES.items():
+        result = run_program(example)
+        assert result.error is None and result.output, (method, result.error)
+    sliced = run_program(SHAPE_EXAMPLES["slice"]).output
+    assert sliced == ["Tensor([[2.0, 3.0]])"]  # rows 0..1, columns 1..3, as its comment says
