@@ -438,18 +438,20 @@ def _locals(python_frame: FrameType) -> dict[str, object]:
     return copy
 
 
-def forget_source(filename: str) -> None:
-    """Forget what was read of `filename`'s loops (an interpreter that runs many programs under fresh names, each
-    registered in `linecache` for its run, calls this after each so that nothing of it stays)."""
-    loops = _loops_by_file.pop(filename, {})
-    _file_kinds.pop(filename, None)
-    gone = {id(loop) for found in loops.values() for loop in found}
-    for key in [key for key, (code, _) in _loops_by_code.items() if code.co_filename == filename]:
-        del _loops_by_code[key]
-    for key in [key for key in _hidden_codes if _hidden_codes[key][0].co_filename == filename]:
-        del _hidden_codes[key]
-    for key in gone & _loop_states.keys():
-        del _loop_states[key]
+def forget_source(filename: str, keep_loops: bool = False) -> None:
+    """Forget what was read of `filename`'s loops and how far each got (an interpreter that runs programs under names
+    of its own, each registered in `linecache`, calls this when a program goes, so that nothing of it stays), or, with
+    `keep_loops`, only how far each loop got: the same program run again counts its iterations from 1."""
+    loops = _loops_by_file.get(filename, {}) if keep_loops else _loops_by_file.pop(filename, {})
+    for found in loops.values():
+        for loop in found:
+            _loop_states.pop(id(loop), None)
+    if not keep_loops:
+        _file_kinds.pop(filename, None)
+        for key in [key for key, (code, _) in _loops_by_code.items() if code.co_filename == filename]:
+            del _loops_by_code[key]
+        for key in [key for key in _hidden_codes if _hidden_codes[key][0].co_filename == filename]:
+            del _hidden_codes[key]
     _made.clear()
 
 

@@ -1,15 +1,22 @@
-"""Playground speed: parse+run of the seed programs through the interpreter vs the same code
-written against the Python API, side by side in one run (target: at most 2x); a run through a worker
-process vs in the server's process (isolation overhead, target <= 50 ms); twenty concurrent runs.
+"""Playground speed: compile+run of the seed programs in the sandbox vs the same code written against the Python
+API, side by side in one run (target: at most 2x); a run through a worker process vs in the server's process
+(isolation overhead, target <= 50 ms); twenty concurrent runs; and the worker pool's throughput (runs a second, two
+workers) for the seed program and micrograd's MLP, here and on an earlier commit side by side in one run (`--before
+REF`, checked out into a temporary worktree: issue 52's before and after).
 
-Run: python bench/playground.py
+Run: python bench/playground.py [--before cd8e1b4] [--throughput-only]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -86,9 +93,74 @@ PAIRS: dict[str, tuple[str, Callable[..., None]]] = {
 }
 
 
+ROOT = Path(__file__).resolve().parents[1]
+THROUGHPUT = {"seed program": "Seed: gradients after backward", "micrograd's MLP": "micrograd's MLP, with classes"}
+THROUGHPUT_RUNS = 40
+# runs in the tree on sys.argv[1]: its pool, two workers, warmed; then each program `runs` times from as many sessions
+MEASURE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from playground import Limits
+from playground.workers import WorkerPool
+sources, runs = json.loads(sys.stdin.read()), int(sys.argv[2])
+pool = WorkerPool(size=2)
+out = {}
+try:
+    for name, source in sources.items():
+        for k in range(4):
+            pool.submit(f"warm-{k}", source, Limits(), client=f"warm-{k}").wait(120)
+        start = time.perf_counter()
+        jobs = [pool.submit(f"session-{k}", source, Limits(), client=f"client-{k}") for k in range(runs)]
+        assert all(job.wait(300) for job in jobs)
+        took = time.perf_counter() - start
+        error = next((job.result.error for job in jobs if job.result.error is not None), None)
+        out[name] = [runs / took, None if error is None else error.message[:120]]
+finally:
+    pool.shutdown()
+print(json.dumps(out))
+"""
+
+
+def throughput(tree: Path, runs: int = THROUGHPUT_RUNS) -> dict[str, list]:
+    """Runs a second through `tree`'s worker pool for each program of THROUGHPUT (this checkout's text of it)."""
+    sources = {label: EXAMPLES[name] for label, name in THROUGHPUT.items()}
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(tree), str(runs)],
+        input=json.dumps(sources), capture_output=True, text=True, env=env, cwd=tree, check=True,
+    )  # fmt: skip
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def compare_throughput(before: str | None) -> None:
+    trees = {"this checkout": ROOT}
+    with tempfile.TemporaryDirectory() as scratch:
+        if before:
+            worktree = Path(scratch) / "before"
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), before], check=True,
+                           capture_output=True)  # fmt: skip
+            trees = {f"before ({before})": worktree, **trees}
+        try:
+            print(f"worker pool throughput, two workers, {THROUGHPUT_RUNS} runs from as many sessions")
+            for label, tree in trees.items():
+                for program, (per_second, error) in throughput(tree).items():
+                    outcome = f"{per_second:6.1f} runs/s" + (f" (each refused: {error})" if error else "")
+                    print(f"  {label:<22} {program:<16} {outcome}")
+        finally:
+            if before:
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=False)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", help="a commit whose pool to measure beside this checkout's")
+    parser.add_argument("--throughput-only", action="store_true")
+    args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}")
-    print("parse+run through the Playground interpreter vs the same program on the Python API (target <= 2x)")
+    compare_throughput(args.before)
+    if args.throughput_only:
+        return
+    print("compile+run in the Playground's sandbox vs the same program on the Python API (target <= 2x)")
     for label, (example, api) in PAIRS.items():
         source = EXAMPLES[example]
         assert run_program(source).error is None
@@ -97,7 +169,7 @@ def main() -> None:
         direct = best_of(api, repeat=7, number=number)
         recorded = best_of(lambda a=api: a(record=True), repeat=7, number=number)
         print(
-            f"  {label:<24} interpreter {interpreted * 1e3:6.2f} ms | API {direct * 1e3:6.2f} ms: "
+            f"  {label:<24} sandbox {interpreted * 1e3:6.2f} ms | API {direct * 1e3:6.2f} ms: "
             f"{interpreted / direct:.2f}x | API recording the same pictures {recorded * 1e3:6.2f} ms: "
             f"{interpreted / recorded:.2f}x"
         )
@@ -124,7 +196,7 @@ def isolation() -> None:
             )
         source = EXAMPLES["Seed: gradients after backward"]
         start = time.perf_counter()
-        jobs = [pool.submit(f"student-{k}", source, Limits()) for k in range(20)]
+        jobs = [pool.submit(f"student-{k}", source, Limits(), client=f"student-{k}") for k in range(20)]
         assert all(job.wait(120) and job.result.error is None for job in jobs)
         print(
             f"twenty concurrent runs (twenty sessions, {pool.size} workers): all done in "

@@ -30,6 +30,7 @@ import signal
 import sys
 import threading
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import Any
@@ -384,7 +385,7 @@ class Run:
 
     def run(self, code: Any, source: str) -> None:
         namespace = self.namespace = self.globals()
-        linecache.cache[self.filename] = (len(source), None, source.splitlines(keepends=True), self.filename)
+        forget_source(self.filename, keep_loops=True)  # a program run again: its loops count from the start
         depth = _stack_depth()
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(depth + self.limits.call_depth + 100)  # the guards' and recorders' own frames beside
@@ -399,8 +400,6 @@ class Run:
         finally:
             sys.setrecursionlimit(limit)
             self.budget.active = False
-            linecache.cache.pop(self.filename, None)
-            forget_source(self.filename)
 
     def _watched(self, code: Any) -> int | None:
         return 0 if code.co_filename == self.filename else None
@@ -447,11 +446,11 @@ def run_program(
     """Run a program on fresh devices; never raises for anything the program does. `fenced` (a worker process, once
     it called `fence.install()`): the audit hook refuses files, sockets, processes and new modules meanwhile."""
     result = RunResult()
-    filename = f"{PROGRAM_FILES}{next(_runs)}>"
+    filename = ""
     lines = source_lines(source)
     run: Run | None = None
     try:
-        code = compiled(source, filename, limits)
+        filename, code = _compiled_once(source, limits)
         run = Run(limits, backend, result, filename)
         with fence.armed(source) if fenced else contextlib.nullcontext():
             run.run(code, source)
@@ -521,6 +520,31 @@ def _where(error: BaseException, filename: str, lines: list[str]) -> tuple[int |
                 column = len(text.encode("utf-8")[:offset].decode("utf-8", errors="ignore")) + 1
             found = (summary.lineno, column)
     return found
+
+
+COMPILED_KEPT = 32  # programs a worker keeps compiled: a class pressing Run on the same example compiles it once
+_compiled: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+_compiling = threading.Lock()
+
+
+def _compiled_once(source: str, limits: Limits) -> tuple[str, Any]:
+    """The program's file name (`<program N>`, one per distinct text) and its code, compiled the first time only.
+    Its text stays registered in `linecache` while it is kept (the engine's recorders read its loops from it); a
+    program pushed out is forgotten there and by `autodiff.structure`."""
+    with _compiling:
+        if len(source) <= limits.program_chars and source in _compiled:
+            _compiled.move_to_end(source)
+            return _compiled[source]
+    filename = f"{PROGRAM_FILES}{next(_runs)}>"
+    code = compiled(source, filename, limits)
+    with _compiling:
+        _compiled[source] = (filename, code)
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+        while len(_compiled) > COMPILED_KEPT:
+            _, (gone, _) = _compiled.popitem(last=False)
+            linecache.cache.pop(gone, None)
+            forget_source(gone)
+    return filename, code
 
 
 def _compile_refusal(message: str) -> PlaygroundError:

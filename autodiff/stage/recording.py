@@ -12,6 +12,7 @@ once, by the first statement after which something of the frame holds it: `self.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,8 +39,10 @@ class Provenance:
     names: dict[int, str]
 
 
+@functools.lru_cache(maxsize=64)  # a program run again (the same lesson, a Playground example) is read once
 def statement_spans(source: str) -> dict[int, tuple[int, int]]:
-    """The first line of each simple statement -> its first and last line (a statement may span several lines)."""
+    """The first line of each simple statement -> its first and last line (a statement may span several lines).
+    Shared between the calls that read one source: never written to."""
     compound = (ast.For, ast.While, ast.If, ast.With, ast.FunctionDef, ast.ClassDef, ast.Try)
     return {
         node.lineno: (node.lineno, node.end_lineno or node.lineno)

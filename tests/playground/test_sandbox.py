@@ -429,3 +429,12 @@ def test_the_pages_list_is_what_the_guards_allow_and_every_example_runs():
         assert result.error is None and result.output, (method, result.error)
     sliced = run_program(SHAPE_EXAMPLES["slice"]).output
     assert sliced == ["Tensor([[2.0, 3.0]])"]  # rows 0..1, columns 1..3, as its comment says
+
+
+def test_a_program_run_again_is_drawn_the_same():
+    # a worker keeps a program compiled: its second run must count its loops and objects from the start again
+    first, second = run_program(MICROGRAD_MLP), run_program(MICROGRAD_MLP)
+    assert [[g.name for g in n.group] for n in first.snapshot.nodes] == [
+        [g.name for g in n.group] for n in second.snapshot.nodes
+    ]
+    assert first.names == second.names and first.lines == second.lines
