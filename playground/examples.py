@@ -104,6 +104,25 @@ grads = loss.backward()
 print("loss", loss)
 print("w1.grad", w1.grad(grads))
 """,
+    "micrograd's README example": """\
+# micrograd's README (github.com/karpathy/micrograd), Value(...) written as the engine's Tensor
+a = Tensor.from_floats([-4.0], ad).require_grad()
+b = Tensor.from_floats([2.0], ad).require_grad()
+c = a + b
+d = a * b + b**3
+c += c + 1
+c += 1 + c + (-a)
+d += d * 2 + (b + a).relu()
+d += 3 * d + (b - a).relu()
+e = c - d
+f = e**2
+g = f / 2.0
+g += 10.0 / f
+print(f"{g.item():.4f}")
+grads = g.backward()
+print(f"{a.grad(grads).item():.4f}")
+print(f"{b.grad(grads).item():.4f}")
+""",
     "micrograd's MLP, with classes": """\
 # micrograd's nn.py (github.com/karpathy/micrograd), Value(...) written as the engine's Tensor
 import random

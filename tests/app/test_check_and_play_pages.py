@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from apptest import (
     table,
 )
 
+from autodiff import Device, Distribution, Tensor
 from autodiff.device import mlx_unavailable_reason
 from course.programs import PROGRAMS
 from playground import SECONDS_ENV
@@ -197,3 +200,26 @@ def test_a_rerun_never_pushes_the_program_over_what_the_student_is_typing():
     assert editor().proto.set_value and "for i in range(10)" in editor().value
     button(at, "Run").click().run()
     assert not editor().proto.set_value
+
+
+@pytest.mark.parametrize(
+    ("example", "printed"),
+    [
+        ("micrograd's README example", ["24.7041", "138.8338", "645.5773"]),  # micrograd's README, its comments
+        ("CS231n's neuron, with w[0]", ["w.grad = [-0.1966, -0.3932, 0.1966]", "x.grad = [0.3932, -0.5898]"]),
+        ("micrograd's MLP, with classes", None),  # what CPython prints running the same source on the engine
+        ("Gradient descent until the loss is small (while)", None),
+    ],
+)
+def test_programs_from_elsewhere_run_in_the_page_with_their_published_numbers(example, printed):
+    at = app("pages/check_and_play/playground.py")
+    at.selectbox(key="playground_example").set_value(example).run()
+    button(at, "Run").click().run()
+    assert not at.exception and not playground_error(at)
+    if printed is None:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(EXAMPLES[example], {"Tensor": Tensor, "Distribution": Distribution, "ad": Device.numpy().autodiff()})
+        printed = out.getvalue().splitlines()
+    assert output(at).splitlines() == printed
+    assert stages(at)  # its graph and the replay of its backward are on the page

@@ -34,36 +34,9 @@ print("x.grad_remove", x.grad_remove(grads))
 print("x.grad again", x.grad(grads))
 """
 
-# micrograd's README example (github.com/karpathy/micrograd), only `Value(...)` written as the engine's constructor
-MICROGRAD_README = """\
-a = Tensor.from_floats([-4.0], ad).require_grad()
-b = Tensor.from_floats([2.0], ad).require_grad()
-c = a + b
-d = a * b + b**3
-c += c + 1
-c += 1 + c + (-a)
-d += d * 2 + (b + a).relu()
-d += 3 * d + (b - a).relu()
-e = c - d
-f = e**2
-g = f / 2.0
-g += 10.0 / f
-print(f"{g.item():.4f}")
-grads = g.backward()
-print(f"{a.grad(grads).item():.4f}")
-print(f"{b.grad(grads).item():.4f}")
-"""
+MICROGRAD_README = EXAMPLES["micrograd's README example"]  # only `Value(...)` written as the engine's Tensor
 
-# CS231n's sigmoid neuron (cs231n.github.io/optimization-2, "Backprop in practice"), on the engine's tensors
-CS231N_NEURON = """\
-w = Tensor.from_floats([2.0, -3.0, -3.0], ad).require_grad()
-x = Tensor.from_floats([-1.0, -2.0], ad).require_grad()
-dot = w[0] * x[0] + w[1] * x[1] + w[2]
-f = dot.sigmoid()
-grads = f.backward()
-print("w.grad =", [round(v, 4) for v in w.grad(grads).tolist()])
-print("x.grad =", [round(v, 4) for v in x.grad(grads).tolist()])
-"""
+CS231N_NEURON = EXAMPLES["CS231n's neuron, with w[0]"]  # cs231n.github.io/optimization-2
 
 MICROGRAD_MLP = EXAMPLES["micrograd's MLP, with classes"]
 WHILE_LOOP = EXAMPLES["Gradient descent until the loss is small (while)"]
