@@ -31,13 +31,14 @@ except ImportError as missing:  # the engine alone is numpy only; the widget is 
         'notebook extra: pip install "seeing-autodiff[notebook]" (or pip install anywidget), then restart the kernel.'
     ) from missing
 
-from . import BackwardRecorder, Gradients, GraphSnapshot, Tensor, UntrackedBackwardError
+from . import Gradients, GraphSnapshot, Tensor, UntrackedBackwardError
 from .snapshot import snapshot as snapshot_of
 from .stage import GRAPHVIZ, GRAPHVIZ_SHA256, STAGE_CSS, StagePayload, replay_payload, static_payload, wire, with_view
 from .stage.format import compact
 from .stage.graph_dot import Overlay, held_gradients, picture
 from .stage.naming import node_names
 from .stage.payload import hosted_module
+from .stage.recording import recorded_backward
 from .stage.still import Still
 
 __all__ = ["GraphvizSource", "Replay", "Stage", "graph", "replay"]
@@ -204,9 +205,9 @@ def replay(loss: Tensor, names: dict[str, object] | None = None, exercise: bool 
     server = _server_of(loss, "replay")
     before = _graph_snapshot(snapshot_of(server), server, loss)
     called = _names_in(before, server, names if names is not None else _callers_variables())
-    recorder = BackwardRecorder()
-    grads = loss.backward(recorder=recorder)
-    payload = with_view(replay_payload(before, recorder, called), exercise=exercise)
+    run = recorded_backward(loss, before)
+    grads = run.grads
+    payload = with_view(replay_payload(before, run.recorder, called), exercise=exercise)
     # the still: the graph as the replay's last frame leaves it, and what the container kept
     kept = {int(node_id): grad.to_numpy() for node_id in grads.node_ids() if (grad := grads.get(node_id)) is not None}
     ids = {int(node.id) for node in before.nodes}

@@ -28,6 +28,7 @@ from autodiff.memory_history import MemoryHistory
 from autodiff.memory_viz import snapshot_bytes
 from autodiff.stage.naming import expressions, node_names, with_gone_inputs
 from autodiff.stage.narration import short_names
+from autodiff.stage.recording import recorded_backward
 from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed, TensorPreview
 
 if TYPE_CHECKING:
@@ -172,10 +173,9 @@ class TapeLab:
         else:
             target = self.losses[name]
         action = backward_code(name)
-        before, recorder = self.ad.snapshot(), BackwardRecorder()
-        self.remembered.update(expressions(before.nodes, self.names))
+        self.remembered.update(expressions(self.ad.snapshot().nodes, self.names))
         try:
-            grads = target.backward(recorder=recorder)
+            run = recorded_backward(target)
         except TapeConsumedError as refusal:
             self.refused_at = int(refusal.node_id)
             who = self.names.get(self.refused_at, f"NodeId({self.refused_at})")
@@ -197,12 +197,12 @@ class TapeLab:
                 )
             )
         self.refused_at = None
-        self.last_backward = (action, before, recorder)
+        self.last_backward = (action, run.before, run.recorder)
         return self._log(
             Outcome(
                 action,
                 True,
-                python_value(self.x.grad(grads)),
+                python_value(self.x.grad(run.grads)),
                 f"Every step on the path from {name} to x ran once and is now consumed.",
                 query="x.grad(grads)",
             )
@@ -218,15 +218,14 @@ class TapeLab:
     def detach_demo(self) -> Outcome:
         action = "(shared.detach() * x).sum().backward()"
         detached = self.shared.detach()
-        before, recorder = self.ad.snapshot(), BackwardRecorder()
-        grads = (detached * self.x).sum().backward(recorder=recorder)
+        run = recorded_backward((detached * self.x).sum())
         self.refused_at = None
-        self.last_backward = (action, before, recorder)
+        self.last_backward = (action, run.before, run.recorder)
         return self._log(
             Outcome(
                 action,
                 True,
-                python_value(self.x.grad(grads)),
+                python_value(self.x.grad(run.grads)),
                 "detach() gives a new untracked leaf with the same values: gradient flows only through the "
                 "direct use of x (so x's gradient is exp(x)), never into shared's step, consumed or not.",
                 query="x.grad(grads)",

@@ -14,7 +14,7 @@ from typing import TypeVar
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
 from autodiff.stage.naming import node_names
-from autodiff.stage.recording import Provenance, traced_call
+from autodiff.stage.recording import Provenance, recorded_backward, traced_call
 
 T = TypeVar("T")
 
@@ -203,11 +203,9 @@ def record_program(
     if memory_entries:
         ad.record_memory_history(max_entries=memory_entries)
     tensors, provenance = traced_build(program, ad)
-    before = ad.snapshot()
     loss_id = tensors["loss"].node_id
     assert loss_id is not None, "a program's loss is on its autodiff device"
     graph = ad.graph_of(loss_id)
-    recorder = BackwardRecorder()
-    grads = tensors["loss"].backward(recorder=recorder)
+    run = recorded_backward(tensors["loss"])
     names = {**provenance.names, **node_names(tensors)}  # what it returns names a node last
-    return ProgramRun(program, ad, tensors, before, recorder, grads, graph, names, provenance.lines)
+    return ProgramRun(program, ad, tensors, run.before, run.recorder, run.grads, graph, names, provenance.lines)

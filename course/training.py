@@ -33,7 +33,7 @@ from autodiff.ids import NodeId
 from autodiff.loss import cross_entropy_with_logits
 from autodiff.observer import Observer
 from autodiff.stage.naming import node_names
-from autodiff.stage.recording import traced_call
+from autodiff.stage.recording import recorded_backward, traced_call
 
 from .programs import source_offsets
 
@@ -453,8 +453,6 @@ def replay_iteration(training: Training, number: int) -> IterationReplay:
     targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[trained_labels], ad)
     offsets = source_offsets((forward,)).get
     outputs, provenance = traced_call(offsets, IterationReplay.source, lambda: forward(model, points, targets), ad)
-    before = ad.snapshot()
-    recorder = BackwardRecorder()
-    outputs["loss"].backward(recorder=recorder)
+    run = recorded_backward(outputs["loss"])
     names = {**provenance.names, **node_names({**model.parameters(), "points": points, "targets": targets, **outputs})}
-    return IterationReplay(number, before, recorder, names, provenance.lines, outputs["loss"].item())
+    return IterationReplay(number, run.before, run.recorder, names, provenance.lines, outputs["loss"].item())

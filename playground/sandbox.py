@@ -41,11 +41,11 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 import autodiff
-from autodiff import AutodiffError, BackwardRecorder, Device, Distribution, Gradients, Tensor, module
+from autodiff import AutodiffError, Device, Distribution, Gradients, Tensor, module
 from autodiff.module import ConvOptions
 from autodiff.observer import Observer
 from autodiff.stage.naming import expressions, with_gone_inputs
-from autodiff.stage.recording import Provenance, traced_call
+from autodiff.stage.recording import Provenance, recorded_backward, traced_call
 from autodiff.structure import forget_source, parse_python, program_files
 
 from . import fence
@@ -312,11 +312,10 @@ class Run:
                     "Use smaller tensors, or fewer operations before the backward.",
                 )
             self.remembered.update(expressions(before.nodes, self.provenance.names))  # for nodes a sweep removes
-            recorder = BackwardRecorder()
-            grads = tensor.backward(recorder=recorder)
-            self.budget.trace_bytes = recorder.bytes_recorded
-            self.result.backward = BackwardRun(before, recorder, {})  # named when the run ends
-            return grads
+            run = recorded_backward(tensor, before)
+            self.budget.trace_bytes = run.recorder.bytes_recorded
+            self.result.backward = BackwardRun(before, run.recorder, {})  # named when the run ends
+            return run.grads
 
         backward.__name__ = backward.__qualname__ = "backward"
         return backward

@@ -1,7 +1,8 @@
-"""What a program's own statements made, watched while it runs: for each node, the statement that made it (its lines)
-and the name that held it right after (a variable, an attribute of `self`, or an element of a list either holds). The
-one recorder for every host that runs a program it can watch: the lessons' programs (`course/programs.py`), the
-Training lesson's iteration and the Playground's sandbox.
+"""What a program made, recorded for the pictures, in one place for every host (the lessons' programs and labs,
+the Training lesson's iteration, the Playground's sandbox, the notebook): a backward with its graph as it was and
+every event it caused (`recorded_backward`), and what the program's own statements made, watched while it runs
+(`traced_call`): for each node, the statement that made it (its lines) and the name that held it right after (a
+variable, an attribute of `self`, or an element of a list either holds).
 
 A trace function (`sys.settrace`) sees each line of the watched code objects; the device numbers its nodes in the
 order it makes them, so the nodes made since the last line event of a watched frame are that line's. A node is named
@@ -20,8 +21,11 @@ from types import CodeType, FrameType
 from typing import Any, TypeVar
 
 from ..device import Device
+from ..grads import Gradients
+from ..snapshot import GraphSnapshot
 from ..structure import parse_python
 from ..tensor import Tensor
+from ..trace import BackwardRecorder
 
 T = TypeVar("T")
 LIST_DEPTH = 2  # `w[0]`, `w[0][1]`: a list of lists of tensors is named this deep, no deeper
@@ -37,6 +41,23 @@ class Provenance:
 
     lines: dict[int, tuple[int, int]]
     names: dict[int, str]
+
+
+@dataclass(frozen=True)
+class RecordedBackward:
+    """A backward recorded for a replay: the graph before it, every event it caused, and its gradients."""
+
+    before: GraphSnapshot
+    recorder: BackwardRecorder
+    grads: Gradients
+
+
+def recorded_backward(loss: Tensor, before: GraphSnapshot | None = None) -> RecordedBackward:
+    """`loss.backward()`, recorded: the device's graph as it was (or `before`, a host's own view of it) and every
+    event. A refused backward raises as `backward` does, having recorded nothing."""
+    graph = loss.device.snapshot() if before is None else before
+    recorder = BackwardRecorder()
+    return RecordedBackward(graph, recorder, loss.backward(recorder=recorder))
 
 
 @functools.lru_cache(maxsize=64)  # a program run again (the same lesson, a Playground example) is read once
