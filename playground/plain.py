@@ -60,9 +60,17 @@ class PlainDataError(ValueError):
     """Data from a worker that is not a result this module writes."""
 
 
-def encode(value: Any, whole_values: int = WHOLE_VALUES) -> Any:
+def encode(value: Any, whole_values: int = WHOLE_VALUES, frames: dict[GroupFrame, int] | None = None) -> Any:
     """`value` as JSON-ready data, typed records tagged with their class name; tensors above `whole_values`
-    values as previews."""
+    values as previews. A `GroupFrame` is written whole once, then by its number (`frames`, in the order written):
+    every node of a call shares its frames, and a deep program's keys are long."""
+    if frames is None:
+        frames = {}
+    if isinstance(value, GroupFrame):
+        if value in frames:
+            return {"$": "frame", "i": frames[value]}
+        frames[value] = len(frames)
+        return {"$": "GroupFrame", "kind": value.kind, "name": value.name, "key": value.key}
     if isinstance(value, NodeId):
         return {"$": "NodeId", "v": int(value)}
     if isinstance(value, bool | int | float | str) or value is None:
@@ -76,11 +84,12 @@ def encode(value: Any, whole_values: int = WHOLE_VALUES) -> Any:
             return {"$": "preview", "shape": list(value.shape), **_packed(value.ravel()[:PREVIEW_VALUES])}
         return {"$": "array", "shape": list(value.shape), **_packed(value)}
     if isinstance(value, tuple | list):
-        return [encode(v, whole_values) for v in value]
+        return [encode(v, whole_values, frames) for v in value]
     if isinstance(value, dict):
-        return {"$": "dict", "items": [[encode(k, whole_values), encode(v, whole_values)] for k, v in value.items()]}
+        items = [[encode(k, whole_values, frames), encode(v, whole_values, frames)] for k, v in value.items()]
+        return {"$": "dict", "items": items}
     if dataclasses.is_dataclass(value) and type(value).__name__ in RECORDS:
-        fields = {f.name: encode(getattr(value, f.name), whole_values) for f in dataclasses.fields(value)}
+        fields = {f.name: encode(getattr(value, f.name), whole_values, frames) for f in dataclasses.fields(value)}
         return {"$": type(value).__name__, **fields}
     raise TypeError(f"cannot send a {type(value).__name__} across the process boundary")
 
@@ -91,19 +100,25 @@ def dumps(value: Any, whole_values: int = WHOLE_VALUES) -> bytes:
 
 def loads(data: bytes) -> Any:
     try:
-        return decode(json.loads(data.decode("utf-8")))
-    except (ValueError, TypeError, KeyError, RecursionError, binascii.Error) as error:
+        return decode(json.loads(data.decode("utf-8")), [])
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError, binascii.Error) as error:
         raise PlainDataError(f"a worker sent data that is not a run result ({type(error).__name__})") from None
 
 
-def decode(value: Any) -> Any:
+def decode(value: Any, frames: list[GroupFrame]) -> Any:
+    """What `encode` wrote, read in the same order (`frames`: the GroupFrames read so far, by number)."""
     if isinstance(value, list):
-        return tuple(decode(v) for v in value)
+        return tuple(decode(v, frames) for v in value)
     if not isinstance(value, dict):
         if isinstance(value, bool | int | float | str) or value is None:
             return value
         raise PlainDataError("unexpected value")
     tag = value["$"]
+    if tag == "frame":
+        number = _int(value["i"])
+        if not 0 <= number < len(frames):
+            raise PlainDataError("a frame that was not written before")
+        return frames[number]
     if tag == "NodeId":
         return NodeId(_int(value["v"]))
     if tag in ENUMS:
@@ -119,10 +134,13 @@ def decode(value: Any) -> Any:
             return TensorPreview(shape, values.astype(values.dtype.newbyteorder("=")))
         return values.astype(values.dtype.newbyteorder("=")).reshape(shape)
     if tag == "dict":
-        return {decode(k): decode(v) for k, v in value["items"]}
+        return {decode(k, frames): decode(v, frames) for k, v in value["items"]}
     cls = RECORDS[tag]
     names = [f.name for f in dataclasses.fields(cls)]
-    return cls(**{name: decode(value[name]) for name in names})
+    record = cls(**{name: decode(value[name], frames) for name in names})
+    if isinstance(record, GroupFrame):
+        frames.append(record)
+    return record
 
 
 def _packed(array: np.ndarray) -> dict[str, str]:

@@ -118,3 +118,14 @@ def test_results_cross_back_as_plain_json_and_decode_to_the_same_pictures():
 def test_data_a_worker_could_forge_is_refused(forged):
     with pytest.raises(PlainDataError):
         result_from_plain(loads(forged))
+
+
+def test_a_frame_is_sent_once_and_a_reference_to_an_unsent_frame_is_refused():
+    result = run_program(EXAMPLES["micrograd's MLP, with classes"])
+    sent = dumps(result_to_plain(result))
+    frames = {g for n in result.snapshot.nodes for g in n.group}
+    assert sent.count(b'"$":"GroupFrame"') == len(frames)  # each written whole once, then by its number
+    back = result_from_plain(loads(sent))
+    assert [n.group for n in back.snapshot.nodes] == [n.group for n in result.snapshot.nodes]
+    with pytest.raises(PlainDataError):
+        loads(sent.replace(b'"$":"frame","i":0', b'"$":"frame","i":99999', 1))
