@@ -154,8 +154,8 @@ def allowed(owner: object, name: str, classes: ProgramClasses) -> bool:
         return name in MEMORY_API
     if isinstance(owner, Module):
         return owner.has(name)
-    if isinstance(owner, super):
-        return True
+    if isinstance(owner, super):  # `super()` in a method of the program's own class; never `super(Tensor, t)`
+        return owner.__thisclass__ in classes.classes
     if isinstance(owner, Device | Gradients):
         return False
     if classes.owns(owner):

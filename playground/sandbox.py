@@ -217,8 +217,8 @@ class Run:
         return value
 
     def super_attr(self, owner: object, name: str) -> Any:
-        if not isinstance(owner, super):
-            raise Refused(f"`{name}` is read only from `super()` here.")
+        if not isinstance(owner, super) or owner.__thisclass__ not in self.classes.classes:
+            raise Refused(f"`{name}` is read only from `super()` in a method of the program's own class.")
         return getattr(owner, name)
 
     def write(self, owner: object) -> object:
@@ -385,9 +385,9 @@ class Run:
     def run(self, code: Any, source: str) -> None:
         namespace = self.namespace = self.globals()
         forget_source(self.filename, keep_loops=True)  # a program run again: its loops count from the start
-        depth = _stack_depth()
         limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(depth + self.limits.call_depth + 100)  # the guards' and recorders' own frames beside
+        if threading.current_thread() is threading.main_thread():  # a worker's run; the limit is the process's
+            sys.setrecursionlimit(_stack_depth() + self.limits.call_depth + 100)  # the guards' own frames beside
         try:
             with _time_limit(self.limits.seconds):
 

@@ -202,6 +202,8 @@ HOSTILE = {
     "builtin_write": ("len.x = 1", "cannot be changed by a program here"),
     "function_attribute": ("def f():\n    pass\nc = f.func_code", "has no attribute `func_code`"),
     "super_escape": ("class A:\n    def f(self):\n        return super().__class__", '"__class__" is an invalid'),
+    "super_of_tensor": ("t = Tensor.ones([1], ad)\nd = super(Tensor, t).shape", "has no attribute `shape`"),
+    "super_dunder_elsewhere": ("t = Tensor.ones([1], ad)\nd = super(Tensor, t).__init__", "read only from `super()`"),
     "exception_group": ("try:\n    pass\nexcept* Exception:\n    pass", "not allowed"),
     "bare_except": ("try:\n    pass\nexcept:\n    pass", "A bare `except:` is not allowed here"),
     "input": ("x = input()", "`input` waits for typing"),
