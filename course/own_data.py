@@ -12,6 +12,7 @@ import numpy as np
 
 from .training import MAX_POINTS
 
+CSV_CHARS = MAX_POINTS * 40  # pasted rows: room for MAX_POINTS rows such as `-12.345678, 31.5, 1` and a header
 LINK_POINTS = 200  # at most this many points travel in a link (about 1,400 characters)
 LINK_SCALE = 1000  # a point's coordinates are kept in a link to 1/1000
 LINK_LIMIT = 32.767  # the largest coordinate a link keeps (a signed 16-bit number of thousandths)
@@ -23,7 +24,12 @@ class DataError(ValueError):
 
 
 def parse_csv(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """Points and classes from rows of `x, y, class` (class 0 or 1). Blank lines and a header row are skipped."""
+    """Points and classes from rows of `x, y, class` (class 0 or 1). Blank lines and a header row are skipped. Text
+    past `CSV_CHARS` is refused before it is split (the page's box stops typing there too)."""
+    if len(text) > CSV_CHARS:
+        raise DataError(
+            f"The rows are {len(text):,} characters long; at most {CSV_CHARS:,} are read. Remove some rows."
+        )
     rows = [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
     if rows and not any(_is_number(cell) for cell in rows[0][1].split(",")):
         rows = rows[1:]  # a header such as "x, y, class": no number in it (any other first row is read, or named)

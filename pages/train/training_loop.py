@@ -2,7 +2,7 @@ import inspect
 
 import streamlit as st
 
-from course.own_data import DataError, from_link, parse_csv, to_csv, to_link
+from course.own_data import CSV_CHARS, DataError, from_link, parse_csv, to_csv, to_link
 from course.training import DATASETS, MAX_POINTS, UPDATE_RULES, UPDATES, Training, forward, make_dataset
 from ui import press
 from ui.code import code_block
@@ -120,7 +120,14 @@ st.markdown(
     f"Click on the plane to add a point, or paste up to {MAX_POINTS} rows of `x, y, class` (class 0 or 1). "
     "Training goes on from where it is, on the new points; the page's link keeps them (up to 200)."
 )
-pasted = st.text_area("Rows of x, y, class", key="training_csv", height=120, placeholder="x, y, class\n0.5, -1.2, 1")
+pasted = st.text_area(
+    "Rows of x, y, class",
+    key="training_csv",
+    height=120,
+    placeholder="x, y, class\n0.5, -1.2, 1",
+    max_chars=CSV_CHARS,
+    help=f"At most {CSV_CHARS:,} characters: {MAX_POINTS} rows.",
+)
 use_rows, download = st.columns([1, 1])
 if press.button("Train on these rows", "training_use_csv", where=use_rows):
     try:

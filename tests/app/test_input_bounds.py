@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
 from apptest import app, button, run_code
 
 from ui.exercise import ANSWER_CHARS, parse_numbers
@@ -81,3 +82,25 @@ def test_a_wrong_answer_is_quoted_as_typed_never_as_markdown():
         at.text_input(key="consumption_predict_0").set_value(answer)
         at.button(key="consumption_predict_check").click().run()
         assert f"`x.grad(grads)` → `[5.0, 7.0]`, not {quoted}. " in at.error[0].value
+
+
+def test_every_text_box_of_every_page_says_its_bound():
+    """No free-text input without `max_chars` (issue 55): each page's boxes, as AppTest renders them."""
+    from ui.navigation import LESSONS
+
+    for lesson in LESSONS:
+        at = app(lesson.path)
+        for box in [*at.text_input, *at.text_area]:
+            assert box.max_chars, (lesson.path, box.label)
+
+
+def test_pasted_training_rows_are_bounded_and_refused_before_splitting():
+    from course.own_data import CSV_CHARS, DataError, parse_csv
+
+    at = app("pages/train/training_loop.py")
+    box = at.text_area(key="training_csv")
+    assert box.max_chars == CSV_CHARS and f"{CSV_CHARS:,} characters" in box.help
+    start = time.perf_counter()
+    with pytest.raises(DataError, match=f"at most {CSV_CHARS:,} are read"):
+        parse_csv("0.5, -1.2, 1\n" * 1_000_000)
+    assert time.perf_counter() - start < 0.5  # refused before 13 MB of text is split into rows
