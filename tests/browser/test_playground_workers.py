@@ -35,7 +35,7 @@ ROOMY = {SECONDS_ENV: "60"}  # a server whose runs may take 60 s: memory, not a 
 pytestmark = pytest.mark.browser
 
 EXPONENTIAL_COMPARE = "p = [0.5]\nq = [0.5]\nfor i in range(40):\n    p = [p, p]\n    q = [q, q]\nm = min(p, q)\n"
-MEMORY_BOMB = "a = Tensor.ones([1024, 1024], ad)\nl = [" + ", ".join(["a * a"] * 200) + "]\n"
+MEMORY_BOMB = "rows = [[0.5] * 1000 for i in range(200000)]\n"  # 1.6 GB of Python lists (tensors stop at 64 MiB)
 ERROR = ".playground-error"
 
 
