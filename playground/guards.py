@@ -121,6 +121,12 @@ class Module:
     def has(self, member: str) -> bool:
         return member in self.__members
 
+    def __getattr__(self, name: str) -> Any:  # a name it lacks (`from autodiff import Device`): said in words
+        if name.startswith("_"):
+            raise AttributeError(name)  # Python's import machinery asks for `__path__` and the like
+        shown = ", ".join(sorted(self.__members)[:12])
+        raise Refused(f"`{name}` is not in `{self.__name}` here; a program may use {shown}.")
+
     def __repr__(self) -> str:
         return f"<module '{self.__name}'>"
 
@@ -155,7 +161,7 @@ def allowed(owner: object, name: str, classes: ProgramClasses) -> bool:
     if isinstance(owner, Module):
         return owner.has(name)
     if isinstance(owner, super):  # `super()` in a method of the program's own class; never `super(Tensor, t)`
-        return owner.__thisclass__ in classes.classes
+        return getattr(owner, "__thisclass__", None) in classes.classes
     if isinstance(owner, Device | Gradients):
         return False
     if classes.owns(owner):

@@ -217,7 +217,7 @@ class Run:
         return value
 
     def super_attr(self, owner: object, name: str) -> Any:
-        if not isinstance(owner, super) or owner.__thisclass__ not in self.classes.classes:
+        if not isinstance(owner, super) or getattr(owner, "__thisclass__", None) not in self.classes.classes:
             raise Refused(f"`{name}` is read only from `super()` in a method of the program's own class.")
         return getattr(owner, name)
 
