@@ -198,6 +198,7 @@ class Run:
         self.remembered: dict[int, str] = {}  # each node's expression, as of the last backward
         self.random = random.Random(0)  # seeded per run: a replay is repeatable
         self.namespace: dict[str, Any] = {}
+        self.line_open = False  # the last print ended without a newline
 
     # -- the hooks RestrictedPython's code calls ------------------------------------------------------------------
     def getattr_(self, owner: object, name: object, *default: object) -> Any:
@@ -329,11 +330,19 @@ class Run:
         return Printer(self)
 
     def printed(self, text: str) -> None:
+        """What `print` wrote, as lines: a `print(..., end="")` leaves its line open for the next, as in a terminal."""
         output, limits = self.result.output, self.limits
-        for line in text.split("\n"):
+        width = limits.string_chars * 4
+        lines = text.split("\n")
+        if self.line_open and output:
+            output[-1] = (output[-1] + lines.pop(0))[:width]
+        for line in lines:
             if len(output) >= limits.print_lines:
                 raise LimitReached(f"The program printed more than {limits.print_lines} lines.")
-            output.append(line[: limits.string_chars * 4])
+            output.append(line[:width])
+        self.line_open = not text.endswith("\n")
+        if not self.line_open:
+            output.pop()  # the line a newline opened stays empty until something is printed on it
 
     # -- the program's names -----------------------------------------------------------------------------------------
     def globals(self) -> dict[str, Any]:
@@ -351,6 +360,7 @@ class Run:
 
         names = {**SAFE_BUILTINS, "__import__": import_, "getattr": self.getattr_, "hasattr": self.hasattr_}
         names["setattr"] = self.setattr_
+        names["type"] = _type_of
         for name, (message, hint) in REFUSED_BUILTINS.items():
             names[name] = _refuser(name, message, hint)
         return {
@@ -429,8 +439,7 @@ class Printer:
     def _call_print(self, *values: object, sep: object = " ", end: object = "\n", **_: object) -> None:
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("print's sep and end must be strings")
-        text = sep.join(str(value) for value in values) + end
-        self.run.printed(text[:-1] if text.endswith("\n") else text)
+        self.run.printed(sep.join(str(value) for value in values) + end)
 
     def __call__(self) -> str:
         return "\n".join(self.run.result.output)
@@ -587,7 +596,6 @@ REFUSED_BUILTINS = {
     "locals": ("`locals` hands out a function's namespace.", "Use the names directly."),
     "vars": ("`vars` hands out an object's namespace, its internals included.", "Read the attributes by name."),
     "dir": ("`dir` lists internals; the list of what a program may use is on this page.", ""),
-    "type": ("`type` reaches Python's classes and can make new ones.", "Use `isinstance(x, Tensor)`."),
     "breakpoint": ("`breakpoint` starts a debugger; the Playground has none.", "Print the values instead."),
     "help": ("`help` is interactive; the list of what a program may use is on this page.", ""),
     "memoryview": ("`memoryview` reads an object's raw memory.", ""),
@@ -608,6 +616,14 @@ IMPORT_REFUSALS = {
 
 def _import_refusal(name: str) -> str:
     return f"`import {name}` is refused: a program here may import `math`, `random` and `autodiff`."
+
+
+def _type_of(*args: object) -> type:
+    """`type(x)`: the class of a value (whose attributes the guards show as they show the class's); `type(name, bases,
+    namespace)` would make a class past the checks of a `class` statement, and is refused."""
+    if len(args) != 1:
+        raise Refused("`type` with three arguments makes a class past the Playground's checks.", "Write a `class`.")
+    return type(args[0])
 
 
 def _refuser(name: str, message: str, hint: str) -> Callable[..., Any]:

@@ -114,6 +114,10 @@ def test_what_python_refuses_or_stops_is_said_in_its_words(source, words):
 # Python as students write it: each construct the old Playground refused, with what CPython prints for it
 PYTHON = [
     (
+        'for i in range(3):\n    print(i, end=" ")\nprint("|", type(1.5) is float, sep="")',
+        "0 1 2 |True",
+    ),
+    (
         "x = Tensor.from_floats([1.0, 2.0, 3.0], ad)\nprint(x[0], x[1:], x[-1].item())",
         "Tensor([1.0]) Tensor([2.0, 3.0]) 3.0",
     ),
