@@ -112,6 +112,15 @@ class StudentPolicy(RestrictingNodeTransformer):
             self.error(node, "A bare `except:` is not allowed here: write `except Exception:`.")
         return super().visit_ExceptHandler(node)
 
+    def visit_While(self, node: ast.While) -> Any:
+        """A `while` statement's test goes through `_while_`, which keeps the memory chart's point at each iteration's
+        end, as `_loop_` does for a `for`."""
+        visited = self.node_contents_visit(node)
+        if isinstance(visited, ast.While):
+            call = ast.Call(ast.Name("_while_", ast.Load()), [ast.Constant(node.lineno), visited.test], [])
+            visited.test = ast.fix_missing_locations(ast.copy_location(call, visited.test))
+        return visited
+
     def visit_For(self, node: ast.For) -> Any:
         """A `for` statement iterates through `_loop_` (memory after each iteration), a comprehension `_getiter_`."""
         visited = super().visit_For(node)
@@ -199,6 +208,7 @@ class Run:
         self.random = random.Random(0)  # seeded per run: a replay is repeatable
         self.namespace: dict[str, Any] = {}
         self.line_open = False  # the last print ended without a newline
+        self.whiles: dict[int, int] = {}  # each `while` (by its line): the iterations of its running entry
 
     # -- the hooks RestrictedPython's code calls ------------------------------------------------------------------
     def getattr_(self, owner: object, name: object, *default: object) -> Any:
@@ -244,6 +254,16 @@ class Run:
             yield value
             if len(memory) < MEMORY_POINTS:
                 memory.append((count, self.ad.memory_usage()))
+
+    def while_test(self, line: int, value: object) -> bool:
+        """A `while` test's value: a true one after the first ends an iteration, a false one ends the last (the loop's
+        count starts again at its next entry); the device's memory is kept at each end."""
+        going = bool(value)
+        count = self.whiles.get(line, 0)
+        if count and len(self.result.memory) < MEMORY_POINTS:
+            self.result.memory.append((count, self.ad.memory_usage()))
+        self.whiles[line] = count + 1 if going else 0
+        return going
 
     def make_class(self, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> type:
         """A `class` statement: its bases are the program's own classes (or none), its methods `CLASS_METHODS`."""
@@ -373,6 +393,7 @@ class Run:
             "_getitem_": operator.getitem,
             "_getiter_": iter,
             "_loop_": self.loop,
+            "_while_": self.while_test,
             "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
             "_unpack_sequence_": guarded_unpack_sequence,
             "_inplacevar_": self.inplace,

@@ -86,6 +86,8 @@ def test_a_while_loop_with_a_stopping_rule_runs_as_in_cpython():
     result = run_program(WHILE_LOOP)
     assert result.error is None, result.error
     assert result.output == cpython_output(WHILE_LOOP)
+    steps = int(result.output[-1].split()[2])  # "stopped after N steps: ..."
+    assert [count for count, _ in result.memory] == list(range(1, steps + 1))  # the memory chart: each iteration
 
 
 def test_seed_program_prints_the_seed_values():
