@@ -206,8 +206,8 @@ def test_the_queue_is_fair_between_clients_and_bounded_per_client():
         pool.shutdown()
 
 
-def test_a_run_stopped_by_the_interpreters_own_time_limit_counts_as_stopped():
-    """A run the interpreter stops at its time limit ends without a worker being replaced: it counted for nothing,
+def test_a_run_stopped_by_the_sandboxs_own_time_limit_counts_as_stopped():
+    """A run the sandbox stops at its time limit ends without a worker being replaced: it counted for nothing,
     so a session could keep a worker busy for 5 s after 5 s."""
     pool = WorkerPool(size=1)
     limits = Limits(seconds=0.3)
@@ -215,7 +215,7 @@ def test_a_run_stopped_by_the_interpreters_own_time_limit_counts_as_stopped():
         for _ in range(workers_module.STOPS_ALLOWED):
             result = run(pool, SLOW, "looper", limits=limits)
             assert "longer than 0.3 seconds" in result.error.message
-        assert pool.replaced == 0  # each was stopped by the interpreter, not by killing its worker
+        assert pool.replaced == 0  # each was stopped by the sandbox, not by killing its worker
         refused = pool.submit("looper", "print(1)", Limits())
         assert refused.wait(0) and "Your last 3 runs each stopped" in refused.result.error.message
     finally:
