@@ -136,10 +136,10 @@ def test_on_a_phone_the_stage_stacks_and_a_click_or_a_key_on_the_plane_adds_a_po
 def test_a_pasted_row_that_is_wrong_is_named_and_the_rows_stay(page, app_url):
     open_training(page, app_url)
     rows = "x, y, class\n0.1, 0.2, 0\n0.3, oops, 1"
-    page.get_by_label("Rows of x, y, class").fill(rows)
+    page.get_by_role("textbox", name="Rows of x, y, class").fill(rows)
     page.get_by_role("button", name="Train on these rows").click()
     page.get_by_text("Row 3 ('0.3, oops, 1'): x and y must be numbers").wait_for()
-    assert page.get_by_label("Rows of x, y, class").input_value() == rows
+    assert page.get_by_role("textbox", name="Rows of x, y, class").input_value() == rows
     no_exception(page)
 
 
