@@ -16,6 +16,7 @@ A refused operation raises `Refused` with a sentence that says what was refused 
 
 from __future__ import annotations
 
+import builtins
 import weakref
 from typing import Any
 
@@ -64,12 +65,37 @@ CLASS_METHODS = frozenset(
         "__iadd__", "__isub__", "__imul__", "__itruediv__", "__float__", "__int__", "__index__",
     }
 )  # fmt: skip
+EXCEPTION_BASES = frozenset(
+    cls for cls in vars(builtins).values() if isinstance(cls, type) and issubclass(cls, BaseException)
+)
 SHOWN_TYPES = (int, float, complex, bool, str, list, tuple, dict, set, frozenset, range, slice, type(None))
 _ITERATING: tuple[object, ...] = (
     iter([]), iter(()), iter(""), iter({}), iter(set()), iter(range(0)), {}.keys(), {}.values(), {}.items(),
     enumerate([]), zip(), map(abs, []), filter(None, []), reversed([]), (n for n in range(0)),
 )  # fmt: skip
 ITERATORS = tuple(type(it) for it in _ITERATING)  # a comprehension's and `zip`'s iterators show their public side
+
+
+class _TensorClassType(type):
+    """What makes the program's `Tensor` a stand-in: `isinstance(t, Tensor)` holds for the engine's tensors, and
+    calling it refuses (a tensor made from arbitrary objects would carry them into the engine)."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        return isinstance(instance, Tensor)
+
+    def __call__(cls, *args: object, **kwargs: object) -> Any:
+        raise Refused(
+            "A tensor is made by its constructors here, not by calling `Tensor(...)`.",
+            "Write `Tensor.from_floats([1.0, 2.0], ad)`, `Tensor.zeros([2, 3], ad)` or `Tensor.random(...)`.",
+        )
+
+
+class TensorClass(metaclass=_TensorClassType):
+    """The name `Tensor` in a program: its constructors are the engine's, checked (`playground/sandbox.py`)."""
+
+
+TensorClass.__name__ = TensorClass.__qualname__ = "Tensor"
+TensorClass.__module__ = "autodiff.tensor"
 
 WHY_UNDERSCORE = "names that start with `_` reach Python's internals, and a program here uses its objects' public side"
 
@@ -91,6 +117,14 @@ class ProgramClasses:
 
     def owns(self, value: object) -> bool:
         return type(value) in self.classes or (isinstance(value, type) and value in self.classes)
+
+    def built_by_program(self, view: super) -> bool:
+        """Whether `super()` looks into the program's own classes alone (and `object`, or an exception it builds
+        on): every class of its object's order, so no other class's attribute (`ndarray.tofile`) is reached."""
+        this, seen = getattr(view, "__thisclass__", None), getattr(view, "__self_class__", None)
+        if this not in self.classes or not isinstance(seen, type):
+            return False
+        return all(c in self.classes or c is object or c in EXCEPTION_BASES for c in seen.__mro__)
 
 
 def kind(value: object) -> str:
@@ -150,7 +184,7 @@ def allowed(owner: object, name: str, classes: ProgramClasses) -> bool:
     """Whether a program may read `owner.name` (a name `check_name` passed)."""
     if isinstance(owner, Tensor):
         return name in TENSOR_API
-    if owner is Tensor:
+    if owner is Tensor or owner is TensorClass:
         return name in TENSOR_CONSTRUCTORS
     if isinstance(owner, IntTensor | BoolTensor):
         return name in VALUES_API
@@ -161,7 +195,7 @@ def allowed(owner: object, name: str, classes: ProgramClasses) -> bool:
     if isinstance(owner, Module):
         return owner.has(name)
     if isinstance(owner, super):  # `super()` in a method of the program's own class; never `super(Tensor, t)`
-        return getattr(owner, "__thisclass__", None) in classes.classes
+        return classes.built_by_program(owner)
     if isinstance(owner, Device | Gradients):
         return False
     if classes.owns(owner):

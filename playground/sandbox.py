@@ -29,7 +29,6 @@ import random
 import signal
 import sys
 import threading
-import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
@@ -50,12 +49,23 @@ from autodiff.structure import forget_source, parse_python, program_files
 
 from . import fence
 from .fence import PROGRAM_FILES
-from .guards import CLASS_METHODS, WHY_UNDERSCORE, Module, ProgramClasses, Refused, kind, readable, writable
+from .guards import (
+    CLASS_METHODS,
+    WHY_UNDERSCORE,
+    Module,
+    ProgramClasses,
+    Refused,
+    TensorClass,
+    kind,
+    readable,
+    writable,
+)
 from .results import BackwardRun, Limits, PlaygroundError, RunResult, source_lines
 
 __autodiff_hidden__ = True  # the sandbox's frames are not the student's program (see `autodiff.structure`)
 
 MEMORY_POINTS = 1_000  # loop iterations whose memory the chart keeps
+LIST_CHECKED = 10_000  # elements of one list argument looked at for objects the engine must not be handed
 _runs = itertools.count(1)
 
 
@@ -218,14 +228,42 @@ class Run:
             if default and isinstance(name, str) and not name.startswith("_"):
                 return default[0]
             raise
+        if owner is TensorClass:
+            return self.constructor(checked, self.engine_call(getattr(Tensor, checked)))
         value = getattr(owner, checked, *default)
-        if owner is Tensor:
-            return self.constructor(checked, value)
         if isinstance(owner, Tensor) and checked == "backward":
             return self.backward(owner)
         if isinstance(owner, Tensor) and checked == "matmul":
             return lambda other: self.matmul(owner, other)
+        if isinstance(owner, Tensor) and callable(value):
+            return self.engine_call(value)
         return value
+
+    def engine_call(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """`function` (an engine's method or function), refusing what the engine must never be handed: an object of
+        the program's own classes (it would stand in for a buffer, a device or a gradient container and be handed
+        the engine's own objects), or a device other than this run's."""
+
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            self.check_arguments((*args, *kwargs.values()))
+            return function(*args, **kwargs)
+
+        checked.__name__ = checked.__qualname__ = getattr(function, "__name__", "function")
+        return checked
+
+    def check_arguments(self, values: Iterable[Any], depth: int = 0) -> None:
+        for value in values:
+            if self.classes.owns(value):
+                raise Refused(
+                    f"The engine takes numbers, lists and tensors, not {kind(value)} of your program's.",
+                    "Pass the values it holds: `Tensor.from_floats([1.0, 2.0], ad)`.",
+                )
+            if isinstance(value, Device) and value is not self.ad and value is not self.inner:
+                raise Refused("A tensor is made on this run's device: pass `ad`.")
+            if isinstance(value, Gradients | Tensor) and type(value) not in (Gradients, Tensor):
+                raise Refused(f"{kind(value).capitalize()} is not one the engine made.")
+            if depth < 8 and type(value) in (list, tuple):
+                self.check_arguments(value[:LIST_CHECKED], depth + 1)
 
     def super_attr(self, owner: object, name: str) -> Any:
         if not isinstance(owner, super) or getattr(owner, "__thisclass__", None) not in self.classes.classes:
@@ -243,8 +281,8 @@ class Run:
         return True
 
     def setattr_(self, owner: object, name: object, value: object) -> None:
-        if not isinstance(name, str) or name.startswith("_"):
-            raise Refused(f"`{name}` is not available: names that start with `_` reach Python's internals.")
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise Refused("`setattr` takes a name that is a Python identifier and does not start with `_`.")
         setattr(self.write(owner), name, value)
 
     def loop(self, iterable: Iterable[Any]) -> Iterator[Any]:
@@ -369,7 +407,9 @@ class Run:
         modules = {
             "math": Module("math", {k: v for k, v in vars(math).items() if not k.startswith("_")}),
             "random": Module("random", _random_members(self.random)),
-            "autodiff": Module("autodiff", {"Tensor": Tensor, "Distribution": Distribution, "scope": autodiff.scope}),
+            "autodiff": Module(
+                "autodiff", {"Tensor": TensorClass, "Distribution": Distribution, "scope": autodiff.scope}
+            ),
         }
 
         def import_(name: str, globals: object = None, locals: object = None, fromlist: object = (), level: int = 0):
@@ -403,13 +443,13 @@ class Run:
             "ad": self.ad,
             "device": self.ad,
             "inner": self.inner,
-            "Tensor": Tensor,
+            "Tensor": TensorClass,
             "Distribution": Distribution,
-            "ConvOptions": ConvOptions,
-            "conv1d": module.conv1d,
-            "conv2d": module.conv2d,
-            "max_pool2d": module.max_pool2d,
-            "avg_pool2d": module.avg_pool2d,
+            "ConvOptions": self.engine_call(ConvOptions),
+            "conv1d": self.engine_call(module.conv1d),
+            "conv2d": self.engine_call(module.conv2d),
+            "max_pool2d": self.engine_call(module.max_pool2d),
+            "avg_pool2d": self.engine_call(module.avg_pool2d),
             "scope": autodiff.scope,
         }
 
@@ -475,26 +515,27 @@ def run_program(
     """Run a program on fresh devices; never raises for anything the program does. `fenced` (a worker process, once
     it called `fence.install()`): the audit hook refuses files, sockets, processes and new modules meanwhile."""
     result = RunResult()
-    filename = ""
     lines = source_lines(source)
-    run: Run | None = None
     try:
         filename, code = _compiled_once(source, limits)
-        run = Run(limits, backend, result, filename)
-        with fence.armed(source) if fenced else contextlib.nullcontext():
-            run.run(code, source)
     except PlaygroundError as error:
         result.error = error
-    except (KeyboardInterrupt, GeneratorExit):
-        raise
-    except BaseException as error:  # noqa: BLE001 (everything the program does ends as a sentence)
-        result.error = _explained(error, filename, lines, limits)
-    finally:
-        if run is not None:
+        return result
+    run = Run(limits, backend, result, filename)
+    # fenced until the run's result is plain data: its error's words and its graph are read inside too
+    with fence.armed(source) if fenced else contextlib.nullcontext():
+        try:
+            run.run(code, source)
+        except (KeyboardInterrupt, GeneratorExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 (everything the program does ends as a sentence)
+            result.error = _explained(error, filename, lines, limits)
+        finally:
             try:
                 run.finish()
-            except Exception:  # noqa: BLE001 (a run stopped inside an op may leave a graph that cannot be shown)
+            except BaseException:  # noqa: BLE001 (a run stopped inside an op may leave a graph that cannot be shown)
                 result.snapshot, result.backward = None, None
+                run.namespace.clear()
     if result.error is not None:  # kept as text only: a traceback would keep every variable alive
         result.error.__traceback__ = result.error.__context__ = result.error.__cause__ = None
     return result
@@ -518,7 +559,12 @@ HINTS: dict[type[BaseException], str] = {
 
 
 def _explained(error: BaseException, filename: str, lines: list[str], limits: Limits) -> PlaygroundError:
-    line, column = _where(error, filename, lines)
+    """The error in words: where in the program, Python's own message, what to do. Nothing of the program runs here:
+    an error's words are read from its arguments only when they are plain text and numbers."""
+    try:
+        line, column = _where(error, filename, lines)
+    except Exception:  # noqa: BLE001 (a position is a help, never a reason to lose the message)
+        line, column = None, None
     if isinstance(error, LimitReached | Refused):
         return PlaygroundError(error.message, line, column, error.hint)
     if isinstance(error, RecursionError):
@@ -527,27 +573,48 @@ def _explained(error: BaseException, filename: str, lines: list[str], limits: Li
     if isinstance(error, MemoryError) and not isinstance(error, AutodiffError):
         message = f"Your program used more than {limits.process_bytes // 2**20} MiB of memory and was stopped."
         return PlaygroundError(message, line, column, HINTS[MemoryError])
-    if isinstance(error, AutodiffError):
-        return PlaygroundError(str(error), line, column)
     if not isinstance(error, Exception):
         refusal = PlaygroundError(f"The Playground hit an internal problem ({type(error).__name__}).", line, column)
         refusal.internal = True
         return refusal
+    if isinstance(error, AutodiffError):
+        return PlaygroundError(_words(error), line, column)
     hint = next((text for cls, text in HINTS.items() if isinstance(error, cls)), "")
-    return PlaygroundError(f"{type(error).__name__}: {error}", line, column, hint)
+    said = _words(error)
+    return PlaygroundError(f"{type(error).__name__}: {said}" if said else type(error).__name__, line, column, hint)
+
+
+PLAIN = (str, int, float, bool, type(None))
+
+
+def _words(error: BaseException) -> str:
+    """An error's message, without running any of the program's code: Python's own text when the error is Python's
+    or the engine's and its arguments are plain, else its plain-text arguments alone (a program's own exception
+    class, or an argument of a program's own class, keeps its `__str__` to itself)."""
+    args = error.args if type(error.args) is tuple else ()
+    ours = type(error).__module__ == "builtins" or isinstance(error, AutodiffError)
+    if ours and all(type(arg) in PLAIN for arg in args):
+        return str(error)
+    return ", ".join(arg for arg in args if type(arg) is str)
 
 
 def _where(error: BaseException, filename: str, lines: list[str]) -> tuple[int | None, int | None]:
-    """The program's line and column (in characters, from 1) where `error` was raised: the innermost of its frames."""
+    """The program's line and column (in characters, from 1) where `error` was raised: the innermost of its frames.
+    Read from the traceback's code objects alone (no source file is opened)."""
     found: tuple[int | None, int | None] = (None, None)
-    for summary in traceback.extract_tb(error.__traceback__):
-        if summary.filename == filename and summary.lineno:
-            offset = getattr(summary, "colno", None)  # Python 3.11's position in the line
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == filename and tb.tb_lineno:
+            positions = list(code.co_positions())  # type: ignore[attr-defined]  # Python 3.11's
+            index = tb.tb_lasti // 2
+            offset = positions[index][2] if 0 <= index < len(positions) else None
             column = None
-            if offset is not None and 0 < summary.lineno <= len(lines):
-                text = lines[summary.lineno - 1]  # colno counts UTF-8 bytes: the student counts characters
+            if offset is not None and 0 < tb.tb_lineno <= len(lines):
+                text = lines[tb.tb_lineno - 1]  # the offset counts UTF-8 bytes: the student counts characters
                 column = len(text.encode("utf-8")[:offset].decode("utf-8", errors="ignore")) + 1
-            found = (summary.lineno, column)
+            found = (tb.tb_lineno, column)
+        tb = tb.tb_next
     return found
 
 
@@ -640,11 +707,17 @@ def _import_refusal(name: str) -> str:
 
 
 def _type_of(*args: object) -> type:
-    """`type(x)`: the class of a value (whose attributes the guards show as they show the class's); `type(name, bases,
-    namespace)` would make a class past the checks of a `class` statement, and is refused."""
+    """`type(x)`: the class of a value (the program's `Tensor` for a tensor). Refused: `type(name, bases, namespace)`
+    and the type of a class (`type` itself: it makes classes past the checks of a `class` statement), and the class
+    of one of the engine's other objects (calling it would build one from anything)."""
     if len(args) != 1:
         raise Refused("`type` with three arguments makes a class past the Playground's checks.", "Write a `class`.")
-    return type(args[0])
+    found = type(args[0])
+    if found is Tensor:
+        return TensorClass
+    if issubclass(found, type) or found.__module__.split(".")[0] in ("autodiff", "numpy", "mlx", "playground"):
+        raise Refused(f"The class of {kind(args[0])} is not available here.", "Use `isinstance(x, Tensor)`.")
+    return found
 
 
 def _refuser(name: str, message: str, hint: str) -> Callable[..., Any]:
