@@ -252,18 +252,23 @@ class Run:
         return checked
 
     def check_arguments(self, values: Iterable[Any], depth: int = 0) -> None:
+        """The arguments, and the elements of a list or tuple among them (`Tensor.cat([a, b], 0)`): deeper data
+        is converted by numpy, which hands a program's object nothing of the engine's."""
         for value in values:
-            if self.classes.owns(value):
+            cls = type(value)
+            if cls in PLAIN:
+                continue
+            if cls in self.classes.classes:
                 raise Refused(
                     f"The engine takes numbers, lists and tensors, not {kind(value)} of your program's.",
                     "Pass the values it holds: `Tensor.from_floats([1.0, 2.0], ad)`.",
                 )
             if isinstance(value, Device) and value is not self.ad and value is not self.inner:
                 raise Refused("A tensor is made on this run's device: pass `ad`.")
-            if isinstance(value, Gradients | Tensor) and type(value) not in (Gradients, Tensor):
+            if isinstance(value, Gradients | Tensor) and cls not in (Gradients, Tensor):
                 raise Refused(f"{kind(value).capitalize()} is not one the engine made.")
-            if depth < 8 and type(value) in (list, tuple):
-                self.check_arguments(value[:LIST_CHECKED], depth + 1)
+            if depth == 0 and cls in (list, tuple):
+                self.check_arguments(value[:LIST_CHECKED], 1)
 
     def super_attr(self, owner: object, name: str) -> Any:
         if not isinstance(owner, super) or getattr(owner, "__thisclass__", None) not in self.classes.classes:

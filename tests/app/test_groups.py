@@ -13,6 +13,7 @@ from autodiff.stage import replay_payload, static_payload
 from autodiff.stage.groups import MAX_CHILDREN, group_tree
 from autodiff.structure import GroupFrame
 from course.programs import record_program
+from playground import Limits
 from playground.examples import EXAMPLES
 from playground.sandbox import run_program
 
@@ -21,7 +22,7 @@ LOOP = EXAMPLES["Per-sample loop (30 samples)"].replace("range(30)", "range(SAMP
 
 def loop_payload(samples: int):
     source = LOOP.replace("SAMPLES", str(samples))
-    result = run_program(source)
+    result = run_program(source, Limits(seconds=60))  # what is tested is the folding, not a busy machine's clock
     assert result.error is None, result.error
     run = result.backward
     return run, replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)

@@ -224,7 +224,7 @@ HOSTILE = {
         "x.grad_replace(G(), x)",
         "of your program's",
     ),
-    "fake_in_a_list": ("class F:\n    pass\nt = Tensor.from_floats([[F()]], ad)", "of your program's"),
+    "fake_in_a_list": ("class F:\n    pass\nt = Tensor.cat([Tensor.ones([1], ad), F()], 0)", "of your program's"),
     "mixin_with_a_builtin": ("class C:\n    pass\nclass K(C, str):\n    pass", "may build only on the program's"),
     "exception_words_outside_the_run": (
         "class E(Exception):\n    def __str__(self):\n        return open('/etc/passwd').read()\nraise E()",
