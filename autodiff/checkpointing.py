@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .graph import Node, NodeId, Op, Step
+from .observer import NO_OBSERVER, Observer
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from .backends.base import Buffer
     from .memory import MemoryPool
     from .memory_management import NodeRecord
-    from .observer import Observer
 
 
 class Checkpointer:
@@ -36,6 +36,9 @@ class Checkpointer:
 
     def release(self, step: Step) -> None:
         """A step ran: what it saved is freed (Burn drops the step it consumed)."""
+        if self._recorder is NO_OBSERVER:
+            step.free_saved()
+            return
         bytes_before = self._pool.bytes_in_use
         step.free_saved()
         self._recorder.saved_state_freed(step, bytes_before, self._pool)
@@ -45,6 +48,7 @@ class CheckpointStrategy:
     """Burn's `CheckpointStrategy`: the hooks the server calls. The default is `NoCheckpointing`'s: keep all."""
 
     name = "none"
+    keeps_recipes = False  # whether `checkpoint` does anything (asked before every op: a call costs more)
 
     def __init__(self) -> None:
         self.checkpoints: dict[NodeId, Buffer] = {}  # values kept for recomputation (none without recipes)
@@ -70,6 +74,7 @@ class BalancedCheckpointing(CheckpointStrategy):
     """Elementwise ops keep a recipe; compute-bound ops and the inputs recipes start from are kept."""
 
     name = "balanced"
+    keeps_recipes = True
 
     def checkpoint(self, step: Step, op: Op, nodes: tuple[Node, ...], inputs: tuple[Buffer, ...]) -> None:
         """A saved tensor made by a tracked elementwise node becomes a recipe (that node's id); the inputs

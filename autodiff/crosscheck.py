@@ -51,11 +51,11 @@ class _Plain(Buffer):
 
     _view = _new
 
-    def _rounded(self, function: str) -> Array:
+    def _rounded(self, function: str) -> Buffer:
         # The backend's own kernel, so that MLX's transforms trace through it.
         if function == "sigmoid":
-            return 1.0 / (1.0 + self.xp.exp(-self.array))
-        return getattr(self.xp, function)(self.array)
+            return self._new(1.0 / (1.0 + self.xp.exp(-self.array)))
+        return self._new(getattr(self.xp, function)(self.array))
 
 
 class _NumpyPlain(_Plain):

@@ -26,6 +26,7 @@ class Gradients:
     def __init__(self, hook: Observer = NO_OBSERVER, container: dict[NodeId, Buffer] | None = None) -> None:
         self._container: dict[NodeId, Buffer] = {} if container is None else container
         self.hook = hook  # told of each registration and consumption (Burn's `on_register`)
+        self._hooked = hook is not NO_OBSERVER  # a check costs less than a call that does nothing, on every step
 
     @classmethod
     def new(
@@ -39,11 +40,15 @@ class Gradients:
         return gradients
 
     def register(self, node_id: NodeId, grad: Buffer, source: NodeId | None = None) -> None:
-        previous = self._container.get(node_id)
+        container = self._container
+        previous = container.get(node_id)
         total = grad if previous is None else previous + grad
-        self._container[node_id] = total
-        self.hook.gradient_registered(node_id, source, grad, total)
-        total.pool.observer.gradient(total, node_id)
+        container[node_id] = total
+        if self._hooked:
+            self.hook.gradient_registered(node_id, source, grad, total)
+        pool = total.pool
+        if pool.watched:
+            pool.observer.gradient(total, node_id)
 
     def consume(self, node: Node) -> Buffer:
         requirement = node.requirement
@@ -55,7 +60,8 @@ class Gradients:
             raise RuntimeError("Trying to consume the gradients for an untracked tensor")
         if grad is None:
             raise RuntimeError(f"Can't consume the gradients of {node.id} before they are registered at least once.")
-        self.hook.gradient_consumed(node.id, requirement is _GRAD)
+        if self._hooked:
+            self.hook.gradient_consumed(node.id, requirement is _GRAD)
         return grad
 
     # -- public access, through Tensor.grad / grad_remove / grad_replace -----------------------------

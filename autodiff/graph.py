@@ -35,7 +35,7 @@ class Node:
     """A tensor's place in the graph (Burn's `Node`). Never changed after creation; `require_grad()`
     gives its tensor a new one. A slots class, not a NamedTuple: one is made on every op."""
 
-    __slots__ = ("id", "parents", "order", "requirement", "memory_bound")
+    __slots__ = ("id", "parents", "order", "requirement", "shape", "memory_bound")
 
     def __init__(
         self,
@@ -43,12 +43,15 @@ class Node:
         parents: tuple[Node, ...],
         order: int,
         requirement: Requirement,
+        shape: tuple[int, ...],
         memory_bound: bool = False,
     ) -> None:
         self.id = id
         self.parents = parents  # the nodes of the tracked inputs, in argument order (duplicates kept)
         self.order = order  # 1 + the highest order among all inputs; leaves 0
         self.requirement = requirement
+        # the tensor's shape: the shape of its gradient, to which a step sums a broadcast one back
+        self.shape = shape
         self.memory_bound = memory_bound  # an elementwise op: under balanced checkpointing, recomputed, not kept
 
     @property
@@ -125,20 +128,12 @@ class Step:
     (`AutodiffServer.run_step`): it consumes its node's gradient, sends one to each tracked parent by
     its rule, and frees what it saved."""
 
-    __slots__ = ("node", "op", "rules", "input_shapes", "saved", "recipes")
+    __slots__ = ("node", "op", "rules", "saved", "recipes")
 
-    def __init__(
-        self,
-        node: Node,
-        op: str,
-        rules: tuple[Rule, ...],
-        input_shapes: tuple[tuple[int, ...], ...],
-        saved: dict[str, Buffer],
-    ) -> None:
+    def __init__(self, node: Node, op: str, rules: tuple[Rule, ...], saved: dict[str, Buffer]) -> None:
         self.node = node
         self.op = op
         self.rules = rules  # one per tracked parent, aligned with node.parents
-        self.input_shapes = input_shapes  # aligned with node.parents
         self.saved = saved
         # balanced checkpointing: saved names whose value is recomputed from this node in backward (the
         # strategy gives a step its own table when it has one: this empty one is shared, never written)
@@ -162,7 +157,7 @@ class RootStep(Step):
     __slots__ = ()
 
     def __init__(self, node: Node) -> None:
-        super().__init__(node, "leaf", (), (), {})
+        super().__init__(node, "leaf", (), {})
 
 
 class UntrackedOpsStep(Step):
@@ -172,7 +167,7 @@ class UntrackedOpsStep(Step):
     __slots__ = ()
 
     def __init__(self, node: Node, op: str) -> None:
-        super().__init__(node, op, (), (), {})
+        super().__init__(node, op, (), {})
 
 
 def tape_of(steps: list[Step]) -> list[list[Step]]:

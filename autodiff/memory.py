@@ -97,14 +97,24 @@ class MemoryPool:
     """The live-buffer counter of one device (shared by its autodiff device). Each `Buffer` counts itself
     in when it is made and out when its last reference goes (`backends/base.py`), and tells the observer."""
 
-    __slots__ = ("bytes_in_use", "allocations", "peak_bytes", "budget", "observer")
+    __slots__ = ("bytes_in_use", "allocations", "peak_bytes", "budget", "watched", "_observer")
 
     def __init__(self) -> None:
         self.bytes_in_use = 0
         self.allocations = 0
         self.peak_bytes = 0
         self.budget = _BUDGET.get()
-        self.observer: Observer = NO_OBSERVER  # a memory history while the device records one
+        self.observer = NO_OBSERVER  # a memory history while the device records one
+
+    @property
+    def observer(self) -> Observer:
+        return self._observer
+
+    @observer.setter
+    def observer(self, observer: Observer) -> None:
+        self._observer = observer
+        # read by every buffer made and freed: a flag costs less than a call to hooks that do nothing
+        self.watched = observer is not NO_OBSERVER
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.bytes_in_use

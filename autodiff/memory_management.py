@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import weakref
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Protocol
 
@@ -55,10 +55,9 @@ class NodeRecord(weakref.ref[Handle]):
     server is told when it goes if it asked (one object per node, not a record and a reference). Made by
     `GraphMemoryManagement.track`, which sets every field."""
 
-    __slots__ = ("node", "op", "shape", "inputs", "forward", "outcome", "outcome_in", "users", "removed")
+    __slots__ = ("node", "op", "inputs", "forward", "outcome", "outcome_in", "users", "removed")
     node: Node
     op: str
-    shape: tuple[int, ...]
     inputs: tuple[NodeId, ...]
     forward: Callable[..., Buffer] | None  # the op's forward on buffers, so a graph can be recomputed elsewhere
     outcome: NodeStatus | None  # CONSUMED or FREED once its step has left the server
@@ -181,13 +180,14 @@ class GraphMemoryManagement:
         records = self.records
         node_id = node.id
         record = records[node_id] = NodeRecord(handle, on_drop)
-        record.node, record.op, record.shape, record.inputs = node, op, value.array.shape, inputs
+        record.node, record.op, record.inputs = node, op, inputs
         record.forward, record.outcome, record.outcome_in, record.users, record.removed = forward, None, -1, 0, False
         for input_id in inputs:
             used = records.get(input_id)
             if used is not None:
                 used.users += 1
-        self.observer.tracked(node_id, value)
+        if self.observer is not NO_OBSERVER:
+            self.observer.tracked(node_id, value)
 
     def retrack_as_leaf(self, node: Node) -> None:
         """require_grad() on an untracked tensor: the same id, now a `Grad` leaf."""
@@ -195,22 +195,25 @@ class GraphMemoryManagement:
         record.node, record.forward = node, None
         self._forget_inputs(record)
 
-    def consume_node(self, node_id: NodeId, backward: int) -> None:
-        """A node's step was taken off the server by a backward, to run in it (Burn's `consume_node`)."""
-        self._step_left(node_id, _CONSUMED, backward)
+    def consume_nodes(self, node_ids: list[NodeId], backward: int) -> None:
+        """The nodes' steps were taken off the server by a backward, to run in it (Burn's `consume_node`, a whole
+        tape in one call)."""
+        self._steps_left(node_ids, _CONSUMED, backward)
 
     def step_freed(self, node_id: NodeId, backward: int) -> None:
         """A node's step was taken off the server without running (it never will)."""
-        self._step_left(node_id, _FREED, backward)
+        self._steps_left((node_id,), _FREED, backward)
 
-    def _step_left(self, node_id: NodeId, outcome: NodeStatus, backward: int) -> None:
-        """A node's step left the server: CONSUMED (it runs in a backward) or FREED (it never will). Unless
-        it is a leaf, the node is removed from the graph when no tensor refers to it."""
-        record = self.records.get(node_id)
-        if record is not None:
-            record.outcome, record.outcome_in = outcome, backward
-            record.removed = record.node.order > 0 and (outcome is _FREED or record() is None)
-            self._decided.append(record)
+    def _steps_left(self, node_ids: Iterable[NodeId], outcome: NodeStatus, backward: int) -> None:
+        """The nodes' steps left the server: CONSUMED (they run in a backward) or FREED (they never will). Unless
+        it is a leaf, a node is removed from the graph when no tensor refers to it."""
+        records, decided, freed = self.records, self._decided, outcome is _FREED
+        for node_id in node_ids:
+            record = records.get(node_id)
+            if record is not None:
+                record.outcome, record.outcome_in = outcome, backward
+                record.removed = record.node.order > 0 and (freed or record() is None)
+                decided.append(record)
 
     # -- forgetting ------------------------------------------------------------------------------------
     def forget_if_unused(self, node_id: NodeId) -> None:
@@ -221,8 +224,10 @@ class GraphMemoryManagement:
 
     def forget(self, node_id: NodeId) -> None:
         record = self.records.pop(node_id)
-        self.observer.forgotten(node_id)
-        self._forget_inputs(record)
+        if self.observer is not NO_OBSERVER:
+            self.observer.forgotten(node_id)
+        if record.inputs:
+            self._forget_inputs(record)
 
     def _forget_inputs(self, record: NodeRecord) -> None:
         inputs, record.inputs = record.inputs, ()

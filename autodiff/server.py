@@ -74,7 +74,9 @@ class AutodiffServer:
         on_drop = self.dropped if self._watch_op_outputs else None
         self.memory.track(node, value, handle, on_drop, step.op, inputs, forward)
         self.steps[node.id] = step
-        self.pool.observer.registered(value, step, self.strategy.checkpoints)
+        pool = self.pool
+        if pool.watched:
+            pool.observer.registered(value, step, self.strategy.checkpoints)
 
     def register_root(self, node: Node) -> None:
         """require_grad() on a leaf: the same node id, now a `Grad` leaf with a `RootStep`."""
@@ -106,7 +108,8 @@ class AutodiffServer:
         checkpointer = self.strategy.checkpointer(tape, self.memory.records, self.pool, recorder)
         self.execute_steps(tape, grads, checkpointer, recorder)
         self.cleanup(recorder)
-        recorder.backward_finished(self.pool, tuple(grads.node_ids()))
+        if recorder is not NO_OBSERVER:
+            recorder.backward_finished(self.pool, tuple(grads.node_ids()))
         return grads
 
     def reachable_steps(self, root_id: NodeId) -> list[Step]:
@@ -139,11 +142,10 @@ class AutodiffServer:
         another backward; the tape runs copies of them (running a copy frees only the copy's hold)."""
         if retain_graph:
             return tape_of([copy.copy(step) for step in reachable])
-        steps, memory, backward = self.steps, self.memory, self.backward_count
+        steps = self.steps
         for step in reachable:
-            node_id = step.node.id
-            del steps[node_id]
-            memory.consume_node(node_id, backward)
+            del steps[step.node.id]
+        self.memory.consume_nodes([step.node.id for step in reachable], self.backward_count)
         return tape_of(reachable)
 
     @classmethod
@@ -161,15 +163,16 @@ class AutodiffServer:
     def run_step(step: Step, grads: Gradients, checkpointer: Checkpointer, recorder: Observer) -> None:
         """Consume the step's node's gradient and send one to each tracked parent, by its rule (Burn's `step`,
         which takes the step by value: once it ran, what it saved is freed)."""
-        recorder.step_started(step)
+        if recorder is not NO_OBSERVER:  # a check costs less than a call that does nothing, on every step
+            recorder.step_started(step)
         node = step.node
         saved = checkpointer.retrieve(step)  # the saved state, recomputed values included
         grad = grads.consume(node)
         node_id = node.id
-        for parent, rule, shape in zip(node.parents, step.rules, step.input_shapes, strict=True):
+        for parent, rule in zip(node.parents, step.rules, strict=True):
             parent_grad = rule.fn(grad, saved)
-            if parent_grad.array.shape != shape:  # the input was broadcast
-                parent_grad = parent_grad.sum_to(shape)
+            if parent_grad.array.shape != parent.shape:  # the input was broadcast
+                parent_grad = parent_grad.sum_to(parent.shape)
             grads.register(parent.id, parent_grad, node_id)
         checkpointer.release(step)
 

@@ -137,7 +137,7 @@ def snapshot(server: AutodiffServer) -> GraphSnapshot:
             NodeSnapshot(
                 id=node_id,
                 op=record.op,
-                shape=tuple(record.shape),
+                shape=tuple(record.node.shape),
                 requirement=record.node.requirement,
                 order=record.node.order,
                 parents=tuple(p.id for p in record.node.parents),

@@ -136,7 +136,7 @@ class Tensor:
         server = device.server
         if server is None:
             return cls(buffer, device)
-        node = Node(server.new_node_id(), (), 0, Requirement.Untracked)
+        node = Node(server.new_node_id(), (), 0, Requirement.Untracked, buffer.array.shape)
         tensor = cls(buffer, device, node)
         server.register_leaf(node, buffer, tensor, op)
         return tensor
@@ -212,7 +212,7 @@ class Tensor:
                 "of an operation, so it already gets a gradient during backward. Call require_grad() "
                 "on the input tensors (the leaves) instead."
             )
-        self.node = Node(self.node.id, (), 0, Requirement.Grad)
+        self.node = Node(self.node.id, (), 0, Requirement.Grad, self.node.shape)
         server.register_root(self.node)
         return self
 

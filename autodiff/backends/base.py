@@ -70,7 +70,8 @@ class Buffer:
             if in_use > pool.peak_bytes:
                 pool.peak_bytes = in_use
             self.owned_bytes = nbytes
-            pool.observer.allocated(self, nbytes)
+            if pool.watched:
+                pool.observer.allocated(self, nbytes)
 
     def __del__(self) -> None:
         nbytes = self.owned_bytes
@@ -80,7 +81,8 @@ class Buffer:
                 pool.budget.give_back(nbytes)
             pool.bytes_in_use -= nbytes
             pool.allocations -= 1
-            pool.observer.released(self, nbytes)
+            if pool.watched:
+                pool.observer.released(self, nbytes)
 
     # -- what a backend provides ------------------------------------------------------------
     @property
@@ -105,13 +107,13 @@ class Buffer:
     def _from_host(self, values: np.ndarray) -> Array:
         return values
 
-    def _rounded(self, function: str) -> Array:
+    def _rounded(self, function: str) -> Buffer:
         """Apply a transcendental `function` (a key of `ROUNDED`) computed in float64 and rounded
         to this dtype: numpy's SIMD float32 kernels and MLX's can be one ulp off (exp(float32(1))
         gives 2.718282, not the 2.7182817 the seed printed); rounding from float64 is correct and
         gives the same bits on every backend."""
         host = self._host()
-        return self._from_host(ROUNDED[function](host, np.empty_like(host)))
+        return self._new(self._from_host(ROUNDED[function](host, np.empty_like(host))))
 
     # -- metadata ------------------------------------------------------------------------------
     @property
@@ -161,32 +163,32 @@ class Buffer:
         return self._new((self.array > other).astype(self.array.dtype))
 
     def exp(self) -> Buffer:
-        return self._new(self._rounded("exp"))
+        return self._rounded("exp")
 
     def log(self) -> Buffer:
-        return self._new(self._rounded("log"))
+        return self._rounded("log")
 
     def sqrt(self) -> Buffer:
         return self._new(self.xp.sqrt(self.array))
 
     def sin(self) -> Buffer:
-        return self._new(self._rounded("sin"))
+        return self._rounded("sin")
 
     def cos(self) -> Buffer:
-        return self._new(self._rounded("cos"))
+        return self._rounded("cos")
 
     def tanh(self) -> Buffer:
-        return self._new(self._rounded("tanh"))
+        return self._rounded("tanh")
 
     def sigmoid(self) -> Buffer:
-        return self._new(self._rounded("sigmoid"))
+        return self._rounded("sigmoid")
 
     def relu(self) -> Buffer:
         return self._new(self.xp.maximum(self.array, 0.0))
 
     def transcendental(self, function: str) -> Buffer:
         """One of `ROUNDED`'s functions (tan, sinh, erf, ...), correctly rounded on every backend."""
-        return self._new(self._rounded(function))
+        return self._rounded(function)
 
     def abs(self) -> Buffer:
         return self._new(self.xp.abs(self.array))

@@ -26,13 +26,13 @@ class NumpyBuffer(Buffer):
     def to_numpy(self) -> np.ndarray:
         return np.array(self.array, copy=True)
 
-    def _rounded(self, function: str) -> Array:
+    def _rounded(self, function: str) -> Buffer:
         array = self.array
         if array.dtype is _FLOAT64:
             ufunc = _IN_FLOAT64.get(function)
             if ufunc is not None:
-                return ufunc(array)
-        return ROUNDED[function](array, np.empty_like(array))
+                return NumpyBuffer(ufunc(array), self.pool)
+        return NumpyBuffer(ROUNDED[function](array, np.empty_like(array)), self.pool)
 
     def _view(self, array: Array) -> Buffer:
         # numpy copies when a reshape cannot be a view: then it is a new allocation.

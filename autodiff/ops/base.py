@@ -42,32 +42,43 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
     """Run `op` on `inputs` (tensors of one device); on an autodiff device, register its one step."""
     first = inputs[0]
     device = first.device
-    # nearly every op has one or two inputs: gathered without a loop (every op runs through here)
+    # nearly every op has one or two inputs: gathered without a loop or a call (every op runs through here)
     n = len(inputs)
     values = (first.data,) if n == 1 else (first.data, inputs[1].data) if n == 2 else tuple([t.data for t in inputs])
     out = op.forward(*values)
     server = device.server
     if server is None:  # a tensor has a node exactly when its device has a server
         return type(first)(out, device)
-    nodes, order, tracked = _prepare(inputs)
-    if tracked:
-        node = _stateful_node(server.new_node_id(), nodes, order, tracked, op)
-        step = Step(node, op.name, *_stateful(op, nodes, tracked, values, out))
-        server.strategy.checkpoint(step, op, nodes, values)
+    nodes, order, tracked = _prepare(inputs) if n > 1 else _prepare_one(_node_of(first))
+    node_id = server.new_node_id()
+    if not tracked:
+        node = Node(node_id, (), order, _UNTRACKED, out.array.shape, not op.compute_bound)
+        step: Step = UntrackedOpsStep(node, op.name)
+    elif len(tracked) == n:  # every input tracked: the op's own rules, and every saved tensor they need
+        node = Node(node_id, nodes, order, _GRAD_IN_BACKWARD, out.array.shape, not op.compute_bound)
+        saved = {}
+        for name, source in op.needs:
+            saved[name] = out if source < 0 else values[source]
+        step = Step(node, op.name, op.rules, saved)
     else:
-        node = Node(server.new_node_id(), (), order, _UNTRACKED, memory_bound=not op.compute_bound)
-        step = UntrackedOpsStep(node, op.name)
+        node, step = _partly_tracked(node_id, op, nodes, order, tracked, values, out)
+    if tracked and server.strategy.keeps_recipes:
+        server.strategy.checkpoint(step, op, nodes, values)
     output = type(first)(out, device, node)
     ids = (nodes[0].id,) if n == 1 else (nodes[0].id, nodes[1].id) if n == 2 else tuple([x.id for x in nodes])
     server.register(node, out, output, step, ids, op.forward)
     return output
 
 
+_FIRST: tuple[int, ...] = (0,)
+
+
+def _prepare_one(a: Node) -> tuple[tuple[Node, ...], int, tuple[int, ...]]:
+    return (a,), a.order + 1, (_FIRST if a.requirement is not _UNTRACKED else ())
+
+
 def _prepare(inputs: tuple[Operand, ...]) -> tuple[tuple[Node, ...], int, tuple[int, ...]]:
     """The inputs' nodes, the output's order (1 + the highest order among them) and which inputs are tracked."""
-    if len(inputs) == 1:
-        a = _node_of(inputs[0])
-        return (a,), a.order + 1, ((0,) if a.requirement is not _UNTRACKED else ())
     if len(inputs) == 2:
         a, b = _node_of(inputs[0]), _node_of(inputs[1])
         a_tracked, b_tracked = a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED
@@ -80,29 +91,24 @@ def _prepare(inputs: tuple[Operand, ...]) -> tuple[tuple[Node, ...], int, tuple[
     return nodes, max([n.order for n in nodes]) + 1, tracked
 
 
-def _stateful_node(node_id: NodeId, nodes: tuple[Node, ...], order: int, tracked: tuple[int, ...], op: Op) -> Node:
-    """The output's node: its parents are the tracked inputs. Memory-bound when elementwise with every input
-    tracked (an untracked input cannot be checkpointed: Burn then treats the op as compute-bound)."""
-    every = len(tracked) == len(nodes)
-    parents = nodes if every else tuple([nodes[k] for k in tracked])
-    return Node(node_id, parents, order, _GRAD_IN_BACKWARD, memory_bound=every and not op.compute_bound)
-
-
-def _stateful(
-    op: Op, nodes: tuple[Node, ...], tracked: tuple[int, ...], values: tuple[Buffer, ...], out: Buffer
-) -> tuple[tuple[Rule, ...], tuple[tuple[int, ...], ...], dict[str, Buffer]]:
-    """The step's rules, the tracked inputs' shapes and the saved tensors the rules need: an operand is kept
-    only when the other one is tracked."""
-    if len(tracked) == len(nodes):
-        rules, needs = op.rules, op.needs
-    else:
-        rules = tuple([op.rules[k] for k in tracked])
-        needs = tuple(dict.fromkeys(source for k in tracked for source in op.sources[k]))
-    shapes = (values[tracked[0]].array.shape,) if len(tracked) == 1 else tuple([values[k].array.shape for k in tracked])
+def _partly_tracked(
+    node_id: NodeId,
+    op: Op,
+    nodes: tuple[Node, ...],
+    order: int,
+    tracked: tuple[int, ...],
+    values: tuple[Buffer, ...],
+    out: Buffer,
+) -> tuple[Node, Step]:
+    """Some inputs untracked: the node's parents are the tracked ones, the step has their rules and keeps only the
+    saved tensors those need (an operand is kept only when the other one is tracked). Compute-bound whatever the
+    op: an untracked input cannot be checkpointed, so Burn treats the op as compute-bound."""
+    node = Node(node_id, tuple([nodes[k] for k in tracked]), order, _GRAD_IN_BACKWARD, out.array.shape)
+    rules = tuple([op.rules[k] for k in tracked])
     saved = {}
-    for name, source in needs:
+    for name, source in dict.fromkeys(source for k in tracked for source in op.sources[k]):
         saved[name] = out if source < 0 else values[source]
-    return rules, shapes, saved
+    return node, Step(node, op.name, rules, saved)
 
 
 def _node_of(tensor: Operand) -> Node:
@@ -112,7 +118,11 @@ def _node_of(tensor: Operand) -> Node:
 
 
 def unary(
-    name: str, forward: Callable[[Buffer], Buffer], rule_text: str, rule: Callable[[Buffer, Buffer], Buffer]
+    name: str,
+    forward: Callable[[Buffer], Buffer],
+    rule_text: str,
+    rule: Callable[[Buffer, dict[str, Buffer]], Buffer],
 ) -> Op:
-    """A one-input op whose rule reads its input: `rule(grad, x)` (the input `x` is saved for backward)."""
-    return Op(name, forward, (Rule(rule_text, lambda g, s: rule(g, s["x"]), ("x",)),))
+    """A one-input op whose rule reads its input, saved for backward as `s["x"]` (as Burn's: the input is kept,
+    what the rule needs of it is recomputed)."""
+    return Op(name, forward, (Rule(rule_text, rule, ("x",)),))

@@ -19,49 +19,59 @@ def _squared(x: Buffer) -> Buffer:
     return x * x
 
 
-def _tanh_rule(g: Buffer, x: Buffer) -> Buffer:
-    y = x.tanh()
+def _tanh_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
+    y = s["x"].tanh()
     return g * (1.0 - y * y)
 
 
-def _sigmoid_rule(g: Buffer, x: Buffer) -> Buffer:
-    y = x.sigmoid()
+def _sigmoid_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
+    y = s["x"].sigmoid()
     return g * y * (1.0 - y)
 
 
-EXP = unary("exp", lambda x: x.exp(), "grad * exp(x)", lambda g, x: g * x.exp())
-LOG = unary("log", lambda x: x.log(), "grad / x", lambda g, x: g / x)
-SQRT = unary("sqrt", lambda x: x.sqrt(), "grad / (2 * sqrt(x))", lambda g, x: g / (x.sqrt() * 2.0))
-SIN = unary("sin", lambda x: x.sin(), "grad * cos(x)", lambda g, x: g * x.cos())
-COS = unary("cos", lambda x: x.cos(), "-grad * sin(x)", lambda g, x: -g * x.sin())
+EXP = unary("exp", lambda x: x.exp(), "grad * exp(x)", lambda g, s: g * s["x"].exp())
+LOG = unary("log", lambda x: x.log(), "grad / x", lambda g, s: g / s["x"])
+SQRT = unary("sqrt", lambda x: x.sqrt(), "grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0))
+SIN = unary("sin", lambda x: x.sin(), "grad * cos(x)", lambda g, s: g * s["x"].cos())
+COS = unary("cos", lambda x: x.cos(), "-grad * sin(x)", lambda g, s: -g * s["x"].sin())
 TANH = unary("tanh", lambda x: x.tanh(), "grad * (1 - tanh(x)²)", _tanh_rule)
 SIGMOID = unary("sigmoid", lambda x: x.sigmoid(), "grad * σ(x) * (1 - σ(x))", _sigmoid_rule)
-RELU = unary("relu", lambda x: x.relu(), "grad * (x > 0)", lambda g, x: g * (x > 0.0))
-ABS = unary("abs", lambda x: x.abs(), "grad * sign(x)", lambda g, x: g * x.sign())
+RELU = unary("relu", lambda x: x.relu(), "grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0))
+ABS = unary("abs", lambda x: x.abs(), "grad * sign(x)", lambda g, s: g * s["x"].sign())
 SIGN = Op("sign", lambda x: x.sign(), (Rule("0 (sign is flat)", lambda g, s: g * 0.0),))
-RECIP = unary("recip", lambda x: 1.0 / x, "-grad / x²", lambda g, x: -g / (x * x))
+RECIP = unary("recip", lambda x: 1.0 / x, "-grad / x²", lambda g, s: -g / (s["x"] * s["x"]))
 TAN = unary(
     "tan",
     lambda x: x.transcendental("tan"),
     "grad * (1 + tan(x)²)",
-    lambda g, x: g * (_squared(x.transcendental("tan")) + 1.0),
+    lambda g, s: g * (_squared(s["x"].transcendental("tan")) + 1.0),
 )
-SINH = unary("sinh", lambda x: x.transcendental("sinh"), "grad * cosh(x)", lambda g, x: g * x.transcendental("cosh"))
-COSH = unary("cosh", lambda x: x.transcendental("cosh"), "grad * sinh(x)", lambda g, x: g * x.transcendental("sinh"))
+SINH = unary(
+    "sinh", lambda x: x.transcendental("sinh"), "grad * cosh(x)", lambda g, s: g * s["x"].transcendental("cosh")
+)
+COSH = unary(
+    "cosh", lambda x: x.transcendental("cosh"), "grad * sinh(x)", lambda g, s: g * s["x"].transcendental("sinh")
+)
 ASIN = unary(
-    "asin", lambda x: x.transcendental("arcsin"), "grad / sqrt(1 - x²)", lambda g, x: g / (1.0 - _squared(x)).sqrt()
+    "asin",
+    lambda x: x.transcendental("arcsin"),
+    "grad / sqrt(1 - x²)",
+    lambda g, s: g / (1.0 - _squared(s["x"])).sqrt(),
 )
 ACOS = unary(
-    "acos", lambda x: x.transcendental("arccos"), "-grad / sqrt(1 - x²)", lambda g, x: -g / (1.0 - _squared(x)).sqrt()
+    "acos",
+    lambda x: x.transcendental("arccos"),
+    "-grad / sqrt(1 - x²)",
+    lambda g, s: -g / (1.0 - _squared(s["x"])).sqrt(),
 )
-ATAN = unary("atan", lambda x: x.transcendental("arctan"), "grad / (1 + x²)", lambda g, x: g / (_squared(x) + 1.0))
+ATAN = unary("atan", lambda x: x.transcendental("arctan"), "grad / (1 + x²)", lambda g, s: g / (_squared(s["x"]) + 1.0))
 ERF = unary(
     "erf",
     lambda x: x.transcendental("erf"),
     "grad * 2/√π * exp(-x²)",
-    lambda g, x: g * ((-_squared(x)).exp() * _TWO_OVER_SQRT_PI),
+    lambda g, s: g * ((-_squared(s["x"])).exp() * _TWO_OVER_SQRT_PI),
 )
-LOG1P = unary("log1p", lambda x: x.transcendental("log1p"), "grad / (1 + x)", lambda g, x: g / (x + 1.0))
+LOG1P = unary("log1p", lambda x: x.transcendental("log1p"), "grad / (1 + x)", lambda g, s: g / (s["x"] + 1.0))
 
 
 @per_constant
@@ -72,5 +82,5 @@ def clamp(low: float | None, high: float | None) -> Op:
         f"{name}({bounds})",
         lambda x: x.clamp(low, high),
         "grad where x is inside the bounds",
-        lambda g, x: g * x.inside(low, high),
+        lambda g, s: g * s["x"].inside(low, high),
     )

@@ -41,7 +41,7 @@ def extreme_dim(dim: int, largest: bool) -> Op:
         f"{which}_dim({dim})",
         lambda x: x.extreme_dim(dim, largest),
         f"grad at the first arg{which} along dim",
-        lambda g, x: g * x.first_extreme_mask(dim, largest),
+        lambda g, s: g * s["x"].first_extreme_mask(dim, largest),
     )
     op.compute_bound = True
     return op
@@ -53,7 +53,7 @@ def prod_dim(dim: int) -> Op:
         f"prod_dim({dim})",
         lambda x: x.prod_dim(dim),
         "grad * product of the others along dim",
-        lambda g, x: g * x.prod_of_others(dim),
+        lambda g, s: g * s["x"].prod_of_others(dim),
     )
     op.compute_bound = True
     return op
