@@ -75,7 +75,7 @@ class Gradients:
         self._container[node_id] = grad  # replaces, does not add
 
     def node_ids(self) -> list[NodeId]:
-        return sorted(self._container)
+        return [NodeId(node_id) for node_id in sorted(self._container)]
 
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._container

@@ -59,8 +59,8 @@ class Node:
         return self.order == 0
 
     def __repr__(self) -> str:
-        parents = ", ".join(repr(p.id) for p in self.parents)
-        return f"Node({self.id!r}, parents=[{parents}], order={self.order}, {self.requirement.value})"
+        parents = ", ".join(repr(NodeId(p.id)) for p in self.parents)
+        return f"Node({NodeId(self.id)!r}, parents=[{parents}], order={self.order}, {self.requirement.value})"
 
 
 class Rule:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, MutableMapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .checkpointing import Checkpointer, CheckpointStrategy, NoCheckpointing
 from .errors import TapeConsumedError
@@ -52,9 +52,9 @@ class AutodiffServer:
 
     # -- registration ------------------------------------------------------------------------------
     def new_node_id(self) -> NodeId:
-        node_id = NodeId(self._next_id)
-        self._next_id += 1
-        return node_id
+        node_id = self._next_id
+        self._next_id = node_id + 1
+        return cast(NodeId, node_id)  # a plain int (see `NodeId`)
 
     def register_leaf(self, node: Node, value: Buffer, handle: Handle, op: str) -> None:
         """A leaf's node, held by `handle` (its tensor); its drop is always watched (a constant is forgotten)."""

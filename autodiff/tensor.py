@@ -166,7 +166,7 @@ class Tensor:
 
     @property
     def node_id(self) -> NodeId | None:
-        return None if self.node is None else self.node.id
+        return None if self.node is None else NodeId(self.node.id)
 
     @property
     def requirement(self) -> Requirement:
