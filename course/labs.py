@@ -491,7 +491,7 @@ class CheckpointingComparison:
 @dataclass(frozen=True)
 class CheckpointingLesson:
     """What the Checkpointing lesson shows, as plain data: no device, no live tensor. The same for every student,
-    so the app computes it once per program and backend and hands each session a copy."""
+    so the app computes it once per program and backend and hands every session the same object."""
 
     summary: list[dict[str, object]]
     same_gradients: bool
@@ -550,12 +550,24 @@ def policy_timelines(size: int, backend: str = "numpy") -> list[RecordedMemory]:
     return [recorded_memory(label, device, names) for label, device in runs]
 
 
-def cross_checked_program(key: str, backend: str = "numpy") -> tuple[ProgramRun, CrossCheck]:
+@dataclass(frozen=True)
+class CheckedProgram:
+    """What the MLX check shows of a program, as plain data: no device, no live tensor. The same for every student,
+    so the app computes it once per program and backend."""
+
+    before: GraphSnapshot  # the graph before backward
+    names: dict[int, str]
+    gradients: dict[int, np.ndarray]  # NodeId -> what backward left in the Gradients container
+    check: CrossCheck
+
+
+def cross_checked_program(key: str, backend: str = "numpy") -> CheckedProgram:
     """A program recorded, then every gradient checked against MLX and finite differences (needs MLX)."""
     from autodiff.crosscheck import cross_check  # imports MLX: only when asked
 
     run = record_program(key, backend)
-    return run, cross_check(run.graph, run.recorder)
+    held = {int(i): buffer.to_numpy() for i in run.grads.node_ids() if (buffer := run.grads.get(i)) is not None}
+    return CheckedProgram(run.before, run.names, held, cross_check(run.graph, run.recorder))
 
 
 def _node_id(tensor: Tensor) -> int:

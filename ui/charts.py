@@ -9,9 +9,11 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from course.labs import MemoryPoint
+from autodiff.stage.format import format_bytes
+from course.labs import MemoryPoint, checkpointing_lesson, policy_memory_curves
 
-from .state import presenter_mode
+from .state import SHARED_RESULTS, presenter_mode, shared_result
+from .tables import data_table
 
 SERIES_COLOURS = ["#e8590c", "#1971c2"]
 BYTE_UNITS = (("MiB", 2**20), ("KiB", 2**10), ("B", 1))
@@ -155,4 +157,43 @@ def memory_charts(history: list[MemoryPoint], iterations: int, x_title: str = "F
         x_domain=(0, iterations),
         tooltip=["Event"],
         container=right,
+    )
+
+
+# A lesson's chart is the same for every student: drawn once per server for each program or size, backend and view
+# (`presenter`: the chart's fonts), then replayed (Streamlit keeps the elements a cached function drew), not built
+# again from a DataFrame on every page open.
+
+
+@st.cache_data(show_spinner=False, max_entries=SHARED_RESULTS)
+def policy_curves(size: int, backend: str, presenter: bool) -> None:
+    """Memory policies: memory in use at each moment of the seed's experiment under each policy, and its table."""
+    data = pd.DataFrame(shared_result(policy_memory_curves, size, backend))
+    order = list(dict.fromkeys(data["Moment"]))
+    line_chart(
+        data,
+        "Moment",
+        "Bytes in use",
+        "Policy",
+        title="Memory in use at each moment",
+        y_title="Memory",
+        y_bytes=True,
+        x_order=order,
+    )
+    wide = data.pivot(index="Moment", columns="Policy", values="Bytes in use").loc[order]
+    data_table([{"Moment": moment, **{p: format_bytes(v) for p, v in row.items()}} for moment, row in wide.iterrows()])
+
+
+@st.cache_data(show_spinner=False, max_entries=SHARED_RESULTS)
+def checkpointing_curves(key: str, backend: str, presenter: bool) -> None:
+    """Checkpointing: the device's memory after each backward step, without and with checkpointing."""
+    line_chart(
+        pd.DataFrame(shared_result(checkpointing_lesson, key, backend).memory_curves),
+        "Step",
+        "Bytes in use",
+        "Strategy",
+        title="Device memory after each backward step",
+        y_title="Memory",
+        y_bytes=True,
+        x_title="Backward step",
     )

@@ -13,16 +13,18 @@ from __future__ import annotations
 import hashlib
 import html
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
 
 from autodiff.memory_history import Allocation, MemoryHistory
 from autodiff.stage.format import format_bytes
+from course.labs import RecordedMemory
 from course.programs import source_offsets
 
 from .downloads import NO_RERUN
+from .state import SHARED_RESULTS
 
 # memory_viz's categories as the legend says them, and a hue for each (mixed with the text colour below)
 CATEGORIES = {
@@ -234,17 +236,49 @@ def memory_timeline(
     snapshot: bytes | None,
     file_stem: str,
     passes: Sequence[int] = (),
-    scale: tuple[int, int] | None = None,
     program: Sequence[Callable[..., object]] = (),
     names: Mapping[int, str] | None = None,
 ) -> None:
-    """Draw the timeline, and under it "Download memory snapshot (memory_viz)" when `snapshot` is given. `scale`:
-    the steps and peak shared with timelines drawn beside it (`shared_scale`); `program`: the functions whose
-    source the page shows, so that a band's line is a line of it; `names`: what the stage calls each node
-    (`short_names`), so that a band says `h (mul) output, saved by loss`, not node ids."""
-    steps, peak = scale or (None, None)
-    markup = timeline_svg(history, label, passes, steps, peak, program_offsets(program), names)
-    signature = hashlib.sha256(markup.encode()).hexdigest()[:16]
+    """Draw the timeline, and under it "Download memory snapshot (memory_viz)" when `snapshot` is given. `program`:
+    the functions whose source the page shows, so that a band's line is a line of it; `names`: what the stage calls
+    each node (`short_names`), so that a band says `h (mul) output, saved by loss`, not node ids."""
+    markup = timeline_svg(history, label, passes, offsets=program_offsets(program), names=names)
+    _draw(_signed(markup), snapshot, file_stem)
+
+
+def memory_timelines(
+    recorded: Sequence[RecordedMemory],
+    file_stems: Sequence[str],
+    shared: Hashable,
+    program: Sequence[Callable[..., object]] = (),
+) -> None:
+    """Timelines drawn together, on one time axis and one memory scale, each with its download. `shared` names
+    recordings that are the same for every student (a lesson's shared result on a backend): their markup is made
+    once per server."""
+    for one, stem, signed in zip(recorded, file_stems, _shared_markup(shared, recorded, program), strict=True):
+        _draw(signed, one.snapshot, stem)
+
+
+@st.cache_resource(show_spinner=False, max_entries=SHARED_RESULTS)
+def _shared_markup(
+    identity: Hashable, _recorded: Sequence[RecordedMemory], _program: Sequence[Callable[..., object]]
+) -> tuple[tuple[str, str], ...]:
+    """Each timeline's markup and signature, scaled together: 2-6 ms a timeline (the stacking walks every entry of
+    the history), built once for `identity` (Streamlit does not hash the arguments that start with `_`)."""
+    steps, peak = shared_scale([one.history for one in _recorded])
+    offsets = program_offsets(_program)
+    return tuple(
+        _signed(timeline_svg(one.history, one.label, (), steps, peak, offsets, one.names)) for one in _recorded
+    )
+
+
+def _signed(markup: str) -> tuple[str, str]:
+    """The markup and its signature (the browser replaces its copy only when the signature changes)."""
+    return markup, hashlib.sha256(markup.encode()).hexdigest()[:16]
+
+
+def _draw(signed: tuple[str, str], snapshot: bytes | None, file_stem: str) -> None:
+    markup, signature = signed
     TIMELINE(data={"html": markup, "signature": signature}, key=f"{file_stem}_timeline")
     if snapshot is not None:
         st.download_button(

@@ -16,7 +16,7 @@ from autodiff.trace import TapeBuilt
 from .downloads import NO_RERUN, built_once
 from .exercise import score_answers, score_caption
 from .stage import stage
-from .state import EMBEDDED, embed_mode, presenter_mode
+from .state import EMBEDDED, SHARED_RESULTS, embed_mode, presenter_mode
 from .tables import tape_table
 
 
@@ -29,7 +29,7 @@ def tape_view(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_resource(show_spinner=False, max_entries=SHARED_RESULTS)
 def _shared_payload(
     identity: Hashable,
     presenter: bool,
@@ -39,8 +39,10 @@ def _shared_payload(
     _recorder: BackwardRecorder,
     _names: dict[int, str],
 ) -> StagePayload:
-    """The payload of a replay that every student sees alike, built once per server: `identity` names the
-    recording (Streamlit does not hash the arguments that start with `_`)."""
+    """The payload of a replay that every student sees alike, built once per server and the same object for every
+    session (a payload is never written to once built; a copy per session cost each new session 0.8 ms to unpickle
+    and the collector after every run a walk over it): `identity` names the recording (Streamlit does not hash the
+    arguments that start with `_`)."""
     return replay_payload(_before, _recorder, _names, presenter, source, _lines)
 
 
@@ -77,7 +79,11 @@ def replay_view(
     # one component per picture (a new program starts a fresh one); only a *new* report from the browser
     # moves the index, so the index a link or a test sets holds until the student steps
     with st.container(key=EMBEDDED) if embed_mode() else nullcontext():  # `?embed=1` shows this container alone
-        reported = stage(payload, key=f"{key}_stage_{payload['signature']}")
+        reported = stage(
+            payload,
+            key=f"{key}_stage_{payload['signature']}",
+            shared=None if shared is None else (shared, presenter, source),
+        )
     last_key = f"{key}_reported"
     if reported.event is not None and reported.event != st.session_state.get(last_key):
         st.session_state[last_key] = reported.event

@@ -10,6 +10,7 @@ after each run then visits only what sessions made since, and reference counting
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import ctypes
 import ctypes.util
@@ -18,6 +19,7 @@ import importlib
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from streamlit.elements.widgets.multiselect import MultiSelectSerde
@@ -27,9 +29,32 @@ from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.app_session import AppSession
 from streamlit.runtime.state.common import is_element_id
 
-# What the pages import, loaded before the freeze so that their module objects are frozen too.
-PAGE_MODULES = ("course.labs", "course.scenarios", "playground.workers", "ui.charts", "ui.replay_view", "ui.run_view")
+from .navigation import LESSONS
+
+# Loaded before the freeze so that their module objects are frozen too: besides each page's own imports (read from
+# its file), what is imported on first use (the MLX check's module, a Styler's jinja2, a pivot's reshape, a button
+# icon's names). Each left out is walked again by the collection after every run of every session.
+LAZY_MODULES = (
+    "autodiff.crosscheck",
+    "pandas.core.reshape.reshape",
+    "pandas.io.formats.style",
+    "streamlit.material_icon_names",
+)
 _frozen = False
+ROOT = Path(__file__).resolve().parents[1]  # where app.py and pages/ are
+
+
+def page_modules() -> list[str]:
+    """The modules every page imports at its top level (`from x import y`, `import x`), read from the page files."""
+    found: dict[str, None] = {}
+    for lesson in LESSONS:
+        tree = ast.parse((ROOT / lesson.path).read_text())
+        for statement in tree.body:
+            if isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+                found[statement.module] = None
+            elif isinstance(statement, ast.Import):
+                found.update(dict.fromkeys(alias.name for alias in statement.names))
+    return list(found)
 
 
 def freeze_loaded_modules() -> None:
@@ -37,7 +62,7 @@ def freeze_loaded_modules() -> None:
     global _frozen
     if _frozen:
         return
-    for name in PAGE_MODULES:
+    for name in [*page_modules(), *LAZY_MODULES]:
         importlib.import_module(name)
     with contextlib.suppress(ImportError):  # the sidebar says why MLX is not there
         importlib.import_module("mlx.core")
@@ -56,8 +81,10 @@ def return_freed_memory() -> None:
     pages in each thread's arena: 30 held sessions had left a replica at 716 MiB 100 s after they closed (from
     257). Elsewhere than glibc, nothing to do."""
     global _trimming
+    if _trimming:  # before find_library, which runs `ldconfig -p` in a child process on every call
+        return
     libc_name = ctypes.util.find_library("c")
-    if _trimming or libc_name is None:
+    if libc_name is None:
         return
     libc = ctypes.CDLL(libc_name)
     if not hasattr(libc, "malloc_trim"):

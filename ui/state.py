@@ -70,13 +70,6 @@ def session_lab(key: str, factory: Callable[[str], T]) -> T:
     return lab
 
 
-def session_cached(key: str, compute: Callable[[], T]) -> T:
-    """`compute()` once per session under `key` (put in `key` whatever the value depends on)."""
-    if key not in st.session_state:
-        st.session_state[key] = compute()
-    return st.session_state[key]
-
-
 def shared_result(compute: Callable[..., T], *args: Hashable) -> T:
     """`compute(*args)` once per server, the same object for every session and every rerun (views that cache by
     identity keep their cache): plain data that pages only read, no device and no live tensor. Nothing of it is

@@ -27,6 +27,12 @@ SEED_NOTE = (
 )
 
 
+TABLES_KEPT = 256  # tables whose element the server keeps: every lesson's on both backends, and some Playground runs'
+
+
+# Drawn once per content on the server, then replayed (Streamlit keeps the element a cached function drew): the
+# DataFrame, its Arrow bytes and a Styler's CSS cost 1-12 ms a table on every page open, the same for every student.
+@st.cache_data(show_spinner=False, max_entries=TABLES_KEPT)
 def data_table(rows: Sequence[Mapping[str, object]], verdict_columns: Sequence[str] = ()) -> None:
     """A small table with column labels: static HTML, light to redraw and readable on a projector. Cells of
     `verdict_columns` that start with ✓ or ✗ are tinted green or red."""

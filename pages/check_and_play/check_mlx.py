@@ -9,7 +9,7 @@ from course.labs import cross_checked_program
 from course.programs import PROGRAMS
 from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
-from ui.state import current_backend, session_cached
+from ui.state import current_backend, shared_result
 from ui.tables import data_table
 
 lesson_intro(
@@ -28,7 +28,8 @@ if missing:
 
 key = st.selectbox("Program", list(PROGRAMS), format_func=lambda k: PROGRAMS[k].title, key="check_program")
 backend = current_backend()
-run, result = session_cached(f"check_{key}_{backend}", lambda: cross_checked_program(key, backend))
+checked = shared_result(cross_checked_program, key, backend)  # the same for every student: once per server
+result = checked.check
 
 st.caption(
     f"Engine backend: {backend}. Tolerance: |engine − MLX| ≤ {result.atol:g} + {result.rtol:g}·|MLX| for every "
@@ -37,7 +38,7 @@ st.caption(
 if result.ok:
     st.success(f"All {len(result.nodes)} gradients agree, and every step's local rule matches `mx.vjp`.")
 else:
-    culprits = ", ".join(node_name(i, short_names(run.before.nodes, run.names)) for i in result.wrong_rules)
+    culprits = ", ".join(node_name(i, short_names(checked.before.nodes, checked.names)) for i in result.wrong_rules)
     culprits = culprits or "none found"
     st.error(f"Some gradients disagree. Backward rules that differ from `mx.vjp`: {culprits}.")
 
@@ -46,7 +47,7 @@ def verdict(ok: bool | None) -> str:
     return "—" if ok is None else ("✓ agrees" if ok else "✗ differs")
 
 
-called = short_names(run.before.nodes, run.names)  # as the graph names them: a variable, else an expression
+called = short_names(checked.before.nodes, checked.names)  # as the graph names them: a variable, else an expression
 verdicts = [
     {
         "Node": node_name(n.node_id, called),
@@ -73,13 +74,13 @@ data_table(verdicts, verdict_columns=["End to end", "Local rule"])
 st.markdown("**The numbers behind each verdict**")
 data_table(numbers)
 snapshot_graph(
-    run.before,
-    run.names,
+    checked.before,
+    checked.names,
     "A thick solid border: the gradient reaching this node agrees with MLX and finite differences. A thick dashed "
     "one: it differs. Untracked inputs are not checked.",
     Overlay(
         verdicts={int(n.node_id): n.ok and n.local_ok is not False for n in result.nodes},
-        gradients=held_gradients({i: run.grads.get(i).to_numpy() for i in run.grads.node_ids()}),
+        gradients=held_gradients(checked.gradients),
     ),
     key="check_graph",
 )

@@ -1,15 +1,14 @@
-import pandas as pd
 import streamlit as st
 
 from autodiff.stage.format import format_bytes
 from course.labs import checkpointing_lesson
 from course.programs import CHECKPOINTING_PROGRAMS
-from ui.charts import line_chart
+from ui.charts import checkpointing_curves
 from ui.code import code_block
-from ui.memory_timeline import memory_timeline, shared_scale
+from ui.memory_timeline import memory_timelines
 from ui.navigation import lesson_intro
 from ui.replay_view import replay_view
-from ui.state import current_backend, shared_result
+from ui.state import current_backend, presenter_mode, shared_result
 from ui.tables import data_table
 
 lesson_intro(
@@ -44,33 +43,19 @@ else:
     st.error("The gradients differ between the two strategies: this is a bug, please report it.")
 
 st.subheader("Memory within the backward, after each step")
-line_chart(
-    pd.DataFrame(lesson.memory_curves),
-    "Step",
-    "Bytes in use",
-    "Strategy",
-    title="Device memory after each backward step",
-    y_title="Memory",
-    y_bytes=True,
-    x_title="Backward step",
-)
+checkpointing_curves(key, backend, presenter_mode())  # drawn once per server
 st.caption(
     "Each point is the device's memory after one step ran and dropped its saved state. With checkpointing "
     "the curve starts lower (less was saved); recomputed values appear just before the steps that need them."
 )
 
 st.markdown("**Every buffer over time**, forward and backward, under each strategy on one time axis:")
-scale = shared_scale([t.history for t in lesson.timelines])
-for recorded, stem in zip(lesson.timelines, (f"memory-{key}-none", f"memory-{key}-balanced"), strict=True):
-    memory_timeline(
-        recorded.history,
-        recorded.label,
-        recorded.snapshot,
-        stem,
-        scale=scale,
-        program=[*CHECKPOINTING_PROGRAMS[key].helpers, CHECKPOINTING_PROGRAMS[key].build],
-        names=recorded.names,
-    )
+memory_timelines(
+    lesson.timelines,
+    (f"memory-{key}-none", f"memory-{key}-balanced"),
+    shared=("checkpointing", key, backend),
+    program=[*CHECKPOINTING_PROGRAMS[key].helpers, CHECKPOINTING_PROGRAMS[key].build],
+)
 
 st.subheader("Replay with checkpointing")
 st.markdown("The replay shows each recomputation as its own event, just before the step that needs it.")

@@ -1,12 +1,10 @@
-import pandas as pd
 import streamlit as st
 
-from autodiff.stage.format import format_bytes
-from course.labs import policy_comparison, policy_memory_curves, policy_timelines
-from ui.charts import line_chart
-from ui.memory_timeline import memory_timeline, shared_scale
+from course.labs import policy_comparison, policy_timelines
+from ui.charts import policy_curves
+from ui.memory_timeline import memory_timelines
 from ui.navigation import lesson_intro
-from ui.state import current_backend, shared_result
+from ui.state import current_backend, presenter_mode, shared_result
 from ui.tables import data_table
 
 lesson_intro(
@@ -21,30 +19,17 @@ lesson_intro(
 st.subheader("The seed's memory experiment under each policy")
 size = st.select_slider("Tensor size (n × n)", [64, 128, 256, 512], value=512, key="policies_size")
 backend = current_backend()
-rows = shared_result(policy_memory_curves, size, backend)  # the same for every student: computed once per server
-data = pd.DataFrame(rows)
-order = list(dict.fromkeys(data["Moment"]))
-line_chart(
-    data,
-    "Moment",
-    "Bytes in use",
-    "Policy",
-    title="Memory in use at each moment",
-    y_title="Memory",
-    y_bytes=True,
-    x_order=order,
-)
-wide = data.pivot(index="Moment", columns="Policy", values="Bytes in use").loc[order]
-data_table([{"Moment": moment, **{p: format_bytes(v) for p, v in row.items()}} for moment, row in wide.iterrows()])
+policy_curves(size, backend, presenter_mode())  # chart and table, drawn once per server
 st.caption(
     "Under Burn's policy each forward pass whose loss is dropped leaves its graph's saved tensors behind until "
     "the backward; under PyTorch's they go with the loss. Both free the tensors a backward consumed."
 )
 st.markdown("**Every buffer over time**, both policies on one time axis and one memory scale:")
-timelines = shared_result(policy_timelines, size, backend)
-scale = shared_scale([t.history for t in timelines])
-for recorded, stem in zip(timelines, ("memory-burn-lazy", "memory-pytorch-eager"), strict=True):
-    memory_timeline(recorded.history, recorded.label, recorded.snapshot, stem, scale=scale, names=recorded.names)
+memory_timelines(
+    shared_result(policy_timelines, size, backend),
+    ("memory-burn-lazy", "memory-pytorch-eager"),
+    shared=("policies", size, backend),
+)
 
 st.subheader("Backward twice, and the shared subgraph")
 data_table(shared_result(policy_comparison, backend))

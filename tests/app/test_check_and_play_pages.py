@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from apptest import (
     app,
     button,
@@ -23,10 +24,12 @@ from apptest import (
 
 from autodiff import Device, Distribution, Tensor
 from autodiff.device import mlx_unavailable_reason
+from course.labs import cross_checked_program
 from course.programs import PROGRAMS
 from playground import SECONDS_ENV
 from playground.examples import EXAMPLES
 from playground.reference import SHAPE_EXAMPLES
+from ui.state import shared_result
 
 
 def output(at) -> str:
@@ -43,14 +46,22 @@ def test_check_against_mlx_page_for_every_program():
         at.selectbox(key="check_program").set_value(key).run()
         assert "agree" in at.success[0].value
         frame = table(at, "Node")
-        _, result = at.session_state[f"check_{key}_numpy"]
+        result = shared_result(cross_checked_program, key, "numpy").check  # what every session is shown
         assert len(frame) == len(result.nodes)
         assert set(frame["End to end"]) == {"✓ agrees"}
         states = set(node_states(stage_data(at, "static")).values())
         assert "agrees" in states and "differs" not in states
 
 
-def test_check_page_flags_a_planted_bug(monkeypatch):
+@pytest.fixture
+def fresh_shared_results():
+    """The server's shared lesson results computed afresh in the test, and dropped after it (a planted bug's)."""
+    st.cache_resource.clear()
+    yield
+    st.cache_resource.clear()
+
+
+def test_check_page_flags_a_planted_bug(monkeypatch, fresh_shared_results):
     if mlx_unavailable_reason():
         pytest.skip("MLX is not available here")
     from autodiff.graph import Op, Rule
