@@ -135,13 +135,13 @@ def snapshot(server: AutodiffServer) -> GraphSnapshot:
             status = NodeStatus.CONSTANT if alive else NodeStatus.FREED
         nodes.append(
             NodeSnapshot(
-                id=node_id,
+                id=NodeId(node_id),  # ids as a person reads them: the server counts with plain ints
                 op=record.op,
                 shape=tuple(record.node.shape),
                 requirement=record.node.requirement,
                 order=record.node.order,
-                parents=tuple(p.id for p in record.node.parents),
-                inputs=record.inputs,
+                parents=tuple(NodeId(p.id) for p in record.node.parents),
+                inputs=tuple(map(NodeId, record.inputs)),
                 status=status,
                 saved_bytes=0 if step is None else step.saved_bytes,
                 held_bytes=held.get(node_id, 0),
@@ -150,7 +150,8 @@ def snapshot(server: AutodiffServer) -> GraphSnapshot:
                 group=groups.get(node_id, ()),
             )
         )
-    return GraphSnapshot(tuple(nodes), tuple(sorted(server.steps)), server.pool.usage(), server.backward_count)
+    pending = tuple(map(NodeId, sorted(server.steps)))
+    return GraphSnapshot(tuple(nodes), pending, server.pool.usage(), server.backward_count)
 
 
 def graph_of(server: AutodiffServer, root_id: NodeId) -> list[GraphNode]:
@@ -176,7 +177,7 @@ def graph_of(server: AutodiffServer, root_id: NodeId) -> list[GraphNode]:
             tensor = record()
             if tensor is None:
                 raise UnsupportedOperationError(
-                    f"{node_id!r} ({record.op}) is an input whose tensor was dropped: keep every input "
+                    f"{NodeId(node_id)!r} ({record.op}) is an input whose tensor was dropped: keep every input "
                     "in a variable to recompute the graph."
                 )
             value = tensor.data.to_numpy()

@@ -131,30 +131,32 @@ class BackwardRecorder(Observer):
 
     # -- the hooks -----------------------------------------------------------------------------------
     def tape_built(self, root: NodeId, tape: list[list[Step]]) -> None:
-        self.record(TapeBuilt(root, tuple(tuple(s.node.id for s in bucket) for bucket in tape)))
+        # ids as a person reads them (the server counts with plain ints)
+        self.record(TapeBuilt(NodeId(root), tuple(tuple(NodeId(s.node.id) for s in bucket) for bucket in tape)))
 
     def step_started(self, step: Step) -> None:
         self._saved_bytes = step.saved_bytes
-        parents = tuple(p.id for p in step.node.parents)
+        parents = tuple(NodeId(p.id) for p in step.node.parents)
         rules = tuple(r.text for r in step.rules)
-        self.record(StepStarted(step.node.id, step.op, step.node.order, parents, rules))
+        self.record(StepStarted(NodeId(step.node.id), step.op, step.node.order, parents, rules))
 
     def recomputed(self, node_id: NodeId, op: str) -> None:
-        self.record(Recomputed(node_id, op))
+        self.record(Recomputed(NodeId(node_id), op))
 
     def gradient_registered(self, node_id: NodeId, source: NodeId | None, grad: Buffer, total: Buffer) -> None:
         accumulated = total is not grad
-        self.record(GradientRegistered(node_id, source, grad.to_numpy(), total.to_numpy(), accumulated))
+        sender = None if source is None else NodeId(source)
+        self.record(GradientRegistered(NodeId(node_id), sender, grad.to_numpy(), total.to_numpy(), accumulated))
 
     def gradient_consumed(self, node_id: NodeId, kept: bool) -> None:
-        self.record(GradientConsumed(node_id, kept))
+        self.record(GradientConsumed(NodeId(node_id), kept))
 
     def saved_state_freed(self, step: Step, bytes_before: int, pool: MemoryPool) -> None:
         released = bytes_before - pool.bytes_in_use
-        self.record(SavedStateFreed(step.node.id, self._saved_bytes, released, pool.usage()))
+        self.record(SavedStateFreed(NodeId(step.node.id), self._saved_bytes, released, pool.usage()))
 
     def swept(self, node_ids: tuple[NodeId, ...], bytes_released: int) -> None:
-        self.record(SweepFreed(node_ids, bytes_released))
+        self.record(SweepFreed(tuple(map(NodeId, node_ids)), bytes_released))
 
     def backward_finished(self, pool: MemoryPool, gradient_ids: tuple[NodeId, ...]) -> None:
         self.record(BackwardFinished(pool.usage(), gradient_ids, pool.peak_bytes))

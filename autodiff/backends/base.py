@@ -93,7 +93,7 @@ class Buffer:
         raise NotImplementedError
 
     def _new(self, array: Array) -> Buffer:
-        """Wrap an op's fresh result (a backend may force its evaluation here)."""
+        """Wrap an op's fresh result."""
         return type(self)(array, self.pool)
 
     def _view(self, array: Array) -> Buffer:
@@ -126,32 +126,34 @@ class Buffer:
         return self if self.base is None else self.base.allocation
 
     # -- elementwise arithmetic (numpy-style broadcasting) ------------------------------------------
+    # Every rule runs these: each makes its buffer itself, one call fewer than `_new` (a backend that must force
+    # evaluation does it in `__init__`).
     def __add__(self, other: Buffer | float) -> Buffer:
-        return self._new(self.array + (other.array if isinstance(other, Buffer) else other))
+        return type(self)(self.array + (other.array if isinstance(other, Buffer) else other), self.pool)
 
     def __radd__(self, other: float) -> Buffer:
-        return self._new(other + self.array)
+        return type(self)(other + self.array, self.pool)
 
     def __sub__(self, other: Buffer | float) -> Buffer:
-        return self._new(self.array - (other.array if isinstance(other, Buffer) else other))
+        return type(self)(self.array - (other.array if isinstance(other, Buffer) else other), self.pool)
 
     def __rsub__(self, other: float) -> Buffer:
-        return self._new(other - self.array)
+        return type(self)(other - self.array, self.pool)
 
     def __mul__(self, other: Buffer | float) -> Buffer:
-        return self._new(self.array * (other.array if isinstance(other, Buffer) else other))
+        return type(self)(self.array * (other.array if isinstance(other, Buffer) else other), self.pool)
 
     def __rmul__(self, other: float) -> Buffer:
-        return self._new(other * self.array)
+        return type(self)(other * self.array, self.pool)
 
     def __truediv__(self, other: Buffer | float) -> Buffer:
-        return self._new(self.array / (other.array if isinstance(other, Buffer) else other))
+        return type(self)(self.array / (other.array if isinstance(other, Buffer) else other), self.pool)
 
     def __rtruediv__(self, other: float) -> Buffer:
-        return self._new(other / self.array)
+        return type(self)(other / self.array, self.pool)
 
     def __neg__(self) -> Buffer:
-        return self._new(-self.array)
+        return type(self)(-self.array, self.pool)
 
     def __pow__(self, exponent: Buffer | float) -> Buffer:
         return self._new(self.array ** (exponent.array if isinstance(exponent, Buffer) else exponent))

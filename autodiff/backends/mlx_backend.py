@@ -1,7 +1,7 @@
 """The MLX backend (Metal on Apple silicon, `mlx[cpu]` on Linux).
 
 MLX is lazy: an expression is a graph until something evaluates it. This backend evaluates every
-op's result at once (`mx.eval` in `_new`), as Burn's backends execute each op, so a buffer the
+op's result at once (`mx.eval` when a buffer is made), as Burn's backends execute each op, so a buffer the
 engine counts is a buffer MLX has really allocated, and memory figures mean what they say.
 """
 
@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import mlx.core as mx
 import numpy as np
 
+from ..memory import MemoryPool
 from .base import Array, Backend, Buffer
 
 # floats for tensors; int64 and bool for the indices and masks of indexing ops
@@ -29,9 +30,10 @@ class MlxBuffer(Buffer):
     def to_numpy(self) -> np.ndarray:
         return np.array(self.array, copy=True)
 
-    def _new(self, array: Array) -> Buffer:
-        mx.eval(array)
-        return MlxBuffer(array, self.pool)
+    def __init__(self, array: Array, pool: MemoryPool, base: Buffer | None = None) -> None:
+        if base is None:
+            mx.eval(array)  # a result is computed when it is made, so its bytes are real
+        super().__init__(array, pool, base)
 
     def added_at(self, index: tuple, values: Buffer) -> Buffer:
         return self._new(self.array.at[index].add(values.array))

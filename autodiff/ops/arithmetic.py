@@ -3,19 +3,21 @@ matmul."""
 
 from __future__ import annotations
 
+import operator
+
 from ..graph import Op, Rule, per_constant
 
-ADD = Op("add", lambda a, b: a + b, (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)), ("a", "b"))
-SUB = Op("sub", lambda a, b: a - b, (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g)), ("a", "b"))
+ADD = Op("add", operator.add, (Rule("grad", lambda g, s: g), Rule("grad", lambda g, s: g)), ("a", "b"))
+SUB = Op("sub", operator.sub, (Rule("grad", lambda g, s: g), Rule("-grad", lambda g, s: -g)), ("a", "b"))
 MUL = Op(
     "mul",
-    lambda a, b: a * b,
+    operator.mul,
     (Rule("grad * b", lambda g, s: g * s["b"], ("b",)), Rule("grad * a", lambda g, s: g * s["a"], ("a",))),
     ("a", "b"),
 )
 DIV = Op(
     "div",
-    lambda a, b: a / b,
+    operator.truediv,
     (
         Rule("grad / b", lambda g, s: g / s["b"], ("b",)),
         Rule("-grad * a / b²", lambda g, s: -g * s["a"] / (s["b"] * s["b"]), ("a", "b")),
@@ -31,7 +33,7 @@ POWF = Op(
     ),
     ("a", "b"),
 )
-NEG = Op("neg", lambda x: -x, (Rule("-grad", lambda g, s: -g),))
+NEG = Op("neg", operator.neg, (Rule("-grad", lambda g, s: -g),))
 MATMUL = Op(
     "matmul",
     lambda a, b: a @ b,

@@ -13,7 +13,7 @@ The server sees nodes and buffers; the tensor is only the handle that holds the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, NoReturn, Protocol, TypeVar
 
 from ..errors import DeviceMismatchError
 from ..graph import Node, NodeId, Op, Requirement, Rule, Step, UntrackedOpsStep
@@ -49,7 +49,13 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
     server = device.server
     if server is None:  # a tensor has a node exactly when its device has a server
         return type(first)(out, device)
-    nodes, order, tracked = _prepare(inputs) if n > 1 else _prepare_one(_node_of(first))
+    if n == 1:  # most ops: prepared here, without a call
+        a = first.node or _no_node()
+        nodes: tuple[Node, ...] = (a,)
+        order = a.order + 1
+        tracked = _FIRST if a.requirement is not _UNTRACKED else ()
+    else:
+        nodes, order, tracked = _prepare(inputs)
     node_id = server.new_node_id()
     if not tracked:
         node = Node(node_id, (), order, _UNTRACKED, out.array.shape, not op.compute_bound)
@@ -73,20 +79,16 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
 _FIRST: tuple[int, ...] = (0,)
 
 
-def _prepare_one(a: Node) -> tuple[tuple[Node, ...], int, tuple[int, ...]]:
-    return (a,), a.order + 1, (_FIRST if a.requirement is not _UNTRACKED else ())
-
-
 def _prepare(inputs: tuple[Operand, ...]) -> tuple[tuple[Node, ...], int, tuple[int, ...]]:
     """The inputs' nodes, the output's order (1 + the highest order among them) and which inputs are tracked."""
     if len(inputs) == 2:
-        a, b = _node_of(inputs[0]), _node_of(inputs[1])
+        a, b = inputs[0].node or _no_node(), inputs[1].node or _no_node()
         a_tracked, b_tracked = a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED
         tracked: tuple[int, ...] = (
             (0, 1) if a_tracked and b_tracked else (0,) if a_tracked else (1,) if b_tracked else ()
         )
         return (a, b), (a.order if a.order > b.order else b.order) + 1, tracked
-    nodes = tuple([_node_of(t) for t in inputs])
+    nodes = tuple([t.node or _no_node() for t in inputs])
     tracked = tuple([k for k, n in enumerate(nodes) if n.requirement is not _UNTRACKED])
     return nodes, max([n.order for n in nodes]) + 1, tracked
 
@@ -111,10 +113,9 @@ def _partly_tracked(
     return node, Step(node, op.name, rules, saved)
 
 
-def _node_of(tensor: Operand) -> Node:
-    if tensor.node is None:  # inputs share a device, so a server means every input has a node
-        raise DeviceMismatchError("A tensor without a graph node was combined with tensors of an autodiff device.")
-    return tensor.node
+def _no_node() -> NoReturn:
+    # inputs share a device, so a server means every input has a node
+    raise DeviceMismatchError("A tensor without a graph node was combined with tensors of an autodiff device.")
 
 
 def unary(

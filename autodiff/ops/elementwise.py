@@ -4,13 +4,10 @@ what its rule needs from it: exp(x) is computed again in backward, not kept."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
+from ..backends.base import Buffer
 from ..graph import Op, Rule, per_constant
 from .base import unary
-
-if TYPE_CHECKING:
-    from ..backends.base import Buffer
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -29,16 +26,16 @@ def _sigmoid_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
     return g * y * (1.0 - y)
 
 
-EXP = unary("exp", lambda x: x.exp(), "grad * exp(x)", lambda g, s: g * s["x"].exp())
-LOG = unary("log", lambda x: x.log(), "grad / x", lambda g, s: g / s["x"])
-SQRT = unary("sqrt", lambda x: x.sqrt(), "grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0))
-SIN = unary("sin", lambda x: x.sin(), "grad * cos(x)", lambda g, s: g * s["x"].cos())
-COS = unary("cos", lambda x: x.cos(), "-grad * sin(x)", lambda g, s: -g * s["x"].sin())
-TANH = unary("tanh", lambda x: x.tanh(), "grad * (1 - tanh(x)²)", _tanh_rule)
-SIGMOID = unary("sigmoid", lambda x: x.sigmoid(), "grad * σ(x) * (1 - σ(x))", _sigmoid_rule)
-RELU = unary("relu", lambda x: x.relu(), "grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0))
-ABS = unary("abs", lambda x: x.abs(), "grad * sign(x)", lambda g, s: g * s["x"].sign())
-SIGN = Op("sign", lambda x: x.sign(), (Rule("0 (sign is flat)", lambda g, s: g * 0.0),))
+EXP = unary("exp", Buffer.exp, "grad * exp(x)", lambda g, s: g * s["x"].exp())
+LOG = unary("log", Buffer.log, "grad / x", lambda g, s: g / s["x"])
+SQRT = unary("sqrt", Buffer.sqrt, "grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0))
+SIN = unary("sin", Buffer.sin, "grad * cos(x)", lambda g, s: g * s["x"].cos())
+COS = unary("cos", Buffer.cos, "-grad * sin(x)", lambda g, s: -g * s["x"].sin())
+TANH = unary("tanh", Buffer.tanh, "grad * (1 - tanh(x)²)", _tanh_rule)
+SIGMOID = unary("sigmoid", Buffer.sigmoid, "grad * σ(x) * (1 - σ(x))", _sigmoid_rule)
+RELU = unary("relu", Buffer.relu, "grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0))
+ABS = unary("abs", Buffer.abs, "grad * sign(x)", lambda g, s: g * s["x"].sign())
+SIGN = Op("sign", Buffer.sign, (Rule("0 (sign is flat)", lambda g, s: g * 0.0),))
 RECIP = unary("recip", lambda x: 1.0 / x, "-grad / x²", lambda g, s: -g / (s["x"] * s["x"]))
 TAN = unary(
     "tan",
