@@ -9,7 +9,7 @@ Plain data only: the stage draws it (stage.js)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -18,11 +18,10 @@ import numpy as np
 from autodiff import GraphSnapshot, NodeSnapshot
 from autodiff.printing import format_array
 from autodiff.snapshot import ValueSummary
-from autodiff.stage.naming import labels, op_kind
-from autodiff.trace import BackwardRecorder, GradientRegistered, StepStarted, TensorPreview
+from autodiff.stage.naming import GraphNames, graph_names, name_or_id, op_kind
+from autodiff.trace import BackwardRecorder, Event, GradientRegistered, StepStarted, TensorPreview
 
-from .format import WHOLE, compact, format_shape
-from .narration import short_names
+from .format import WHOLE, Exact, compact, format_shape
 
 ORDINALS = ("first", "second")
 
@@ -108,9 +107,12 @@ def _power(name: str, p: float) -> str:
     return f"{_g(p)}·{name}" if p == 2 else f"{_g(p)}·{name}^{_g(p - 1)}"
 
 
+VARIABLE = re.compile(r"\w+(\[[^\]]*\])?")  # a variable, or its part (`w[0]`)
+
+
 def _wrapped(name: str) -> str:
     """A name inside ∂…/∂…: an expression gets brackets (`∂(h + x·3)/∂h`), a variable (or its part, `w[0]`) does not."""
-    return name if re.fullmatch(r"\w+(\[[^\]]*\])?", name) else f"({name})"
+    return name if VARIABLE.fullmatch(name) else f"({name})"
 
 
 def _small(value: Value) -> np.ndarray | None:
@@ -120,51 +122,68 @@ def _small(value: Value) -> np.ndarray | None:
     return None
 
 
-def _text(value: Value | float) -> str:
+def _text(value: Value | float, exact: Exact = format_array) -> str:
     if isinstance(value, float | int):
         return _g(float(value))
     if isinstance(value, np.ndarray) and value.size <= WHOLE:
-        return format_array(value)
-    return compact(value)
+        return exact(value)
+    return compact(value, exact)
 
 
-def step_cards(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int, str]) -> dict[int, StepCard]:
-    """The card of every step of `recorder`, keyed by the index of its `StepStarted` event."""
-    called = short_names(before.nodes, names)
-    titles = labels(before.nodes, names)
+def step_cards(
+    before: GraphSnapshot,
+    recorder: BackwardRecorder,
+    names: dict[int, str],
+    named: GraphNames | None = None,
+    exact: Exact = format_array,
+) -> dict[int, StepCard]:
+    """The card of every step of `recorder`, keyed by the index of its `StepStarted` event; `named` is
+    `graph_names(before.nodes, names)` when the caller has it, `exact` writes a recorded value's numbers."""
+    named = named or graph_names(before.nodes, names)
+    called, titles = named.called, named.titles
     by_id = {int(n.id): n for n in before.nodes}
     container: dict[int, Value] = {}
     cards: dict[int, StepCard] = {}
     events = recorder.events
+    sent_by_step = _sent_by_step(events)
     for index, event in enumerate(events):
         if isinstance(event, GradientRegistered):
             container[int(event.node_id)] = event.total
         if not isinstance(event, StepStarted):
             continue
         node_id = int(event.node_id)
-        sent: list[Value] = []
-        for later in events[index + 1 :]:
-            if isinstance(later, StepStarted):
-                break
-            if isinstance(later, GradientRegistered) and later.source is not None and int(later.source) == node_id:
-                sent.append(later.value)
+        sent = sent_by_step[index]
         upstream = container.get(node_id)
         node = by_id.get(node_id)
         inputs = (
-            _inputs(node, event, upstream, sent, by_id, called)
+            _inputs(node, event, upstream, sent, by_id, called, exact)
             if node is not None
             else [
-                _unknown(int(p), called, rule, upstream, sent, k)
+                _unknown(int(p), called, rule, upstream, sent, k, exact)
                 for k, (p, rule) in enumerate(zip(event.parents, event.rules, strict=True))
             ]
         )
         cards[index] = StepCard(
             node=node_id,
             title=titles.get(node_id, called.get(node_id, f"NodeId({node_id})")),
-            upstream=_text(upstream),
+            upstream=_text(upstream, exact),
             inputs=inputs,
         )
     return cards
+
+
+def _sent_by_step(events: Sequence[Event]) -> dict[int, list[Value]]:
+    """The index of each `StepStarted` -> the values its step sent, in order (the step's gradients registered before
+    the next step starts): one walk over the events, however many steps."""
+    sent: dict[int, list[Value]] = {}
+    step: list[Value] = []
+    node_id = None
+    for index, event in enumerate(events):
+        if isinstance(event, StepStarted):
+            step, node_id = sent.setdefault(index, []), int(event.node_id)
+        elif isinstance(event, GradientRegistered) and event.source is not None and int(event.source) == node_id:
+            step.append(event.value)
+    return sent
 
 
 def _slots(node: NodeSnapshot) -> list[int]:
@@ -184,24 +203,24 @@ def _inputs(
     sent: list[Value],
     by_id: dict[int, NodeSnapshot],
     called: dict[int, str],
+    exact: Exact,
 ) -> list[CardInput]:
     op, constant = op_kind(node.op), node.op.partition("(")[2].rstrip(")")
     # in a formula, an operand that is an expression gets brackets: `2·(pred − target)`, `1 − (w @ x + b)²`
-    operand_names = [_wrapped(called.get(int(i), f"NodeId({int(i)})")) for i in node.inputs]
+    operand_names = [_wrapped(name_or_id(called, i)) for i in node.inputs]
     operand_values: list[Value] = [by_id[int(i)].value if int(i) in by_id else None for i in node.inputs]
-    out = called.get(int(node.id), f"NodeId({int(node.id)})")
+    out = name_or_id(called, node.id)
     slots = _slots(node)
     cards = []
     for k, (parent, rule) in enumerate(zip(step.parents, step.rules, strict=True)):
         slot = slots[k] if k < len(slots) else k
         value = sent[k] if k < len(sent) else None
-        name = called.get(int(parent), f"NodeId({int(parent)})")
+        name = name_or_id(called, parent)
         if op in ELEMENTWISE and slot < len(ELEMENTWISE[op]):
-            card = _elementwise(
-                ELEMENTWISE[op][slot], operand_names, operand_values, node, out, constant, upstream, value, name
-            )
+            local = ELEMENTWISE[op][slot]
+            card = _elementwise(local, operand_names, operand_values, node, out, constant, upstream, value, name, exact)
         else:
-            card = _structural(op, slot, operand_names, operand_values, node, out, upstream, value, name, rule)
+            card = _structural(op, slot, operand_names, operand_values, node, out, upstream, value, name, rule, exact)
         cards.append(
             CardInput(
                 node=int(parent),
@@ -210,7 +229,7 @@ def _inputs(
                 derivative=card["derivative"],
                 derivative_value=card["derivative_value"],
                 product=card["product"],
-                sends=_text(value),
+                sends=_text(value, exact),
             )
         )
     return cards
@@ -226,6 +245,7 @@ def _elementwise(
     upstream: Value,
     sent: Value,
     name: str,
+    exact: Exact,
 ) -> dict[str, str]:
     expression = local.expression(names, _wrapped(out), constant)
     derivative = f"∂{_wrapped(out)}/∂{_wrapped(name)} = {expression}"
@@ -237,15 +257,15 @@ def _elementwise(
         with np.errstate(all="ignore"):
             local_value = local.value([a for a in arrays if a is not None], output, _c(constant))  # type: ignore[arg-type]
     if local_value is None or up is None or _small(sent) is None:
-        product = f"{_text(upstream)} × ({expression}), element by element = {_text(sent)}"
+        product = f"{_text(upstream, exact)} × ({expression}), element by element = {_text(sent, exact)}"
         return {"rule": f"grad × ({expression})", "derivative": derivative, "derivative_value": "", "product": product}
     local_text = _text(local_value if isinstance(local_value, float) else np.asarray(local_value, up.dtype))
     full = np.asarray(up * np.asarray(local_value, up.dtype))
-    product = f"{_text(up)} × {local_text}"
+    product = f"{_text(up, exact)} × {local_text}"
     assert isinstance(sent, np.ndarray)
     if full.shape != sent.shape:  # a broadcast operand: its gradient is the product summed back to its shape
         product += f" = {_text(full)}, summed to its shape {format_shape(sent.shape)}"
-    product += f" = {_text(sent)}"
+    product += f" = {_text(sent, exact)}"
     rule = f"grad × {expression}" if " " not in expression else f"grad × ({expression})"
     return {"rule": rule, "derivative": derivative, "derivative_value": local_text, "product": product}
 
@@ -261,9 +281,10 @@ def _structural(
     sent: Value,
     name: str,
     rule: str,
+    exact: Exact,
 ) -> dict[str, str]:
     """An op that moves or combines elements (a sum, a matmul, a reshape): its rule, with the values it used."""
-    up, result = _text(upstream), _text(sent)
+    up, result = _text(upstream, exact), _text(sent, exact)
     shape = format_shape(_shape(sent))
     if op == "matmul":
         other = names[1 - slot] if len(names) > 1 else "?"
@@ -308,22 +329,31 @@ def _shape(value: Value) -> tuple[int, ...]:
     return ()
 
 
-def _unknown(parent: int, called: dict[int, str], rule: str, upstream: Value, sent: list[Value], k: int) -> CardInput:
+def _unknown(
+    parent: int, called: dict[int, str], rule: str, upstream: Value, sent: list[Value], k: int, exact: Exact
+) -> CardInput:
     value = sent[k] if k < len(sent) else None
     return CardInput(
         node=parent,
-        input=called.get(parent, f"NodeId({parent})"),
+        input=name_or_id(called, parent),
         rule=rule,
         derivative="",
         derivative_value="",
-        product=f"with grad = {_text(upstream)}: {_text(value)}",
-        sends=_text(value),
+        product=f"with grad = {_text(upstream, exact)}: {_text(value, exact)}",
+        sends=_text(value, exact),
     )
 
 
-def gradient_sums(before: GraphSnapshot, recorder: BackwardRecorder, names: dict[int, str]) -> dict[int, GradientSum]:
-    """Every node that received a gradient: each term with the path it came along, and their sum."""
-    titles = labels(before.nodes, names)
+def gradient_sums(
+    before: GraphSnapshot,
+    recorder: BackwardRecorder,
+    names: dict[int, str],
+    named: GraphNames | None = None,
+    exact: Exact = format_array,
+) -> dict[int, GradientSum]:
+    """Every node that received a gradient: each term with the path it came along, and their sum; `named` is
+    `graph_names(before.nodes, names)` when the caller has it, `exact` writes a recorded value's numbers."""
+    titles = (named or graph_names(before.nodes, names)).titles
     by_id = {int(n.id): n for n in before.nodes}
     terms: dict[int, list[tuple[tuple[int, int], SumTerm]]] = {}
     totals: dict[int, Value] = {}
@@ -337,7 +367,7 @@ def gradient_sums(before: GraphSnapshot, recorder: BackwardRecorder, names: dict
             path = "seed: backward() starts from ones"
         else:
             source = int(event.source)
-            path = f"from {titles.get(source, f'NodeId({source})')}"
+            path = f"from {name_or_id(titles, source)}"
             pair = (source, node_id)
             k = used.get(pair, 0)
             used[pair] = k + 1
@@ -345,11 +375,11 @@ def gradient_sums(before: GraphSnapshot, recorder: BackwardRecorder, names: dict
             if user is not None and list(user.parents).count(event.node_id) > 1:  # x·x: once per operand
                 path += f" ({ORDINALS[k] if k < len(ORDINALS) else f'operand {k + 1}'} operand)"
         order = (-1, 0) if event.source is None else (int(event.source), used[(int(event.source), node_id)])
-        terms.setdefault(node_id, []).append((order, SumTerm(value=_text(event.value), path=path)))
+        terms.setdefault(node_id, []).append((order, SumTerm(value=_text(event.value, exact), path=path)))
     sums = {}
     for node_id, ordered in terms.items():
         parts = [term for _, term in sorted(ordered, key=lambda t: t[0])]  # in the order the program made the paths
-        total = _text(totals[node_id])
+        total = _text(totals[node_id], exact)
         text = " + ".join(t["value"] for t in parts) + (f" = {total}" if len(parts) > 1 else "")
         sums[node_id] = GradientSum(node=node_id, terms=parts, total=total, text=text)
     return sums

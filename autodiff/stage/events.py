@@ -10,6 +10,7 @@ from typing import Any, Literal, TypedDict
 
 import numpy as np
 
+from autodiff.printing import format_array
 from autodiff.snapshot import WHOLE_VALUE
 from autodiff.trace import (
     BackwardFinished,
@@ -24,7 +25,7 @@ from autodiff.trace import (
     TensorPreview,
 )
 
-from .format import brief, format_shape, format_values
+from .format import Exact, brief, format_shape, format_values
 from .narration import describe
 
 
@@ -100,10 +101,12 @@ StageEvent = (
 )
 
 
-def stage_event(event: Event, called: dict[int, str], edge: str | None = None) -> StageEvent:
+def stage_event(
+    event: Event, called: dict[int, str], edge: str | None = None, exact: Exact = format_array
+) -> StageEvent:
     """The event as the stage reads it; a GradientRegistered travels along `edge`, which the caller finds in the
-    picture."""
-    text = describe(event, called)
+    picture. `exact` writes a small value's numbers."""
+    text = describe(event, called, exact)
     if isinstance(event, TapeBuilt):
         nodes = [int(n) for bucket in event.buckets for n in bucket]
         return TapeBuiltEvent(kind=event.kind, text=text, nodes=nodes)
@@ -125,9 +128,9 @@ def stage_event(event: Event, called: dict[int, str], edge: str | None = None) -
             node=int(event.node_id),
             source=source,
             edge=edge,
-            value=brief(event.value),
-            total=brief(event.total),
-            total_full=format_values(event.total),
+            value=brief(event.value, exact),
+            total=brief(event.total, exact),
+            total_full=format_values(event.total, exact),
             shape=format_shape(_shape(event.total)),
             accumulated=event.accumulated,
             numbers=_checkable(event.value),
@@ -153,4 +156,4 @@ def _checkable(values: np.ndarray | TensorPreview) -> list[float] | None:
     """Every number of a value small enough to predict by hand (an exercise checks answers against it)."""
     if isinstance(values, TensorPreview) or values.size > WHOLE_VALUE:
         return None
-    return [float(v) for v in np.ravel(values)]
+    return np.ravel(values).astype(np.float64).tolist()

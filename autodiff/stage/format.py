@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from autodiff.printing import format_array, format_float
@@ -11,15 +13,39 @@ from autodiff.trace import TensorPreview
 MAX_VALUES = 16  # a value with more numbers is written as its first ones and how many there are
 WHOLE = WHOLE_VALUE  # a value with at most this many numbers is written whole (a student can check it by hand)
 
+Exact = Callable[[np.ndarray], str]  # an array's every number, as `format_array` writes them
+
+
+class ArrayTexts:
+    """`format_array` that writes each array of numbers once, for one payload: a replay writes one recorded gradient
+    in its event, its caption, the cards of the steps that send and receive it and its node's sum, and a big graph's
+    gradients repeat a few values (a 5,000-node replay's 11,000 are some 1,000 different ones). An array is found by
+    its identity (it is held here, so no other array takes that identity meanwhile), else by its contents."""
+
+    def __init__(self) -> None:
+        self._by_identity: dict[int, tuple[np.ndarray, str]] = {}
+        self._by_contents: dict[tuple[str, tuple[int, ...], bytes], str] = {}
+
+    def __call__(self, array: np.ndarray) -> str:
+        known = self._by_identity.get(id(array))
+        if known is not None:
+            return known[1]
+        contents = (array.dtype.str, array.shape, array.tobytes())
+        text = self._by_contents.get(contents)
+        if text is None:
+            text = self._by_contents[contents] = format_array(array)
+        self._by_identity[id(array)] = (array, text)
+        return text
+
 
 def format_number(value: float) -> str:
     """A measurement (an error, a ratio): four significant digits are all it means."""
     return f"{value:.4g}"
 
 
-def format_values(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
-    """A tensor's values as the seed prints them (`[5.4365635, 14.778112]`); a large one as its first values
-    and how many there are, or as its shape and min / mean / max."""
+def format_values(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exact = format_array) -> str:
+    """A tensor's values as the seed prints them (`[5.4365635, 14.778112]`, written by `exact`); a large one as its
+    first values and how many there are, or as its shape and min / mean / max."""
     if values is None:
         return "—"
     if isinstance(values, ValueSummary):
@@ -34,7 +60,7 @@ def format_values(values: np.ndarray | TensorPreview | ValueSummary | None) -> s
     if array.size > MAX_VALUES:
         flat = ", ".join(format_float(v, array.dtype) for v in array.ravel()[:MAX_VALUES])
         return f"[{flat}, …] ({array.size:,} values)"
-    return format_array(array)
+    return exact(array)
 
 
 def format_bytes(nbytes: int) -> str:
@@ -49,8 +75,9 @@ def format_shape(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def compact(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
-    """A value short enough for a node: whole when it has a few numbers, else its shape and range."""
+def compact(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exact = format_array) -> str:
+    """A value short enough for a node: whole when it has a few numbers (written by `exact`), else its shape and
+    range."""
     if values is None:
         return "—"
     if isinstance(values, ValueSummary):
@@ -61,7 +88,7 @@ def compact(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
         return f"{format_shape(values.shape)}, {values.size:,} values"
     array = np.asarray(values)
     if array.size <= WHOLE:
-        return format_values(array)
+        return format_values(array, exact)
     low, high = float(array.min()), float(array.max())
     if low == high:
         return f"{format_shape(array.shape)}, all {_short(low)}"
@@ -71,13 +98,13 @@ def compact(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
 BRIEF_ABOVE = 4  # on the picture, a value with more numbers shows each to four significant digits
 
 
-def brief(values: np.ndarray | TensorPreview | ValueSummary | None) -> str:
+def brief(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exact = format_array) -> str:
     """A value as a node or an edge of the picture says it: `compact`, but a tensor of 5 to 16 numbers with four
     significant digits each (`[[0.8506, 0.637], …]`), so its box stays small. The card and the container keep every
     digit."""
     if isinstance(values, np.ndarray) and BRIEF_ABOVE < values.size <= WHOLE:
         return _nested(np.asarray(values, dtype=np.float64).tolist())
-    return compact(values)
+    return compact(values, exact)
 
 
 def _nested(values: object) -> str:

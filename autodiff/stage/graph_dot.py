@@ -106,10 +106,15 @@ def _grad_line(node: NodeSnapshot, state: str, overlay: Overlay) -> str:
     return STATE_WORDS[state]
 
 
-def picture(snapshot: GraphSnapshot, names: dict[int, str], overlay: Overlay | None = None) -> Picture:
-    """What each node and edge of `snapshot` shows."""
+def picture(
+    snapshot: GraphSnapshot,
+    names: dict[int, str],
+    overlay: Overlay | None = None,
+    titles: Mapping[int, str] | None = None,
+) -> Picture:
+    """What each node and edge of `snapshot` shows; `titles` are its nodes' `labels` when the caller has them."""
     overlay = overlay or Overlay()
-    titles = labels(snapshot.nodes, names)
+    titles = titles if titles is not None else labels(snapshot.nodes, names)
     nodes = []
     for node in snapshot.nodes:
         state = node_state(node, overlay)

@@ -16,6 +16,7 @@ press per run; its card says what came into it and what it sent out, added up in
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
@@ -23,10 +24,11 @@ from typing import Literal, TypedDict
 import numpy as np
 
 from autodiff import BackwardRecorder, NodeSnapshot, Requirement
+from autodiff.printing import format_array
 from autodiff.trace import BackwardFinished, GradientRegistered, StepStarted, SweepFreed
 
-from .format import compact
-from .naming import op_kind
+from .format import Exact, compact
+from .naming import name_or_id, op_kind
 
 SMALL_GRAPH = 8  # a graph this small is drawn whole: groups appear where they help (an explicit scope still shows)
 MAX_CHILDREN = 16  # an unfolded group shows at most this many boxes; a longer list splits into ranges
@@ -345,7 +347,7 @@ def _range_name(chunk: list[_Group | int], called: Mapping[int, str]) -> str:
         return _span_name(first.name, last.name, len(chunk))
 
     def name(child: _Group | int) -> str:
-        text = child.name if isinstance(child, _Group) else called.get(child, f"NodeId({child})")
+        text = child.name if isinstance(child, _Group) else name_or_id(called, child)
         return text if len(text) <= 24 else text[:23] + "…"
 
     return f"{name(first)} … {name(last)}"
@@ -356,9 +358,10 @@ def group_runs(
     node_group: Mapping[int, str],
     recorder: BackwardRecorder,
     called: Mapping[int, str],
+    exact: Exact = format_array,
 ) -> None:
     """Fill each group's `runs`: the steps the tape runs one after another inside it, with what came in and went
-    out, added up from the engine's own values."""
+    out, added up from the engine's own values (`exact` writes a small sum's numbers)."""
     parent = {g["element"]: g["parent"] for g in groups}
     index = {g["element"]: g for g in groups}
 
@@ -369,12 +372,14 @@ def group_runs(
             element = parent[element]
         return out
 
+    around = {node_id: ancestors(node_id) for node_id in node_group}  # each node's groups, innermost first
     members: dict[str, set[int]] = {}
-    for node_id in node_group:
-        for element in ancestors(node_id):
+    for node_id, elements in around.items():
+        for element in elements:
             members.setdefault(element, set()).add(node_id)
     events = recorder.events
     received: dict[int, list[tuple[int | None, object]]] = {}  # node -> (source, value) of every gradient it got
+    sends: list[tuple[int, int, int, object]] = []  # (event index, source, node, value) of every gradient sent
     step_at: list[tuple[int, int]] = []  # (event index, node) of each step
     ends: list[int] = []
     for k, event in enumerate(events):
@@ -384,12 +389,18 @@ def group_runs(
             step_at.append((k, int(event.node_id)))
         elif isinstance(event, SweepFreed | BackwardFinished) and len(ends) < len(step_at):
             ends.append(k - 1)
+        elif isinstance(event, GradientRegistered):
+            source = None if event.source is None else int(event.source)
+            received.setdefault(int(event.node_id), []).append((source, event.value))
+            if source is not None:
+                sends.append((k, source, int(event.node_id), event.value))
     if len(ends) < len(step_at):
         ends.append(len(events) - 1)
+    sent_at = [k for k, *_ in sends]
     open_runs: dict[str, tuple[int, list[int]]] = {}  # group -> (the step index its run ended at, its steps)
     runs: dict[str, list[list[int]]] = {}
     for s, (_, node_id) in enumerate(step_at):
-        for element in ancestors(node_id):
+        for element in around.get(node_id, []):
             current = open_runs.get(element)
             if current is not None and current[0] == s - 1:
                 current[1].append(s)
@@ -398,10 +409,6 @@ def group_runs(
                 steps = [s]
                 runs.setdefault(element, []).append(steps)
                 open_runs[element] = (s, steps)
-    for event in events:
-        if isinstance(event, GradientRegistered):
-            source = None if event.source is None else int(event.source)
-            received.setdefault(int(event.node_id), []).append((source, event.value))
     for element, group_runs_ in runs.items():
         inside = members[element]
         for steps in group_runs_:
@@ -413,29 +420,29 @@ def group_runs(
                     if source is None or source not in inside:
                         came.setdefault(node_id, []).append(value)
             sent: dict[int, list[object]] = {}
-            for event in events[first : last + 1]:
-                if not isinstance(event, GradientRegistered) or event.source is None:
-                    continue
-                if int(event.source) in inside and int(event.node_id) not in inside:
-                    sent.setdefault(int(event.node_id), []).append(event.value)
+            # the gradients sent between the run's first event and its last, found by bisection: a walk over all
+            # of them for each run of each group is the events times the groups' depth
+            for _, source, node_id, value in sends[bisect_left(sent_at, first) : bisect_right(sent_at, last)]:
+                if source in inside and node_id not in inside:
+                    sent.setdefault(node_id, []).append(value)
             index[element]["runs"].append(
                 GroupRun(
                     first=first,
                     last=last,
                     steps=len(steps),
-                    came_in=[_flow(n, called, values) for n, values in came.items()],
-                    sent=[_flow(n, called, values) for n, values in sent.items()],
+                    came_in=[_flow(n, called, values, exact) for n, values in came.items()],
+                    sent=[_flow(n, called, values, exact) for n, values in sent.items()],
                 )
             )
 
 
-def _flow(node_id: int, called: Mapping[int, str], values: list[object]) -> GroupFlow:
+def _flow(node_id: int, called: Mapping[int, str], values: list[object], exact: Exact) -> GroupFlow:
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if len(arrays) == len(values):
-        total = arrays[0].copy()
+        total = arrays[0]  # each sum is a new array: the recorded one is read, never changed
         for array in arrays[1:]:
             total = total + array
-        text = compact(total)
+        text = compact(total, exact)
     else:  # a large value that came back from a worker as a preview: only its parts can be shown
-        text = " + ".join(compact(v) for v in values)  # type: ignore[arg-type]
-    return GroupFlow(node=node_id, name=called.get(node_id, f"NodeId({node_id})"), value=text)
+        text = " + ".join(compact(v, exact) for v in values)  # type: ignore[arg-type]
+    return GroupFlow(node=node_id, name=name_or_id(called, node_id), value=text)

@@ -4,8 +4,10 @@ their names."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from autodiff import NodeId, NodeSnapshot, Tensor
 
@@ -42,6 +44,7 @@ LEAVES = {
 SUPERSCRIPT = str.maketrans("0123456789-.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻·")
 
 
+@functools.lru_cache(maxsize=1024)  # a big graph repeats a few ops thousands of times, read by several parts
 def op_kind(op: str) -> str:
     """An op's name without its constants: `mul_scalar` of `mul_scalar(3)`, `index` of `index[:, 0]`."""
     return re.split(r"[(\[]", op, maxsplit=1)[0]
@@ -67,6 +70,13 @@ def with_gone_inputs(
     return {**{i: remembered[i] for i in gone if i in remembered}, **names}
 
 
+def name_or_id(names: Mapping[int, str], node_id: int | NodeId) -> str:
+    """A node's name in `names`, else its id (`NodeId(7)`), written only when it is needed: a big replay's
+    sentences, cards and groups name nodes some 50,000 times."""
+    name = names.get(int(node_id))
+    return f"NodeId({int(node_id)})" if name is None else name
+
+
 def node_name(node_id: int | NodeId, names: Mapping[int, str]) -> str:
     """`h (NodeId(2))` for a named node, `NodeId(7)` otherwise (tables and sentences that need the id)."""
     name = names.get(int(node_id))
@@ -87,7 +97,25 @@ def expressions(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> dict
 def labels(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> dict[int, str]:
     """The title a picture gives each node: `h = x·x` for a named op, `x` for a named leaf, `x·3` unnamed."""
     nodes = list(nodes)
+    return _titles(nodes, names, expressions(nodes, names))
+
+
+@dataclass(frozen=True)
+class GraphNames:
+    """Both names of every node of a graph, worked out once: a replay's picture, events, cards, sums and groups all
+    read them, and a 5,000-node graph's expressions take a noticeable time to work out."""
+
+    called: dict[int, str]  # what a sentence calls a node: its variable, else its expression (`short_names`)
+    titles: dict[int, str]  # what its box says (`labels`)
+
+
+def graph_names(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> GraphNames:
+    nodes = list(nodes)
     exprs = expressions(nodes, names)
+    return GraphNames(called={**exprs, **names}, titles=_titles(nodes, names, exprs))
+
+
+def _titles(nodes: list[NodeSnapshot], names: Mapping[int, str], exprs: Mapping[int, str]) -> dict[int, str]:
     out = {}
     for node in nodes:
         node_id = int(node.id)

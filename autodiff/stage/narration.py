@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from autodiff import NodeSnapshot
-from autodiff.stage.naming import expressions
+from autodiff.printing import format_array
+from autodiff.stage.naming import graph_names, name_or_id
 from autodiff.trace import (
     BackwardFinished,
     Event,
@@ -19,14 +20,14 @@ from autodiff.trace import (
     TapeBuilt,
 )
 
-from .format import compact, format_bytes
+from .format import Exact, compact, format_bytes
 
 MAX_LISTED = 6  # a longer list of names or orders is summarised
 
 
 def short_names(nodes: Iterable[NodeSnapshot], names: Mapping[int, str]) -> dict[int, str]:
     """What a sentence calls each node: its variable, else its expression (`x·3`)."""
-    return {**expressions(nodes, names), **names}
+    return graph_names(nodes, names).called
 
 
 def _listed(items: list[str]) -> str:
@@ -39,9 +40,9 @@ def _steps(count: int) -> str:
     return f"{count} step" + ("" if count == 1 else "s")
 
 
-def describe(event: Event, called: dict[int, str]) -> str:
-    """The sentence for `event`; `called` names nodes (see `short_names`)."""
-    n = lambda i: called.get(int(i), f"NodeId({int(i)})")  # noqa: E731
+def describe(event: Event, called: dict[int, str], exact: Exact = format_array) -> str:
+    """The sentence for `event`; `called` names nodes (see `short_names`), `exact` writes a small value's numbers."""
+    n = lambda i: name_or_id(called, i)  # noqa: E731
     if isinstance(event, TapeBuilt):
         orders = [k for k, bucket in enumerate(event.buckets) if bucket]
         total = sum(len(b) for b in event.buckets)
@@ -61,13 +62,13 @@ def describe(event: Event, called: dict[int, str]) -> str:
             "kept ancestors."
         )
     if isinstance(event, GradientRegistered):
-        value = compact(event.value)
+        value = compact(event.value, exact)
         if event.source is None:
             return f"backward() seeds {n(event.node_id)} with ones of its shape: {value}."
         if event.accumulated:
             return (
                 f"{n(event.source)} sends {value} to {n(event.node_id)}: added to its entry, which is now "
-                f"{compact(event.total)}."
+                f"{compact(event.total, exact)}."
             )
         return f"{n(event.source)} sends {value} to {n(event.node_id)}: a new entry in the container."
     if isinstance(event, GradientConsumed):
