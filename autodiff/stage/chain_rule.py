@@ -372,7 +372,7 @@ def gradient_sums(
             k = used.get(pair, 0)
             used[pair] = k + 1
             user = by_id.get(source)
-            if user is not None and list(user.parents).count(event.node_id) > 1:  # x·x: once per operand
+            if user is not None and user.parents.count(event.node_id) > 1:  # x·x: once per operand
                 path += f" ({ORDINALS[k] if k < len(ORDINALS) else f'operand {k + 1}'} operand)"
         order = (-1, 0) if event.source is None else (int(event.source), used[(int(event.source), node_id)])
         terms.setdefault(node_id, []).append((order, SumTerm(value=_text(event.value, exact), path=path)))

@@ -6,7 +6,6 @@ node and edge element ids (`n3`, `e0_2_1`) are made here and nowhere else (group
 from __future__ import annotations
 
 import html
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,7 +133,7 @@ def picture(
         )
     known = {int(node.id) for node in snapshot.nodes}
     edges = []
-    counts: Counter[tuple[int, int]] = Counter()
+    counts: dict[tuple[int, int], int] = {}  # not a Counter: its missing key costs a Python call
     for node in snapshot.nodes:
         tracked = list(node.parents)
         for input_id in node.inputs:
@@ -144,8 +143,9 @@ def picture(
             if is_tracked:
                 tracked.remove(input_id)
             pair = (int(input_id), int(node.id))
-            element = f"e{pair[0]}_{pair[1]}_{counts[pair]}"  # the k-th edge of a pair (x * x has two)
-            counts[pair] += 1
+            k = counts.get(pair, 0)
+            counts[pair] = k + 1
+            element = f"e{pair[0]}_{pair[1]}_{k}"  # the k-th edge of a pair (x * x has two)
             edges.append(PictureEdge(element, f"n{pair[0]}", f"n{pair[1]}", is_tracked, *pair))
     return Picture(tuple(nodes), tuple(edges))
 

@@ -35,6 +35,7 @@ MAX_CHILDREN = 16  # an unfolded group shows at most this many boxes; a longer l
 LINE_GROUPS_ABOVE = 8  # a level with more nodes of its own than this groups each statement's nodes
 MIN_LINE_GROUP = 3  # a statement's nodes make a group from this many
 MIN_REPEAT = 3  # this many consecutive groups of one shape fold into one box with a count
+NO_USERS: frozenset[int] = frozenset()  # the users of a node nothing uses (no new empty set per look-up)
 
 GroupKind = Literal["function", "loop", "iteration", "scope", "line", "repeat", "range"]
 
@@ -114,7 +115,7 @@ def group_tree(
             element = f"g{len(groups)}"
             inside = child.node_ids()
             members = set(inside)
-            leaving = [n for n in inside if users.get(n, set()) - members]
+            leaving = [n for n in inside if not users.get(n, NO_USERS) <= members]
             output = max(leaving) if leaving else max(inside)
             # the lines of its ops (an input it holds may be written far away, as a layer's weights are)
             lines = [spans[n] for n in inside if spans and n in spans and by_id[n].inputs]
