@@ -41,7 +41,7 @@ page = st.navigation(sections, position="hidden")
 accessible_styles()
 
 with st.sidebar:
-    sidebar_links(sections)
+    sidebar_links()
     st.toggle("Presenter mode", key="presenter", help="Larger text and graphs, fewer controls: for a projector.")
     publish_presenter()
     mlx_missing = mlx_unavailable_reason()

@@ -15,7 +15,7 @@ trivial page's included. Each simulated student connects from its own loopback a
 browser does. A few real Chromium sessions open a lesson at the same time. The load generator runs on the same
 machine: its own CPU is printed beside the figures.
 
-Run: python bench/classroom.py [--sessions 30 60] [--replicas 0 2] [--opens 10]
+Run: python bench/classroom.py [--sessions 30 60] [--replicas 0 2] [--opens 10] [--pages (part 1 only)]
 """
 
 from __future__ import annotations
@@ -260,10 +260,13 @@ def main() -> None:
     parser.add_argument(
         "--opens", type=int, default=10, help="page opens per page and round for the CPU costs (0: skip them)"
     )
+    parser.add_argument("--pages", action="store_true", help="only part 1: the CPU costs of page opens")
     args = parser.parse_args()
     print(f"# {time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}")
     if args.opens:
         page_costs(args.opens)
+    if args.pages:
+        return
     for sessions in args.sessions:
         floor(sessions)
     for replicas in args.replicas:

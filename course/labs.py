@@ -34,7 +34,7 @@ from autodiff.trace import BackwardFinished, Recomputed, SavedStateFreed, Tensor
 if TYPE_CHECKING:
     from autodiff.crosscheck import CrossCheck
 from .programs import ProgramRun, memory_forward, record_program, seed_program, shared_losses
-from .scenarios import gradient_consumption, memory_experiment, python_value
+from .scenarios import GradRow, gradient_consumption, memory_experiment, python_value
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,18 @@ class Outcome:
     query: str = ""  # the expression `result` is the value of, when it is not the action itself
 
 
+def seed_grad_rows(backend: str = "numpy") -> list[GradRow]:
+    """The seed's gradient table: what each `grad` call returns after one backward, and why (the same for everyone)."""
+    return gradient_consumption(Device.named(backend).autodiff()).rows
+
+
 class ConsumptionLab:
     """The seed's gradient table, then free queries on the `Gradients` container of a fresh backward of the
     same program (on a device of its own, so the table's `grad_remove` does not carry over)."""
 
     def __init__(self, backend: str = "numpy") -> None:
         self.backend = backend
-        self.rows = gradient_consumption(Device.named(backend).autodiff()).rows
+        self.rows = seed_grad_rows(backend)
         self.ad = Device.named(backend).autodiff(keep_values=True)  # its graph shows each value
         self.tensors: dict[str, Tensor] = seed_program(self.ad)
         self.grads: Gradients = self.tensors["loss"].backward()

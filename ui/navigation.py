@@ -64,15 +64,29 @@ def navigation_pages() -> dict[str, list[st.Page]]:
     return sections
 
 
-def sidebar_links(sections: dict[str, list[st.Page]]) -> None:
+@st.cache_data(show_spinner=False, max_entries=1)
+def sidebar_links() -> None:
     """The sidebar's navigation: one link per page under plain section names. `app.py` hides Streamlit's own
     navigation (`position="hidden"`) because its markup fails WCAG (a `ul` whose children are `div`s, `li`
-    outside any list); links are plain anchors, so a screen reader lists them and Tab walks them in order."""
-    for section, pages in sections.items():
+    outside any list); links are plain anchors, so a screen reader lists them and Tab walks them in order.
+    The same on every page: drawn once per server, then replayed (11 links and 5 headings, about 2 ms a run)."""
+    for section, pages in navigation_pages().items():
         if section:
             st.markdown(f"**{section}**")
         for page in pages:
             st.page_link(page)
+
+
+@st.cache_data(show_spinner=False, max_entries=1)
+def lesson_list() -> None:
+    """Home's list of the lessons by section, each a link and its one line: drawn once per server, then replayed."""
+    for section in dict.fromkeys(lesson.section for lesson in LESSONS if lesson.section):
+        st.markdown(f"**{section}**")
+        for lesson in (lesson for lesson in LESSONS if lesson.section == section):
+            left, right = st.columns([1, 3])
+            with left:
+                st.page_link(lesson.path, label=lesson.title)
+            right.markdown(lesson.summary)
 
 
 def lesson_intro(title: str, text: str) -> None:

@@ -1,10 +1,10 @@
 import streamlit as st
 
-from course.labs import ConsumptionLab
+from course.labs import seed_grad_rows
 from course.programs import PROGRAMS
 from ui.code import code_block
-from ui.navigation import LESSONS, lesson_intro
-from ui.state import session_lab
+from ui.navigation import lesson_intro, lesson_list
+from ui.state import current_backend, shared_result
 from ui.tables import SEED_NOTE, data_table
 
 lesson_intro(
@@ -22,15 +22,9 @@ Memory held for the backward pass stays held until a backward runs, which the le
 st.subheader("The first program")
 st.markdown("`x` is used on two paths (`x * x` and `x * 3`), so its gradient is the sum of both: 2x + 3.")
 code_block(PROGRAMS["seed"].source)
-lab = session_lab("home_seed", ConsumptionLab)
-data_table([{"Python": r.call, "Returns": r.returns, "Why": r.reason} for r in lab.rows])
+rows = shared_result(seed_grad_rows, current_backend())  # the same for every student: computed once per server
+data_table([{"Python": r.call, "Returns": r.returns, "Why": r.reason} for r in rows])
 st.caption(SEED_NOTE)
 
 st.subheader("Lessons")
-for section in dict.fromkeys(lesson.section for lesson in LESSONS if lesson.section):
-    st.markdown(f"**{section}**")
-    for lesson in (lesson for lesson in LESSONS if lesson.section == section):
-        left, right = st.columns([1, 3])
-        with left:
-            st.page_link(lesson.path, label=lesson.title)
-        right.markdown(lesson.summary)
+lesson_list()
