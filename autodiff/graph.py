@@ -120,34 +120,51 @@ def per_constant(build: Callable[..., Op]) -> Callable[..., Op]:
     return op
 
 
-_NONE: dict = {}  # a freed step's saved tensors and recipes: shared, never written
+_NONE: dict = {}  # a freed step's recipes: shared, never written
 
 
-class Step:
+class Step(dict[str, "Buffer"]):
     """A registered operation awaiting backward (Burn's `OpsStep`). The server runs it once
     (`AutodiffServer.run_step`): it consumes its node's gradient, sends one to each tracked parent by
-    its rule, and frees what it saved."""
+    its rule, and frees what it saved.
 
-    __slots__ = ("node", "op", "rules", "saved", "recipes")
+    A step is itself the table of the tensors it saved (`step["x"]`, also named `step.saved`): one object per op,
+    not two, for the cyclic collector to walk while a graph waits for its backward."""
 
-    def __init__(self, node: Node, op: str, rules: tuple[Rule, ...], saved: dict[str, Buffer]) -> None:
+    __slots__ = ("node", "op", "rules", "recipes")
+
+    def __init__(self, node: Node, op: str, rules: tuple[Rule, ...], saved: dict[str, Buffer] | None = None) -> None:
+        if saved:
+            self.update(saved)
         self.node = node
         self.op = op
         self.rules = rules  # one per tracked parent, aligned with node.parents
-        self.saved = saved
         # balanced checkpointing: saved names whose value is recomputed from this node in backward (the
         # strategy gives a step its own table when it has one: this empty one is shared, never written)
         self.recipes: dict[str, NodeId] = _NONE
 
     @property
+    def saved(self) -> dict[str, Buffer]:
+        """The tensors this step keeps for its rules, by the names they read (`x`, `a`, `b`, `y`)."""
+        return self
+
+    @property
     def saved_bytes(self) -> int:
         """Bytes of the distinct buffers this step keeps alive (shared ones counted once here)."""
-        owners = {id(b.allocation): b.allocation.owned_bytes for b in self.saved.values()}
+        owners = {id(b.allocation): b.allocation.owned_bytes for b in self.values()}
         return sum(owners.values())
 
     def free_saved(self) -> None:
-        self.saved = _NONE
+        self.clear()
         self.recipes = _NONE
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.op}, {NodeId(self.node.id)!r}, saved=[{', '.join(self)}])"
+
+    # a step is one operation, not a value: compared and hashed by identity, never by what it saved
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__  # type: ignore[assignment]
 
 
 class RootStep(Step):
@@ -157,7 +174,7 @@ class RootStep(Step):
     __slots__ = ()
 
     def __init__(self, node: Node) -> None:
-        super().__init__(node, "leaf", (), {})
+        super().__init__(node, "leaf", ())
 
 
 class UntrackedOpsStep(Step):
@@ -167,7 +184,7 @@ class UntrackedOpsStep(Step):
     __slots__ = ()
 
     def __init__(self, node: Node, op: str) -> None:
-        super().__init__(node, op, (), {})
+        super().__init__(node, op, ())
 
 
 def tape_of(steps: list[Step]) -> list[list[Step]]:

@@ -55,10 +55,11 @@ class NodeRecord(weakref.ref[Handle]):
     server is told when it goes if it asked (one object per node, not a record and a reference). Made by
     `GraphMemoryManagement.track`, which sets every field."""
 
-    __slots__ = ("node", "op", "inputs", "forward", "outcome", "outcome_in", "users", "removed")
+    __slots__ = ("node", "op", "input_nodes", "forward", "outcome", "outcome_in", "users", "removed")
     node: Node
     op: str
-    inputs: tuple[NodeId, ...]
+    # the nodes of every input, tracked or not, in argument order (the op's own tuple: no copy per op)
+    input_nodes: tuple[Node, ...]
     forward: Callable[..., Buffer] | None  # the op's forward on buffers, so a graph can be recomputed elsewhere
     outcome: NodeStatus | None  # CONSUMED or FREED once its step has left the server
     outcome_in: int  # the backward that decided it (records are forgotten one backward later)
@@ -67,6 +68,11 @@ class NodeRecord(weakref.ref[Handle]):
     # steps that need it can never run again, and the next cleanup frees them (unavailable). Never a leaf: a
     # leaf has no step to run, so a path through it needs nothing that was consumed.
     removed: bool
+
+    @property
+    def inputs(self) -> tuple[NodeId, ...]:
+        """The ids of every input, tracked or not."""
+        return tuple([node.id for node in self.input_nodes])
 
 
 class MemoryPolicy:
@@ -172,7 +178,7 @@ class GraphMemoryManagement:
         handle: Handle,
         on_drop: Callable[[NodeRecord], None] | None,
         op: str,
-        inputs: tuple[NodeId, ...] = (),
+        inputs: tuple[Node, ...] = (),
         forward: Callable[..., Buffer] | None = None,
     ) -> None:
         """Remember a new node: a leaf, or an op's output with its inputs. `handle` is what holds the node (its
@@ -180,10 +186,10 @@ class GraphMemoryManagement:
         records = self.records
         node_id = node.id
         record = records[node_id] = NodeRecord(handle, on_drop)
-        record.node, record.op, record.inputs = node, op, inputs
+        record.node, record.op, record.input_nodes = node, op, inputs
         record.forward, record.outcome, record.outcome_in, record.users, record.removed = forward, None, -1, 0, False
-        for input_id in inputs:
-            used = records.get(input_id)
+        for input_node in inputs:
+            used = records.get(input_node.id)
             if used is not None:
                 used.users += 1
         if self.observer is not NO_OBSERVER:
@@ -226,17 +232,17 @@ class GraphMemoryManagement:
         record = self.records.pop(node_id)
         if self.observer is not NO_OBSERVER:
             self.observer.forgotten(node_id)
-        if record.inputs:
+        if record.input_nodes:
             self._forget_inputs(record)
 
     def _forget_inputs(self, record: NodeRecord) -> None:
-        inputs, record.inputs = record.inputs, ()
-        for input_id in inputs:
-            used = self.records.get(input_id)
+        inputs, record.input_nodes = record.input_nodes, ()
+        for input_node in inputs:
+            used = self.records.get(input_node.id)
             if used is not None:
                 used.users -= 1
                 if used.users == 0 and used() is None and _is_constant(used):
-                    self.forget(input_id)
+                    self.forget(input_node.id)
 
     # -- the cleanup at the end of a backward --------------------------------------------------------
     def useless_steps(self, steps: Steps) -> list[NodeId]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, MutableMapping
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 
 from .checkpointing import Checkpointer, CheckpointStrategy, NoCheckpointing
 from .errors import TapeConsumedError
@@ -39,7 +39,8 @@ class AutodiffServer:
         self.steps: MutableMapping[NodeId, Step] = CountedSteps() if self.policy.watches_op_outputs else {}
         self.memory = GraphMemoryManagement()
         self._watch_op_outputs = self.policy.watches_op_outputs
-        self._next_id = 0
+        # the next id: a plain int handed out as a `NodeId` (see there), without a call to cast it on every op
+        self._next_id: Any = 0
         self.backward_count = 0
 
     @property
@@ -52,9 +53,9 @@ class AutodiffServer:
 
     # -- registration ------------------------------------------------------------------------------
     def new_node_id(self) -> NodeId:
-        node_id = self._next_id
+        node_id: NodeId = self._next_id
         self._next_id = node_id + 1
-        return cast(NodeId, node_id)  # a plain int (see `NodeId`)
+        return node_id
 
     def register_leaf(self, node: Node, value: Buffer, handle: Handle, op: str) -> None:
         """A leaf's node, held by `handle` (its tensor); its drop is always watched (a constant is forgotten)."""
@@ -67,7 +68,7 @@ class AutodiffServer:
         value: Buffer,
         handle: Handle,
         step: Step,
-        inputs: tuple[NodeId, ...],
+        inputs: tuple[Node, ...],
         forward: Callable[..., Buffer] | None = None,
     ) -> None:
         """An op's output (`value`, held by `handle`) and its one step (tracked or untracked)."""
@@ -103,7 +104,8 @@ class AutodiffServer:
         self.backward_count += 1
         self.pool.reset_peak()
         tape = self.build_tape(reachable, retain_graph)
-        recorder.tape_built(root.id, tape)
+        if recorder is not NO_OBSERVER:
+            recorder.tape_built(root.id, tape)
         grads = Gradients.new(root.id, value, recorder, into)
         checkpointer = self.strategy.checkpointer(tape, self.memory.records, self.pool, recorder)
         self.execute_steps(tape, grads, checkpointer, recorder)
@@ -186,8 +188,10 @@ class AutodiffServer:
         for node_id in freed:
             self.free_step(node_id)
             memory.step_freed(node_id, self.backward_count)
-        recorder.swept(tuple(freed), bytes_before - self.pool.bytes_in_use)
-        self.strategy.prune(self.steps, memory.records)
+        if recorder is not NO_OBSERVER:
+            recorder.swept(tuple(freed), bytes_before - self.pool.bytes_in_use)
+        if self.strategy.keeps_recipes:
+            self.strategy.prune(self.steps, memory.records)
 
     def free_step(self, node_id: NodeId) -> Step | None:
         """Take a pending step off the server without running it, and free what it kept."""

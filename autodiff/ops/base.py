@@ -56,23 +56,24 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
         tracked = _FIRST if a.requirement is not _UNTRACKED else ()
     else:
         nodes, order, tracked = _prepare(inputs)
+    shape = out.array.shape
+    if shape == nodes[0].shape:  # most ops keep their first input's shape: its tuple, one object fewer per op
+        shape = nodes[0].shape
     node_id = server.new_node_id()
     if not tracked:
-        node = Node(node_id, (), order, _UNTRACKED, out.array.shape, not op.compute_bound)
+        node = Node(node_id, (), order, _UNTRACKED, shape, not op.compute_bound)
         step: Step = UntrackedOpsStep(node, op.name)
     elif len(tracked) == n:  # every input tracked: the op's own rules, and every saved tensor they need
-        node = Node(node_id, nodes, order, _GRAD_IN_BACKWARD, out.array.shape, not op.compute_bound)
-        saved = {}
-        for name, source in op.needs:
-            saved[name] = out if source < 0 else values[source]
-        step = Step(node, op.name, op.rules, saved)
+        node = Node(node_id, nodes, order, _GRAD_IN_BACKWARD, shape, not op.compute_bound)
+        step = Step(node, op.name, op.rules)
+        for name, source in op.needs:  # the tensors the rules read
+            step[name] = out if source < 0 else values[source]
     else:
-        node, step = _partly_tracked(node_id, op, nodes, order, tracked, values, out)
+        node, step = _partly_tracked(node_id, op, nodes, order, tracked, values, out, shape)
     if tracked and server.strategy.keeps_recipes:
         server.strategy.checkpoint(step, op, nodes, values)
     output = type(first)(out, device, node)
-    ids = (nodes[0].id,) if n == 1 else (nodes[0].id, nodes[1].id) if n == 2 else tuple([x.id for x in nodes])
-    server.register(node, out, output, step, ids, op.forward)
+    server.register(node, out, output, step, nodes, op.forward)
     return output
 
 
@@ -101,16 +102,16 @@ def _partly_tracked(
     tracked: tuple[int, ...],
     values: tuple[Buffer, ...],
     out: Buffer,
+    shape: tuple[int, ...],
 ) -> tuple[Node, Step]:
     """Some inputs untracked: the node's parents are the tracked ones, the step has their rules and keeps only the
     saved tensors those need (an operand is kept only when the other one is tracked). Compute-bound whatever the
     op: an untracked input cannot be checkpointed, so Burn treats the op as compute-bound."""
-    node = Node(node_id, tuple([nodes[k] for k in tracked]), order, _GRAD_IN_BACKWARD, out.array.shape)
-    rules = tuple([op.rules[k] for k in tracked])
-    saved = {}
+    node = Node(node_id, tuple([nodes[k] for k in tracked]), order, _GRAD_IN_BACKWARD, shape)
+    step = Step(node, op.name, tuple([op.rules[k] for k in tracked]))
     for name, source in dict.fromkeys(source for k in tracked for source in op.sources[k]):
-        saved[name] = out if source < 0 else values[source]
-    return node, Step(node, op.name, rules, saved)
+        step[name] = out if source < 0 else values[source]
+    return node, step
 
 
 def _no_node() -> NoReturn:
