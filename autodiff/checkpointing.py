@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .graph import Node, NodeId, Op, Step
-from .observer import NO_OBSERVER, Observer
+from .observer import Observer
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -36,9 +36,6 @@ class Checkpointer:
 
     def release(self, step: Step) -> None:
         """A step ran: what it saved is freed (Burn drops the step it consumed)."""
-        if self._recorder is NO_OBSERVER:
-            step.free_saved()
-            return
         bytes_before = self._pool.bytes_in_use
         step.free_saved()
         self._recorder.saved_state_freed(step, bytes_before, self._pool)

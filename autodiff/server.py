@@ -168,7 +168,8 @@ class AutodiffServer:
         if recorder is not NO_OBSERVER:  # a check costs less than a call that does nothing, on every step
             recorder.step_started(step)
         node = step.node
-        saved = checkpointer.retrieve(step)  # the saved state, recomputed values included
+        # the saved state: what the step kept, and values recomputed in place of its recipes
+        saved = checkpointer.retrieve(step) if step.recipes else step
         grad = grads.consume(node)
         node_id = node.id
         for parent, rule in zip(node.parents, step.rules, strict=True):
@@ -176,7 +177,10 @@ class AutodiffServer:
             if parent_grad.array.shape != parent.shape:  # the input was broadcast
                 parent_grad = parent_grad.sum_to(parent.shape)
             grads.register(parent.id, parent_grad, node_id)
-        checkpointer.release(step)
+        if recorder is NO_OBSERVER:
+            step.free_saved()  # what it saved is freed: Burn drops the step it consumed
+        else:
+            checkpointer.release(step)  # the same, and the recorder hears the bytes it gave back
 
     def cleanup(self, recorder: Observer = NO_OBSERVER) -> None:
         """Burn's memory management after a backward: free every pending step that can no longer be

@@ -748,12 +748,13 @@ class Tensor:
                 f"These tensors live on two different devices ({self.device.name} and {other.device.name}). "
                 "Create both on the same device, or move one with without_autodiff()."
             )
-        if self.data.array.dtype != other.data.array.dtype:
+        a, b = self.data.array, other.data.array
+        if a.dtype is not b.dtype and a.dtype != b.dtype:  # a dtype is one object, nearly always: `is` first
             raise DTypeError(
                 f"Cannot combine a {self.dtype} tensor with a {other.dtype} tensor; create both with the same dtype."
             )
-        if broadcast and self.data.array.shape != other.data.array.shape:
-            broadcast_shape(self.data.shape, other.data.shape, "this operation")
+        if broadcast and other is not self and a.shape != b.shape:
+            broadcast_shape(a.shape, b.shape, "this operation")
         return self, other
 
     def _dim(self, dim: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -15,9 +16,24 @@ _IN_FLOAT64 = {
 }
 
 
+def _transcendental(function: str) -> Callable[[NumpyBuffer], Buffer]:
+    """`Buffer._rounded(function)` as a method of its own: the one the rules call on every step, one call fewer."""
+    rounded, in_float64 = ROUNDED[function], _IN_FLOAT64.get(function)
+
+    def apply(self: NumpyBuffer) -> Buffer:
+        array = self.array
+        if in_float64 is not None and array.dtype is _FLOAT64:
+            return NumpyBuffer(in_float64(array), self.pool)
+        return NumpyBuffer(rounded(array, np.empty_like(array)), self.pool)
+
+    return apply
+
+
 class NumpyBuffer(Buffer):
     __slots__ = ()
     xp: ClassVar[Any] = np
+
+    exp, log, sin, cos, tanh, sigmoid = map(_transcendental, ("exp", "log", "sin", "cos", "tanh", "sigmoid"))
 
     @property
     def dtype(self) -> str:
@@ -41,7 +57,9 @@ class NumpyBuffer(Buffer):
         return self._new(array)
 
     def sum(self) -> Buffer:
-        return self._new(self.array.sum(dtype=self.array.dtype).reshape(1))
+        # numpy's own sum (the same pairwise float32 summation), kept as an array: half the time of sum().reshape(1)
+        total = np.add.reduce(self.array, axis=None, keepdims=True)
+        return self._new(total if total.ndim == 1 else total.reshape(1))
 
     def ones_like(self) -> Buffer:
         ones = np.empty(self.array.shape, self.array.dtype)

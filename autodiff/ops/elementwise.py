@@ -4,6 +4,7 @@ what its rule needs from it: exp(x) is computed again in backward, not kept."""
 from __future__ import annotations
 
 import math
+from operator import methodcaller
 
 from ..backends.base import Buffer
 from ..graph import Op, Rule, per_constant
@@ -26,16 +27,16 @@ def _sigmoid_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
     return g * y * (1.0 - y)
 
 
-EXP = unary("exp", Buffer.exp, "grad * exp(x)", lambda g, s: g * s["x"].exp())
-LOG = unary("log", Buffer.log, "grad / x", lambda g, s: g / s["x"])
-SQRT = unary("sqrt", Buffer.sqrt, "grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0))
-SIN = unary("sin", Buffer.sin, "grad * cos(x)", lambda g, s: g * s["x"].cos())
-COS = unary("cos", Buffer.cos, "-grad * sin(x)", lambda g, s: -g * s["x"].sin())
-TANH = unary("tanh", Buffer.tanh, "grad * (1 - tanh(x)²)", _tanh_rule)
-SIGMOID = unary("sigmoid", Buffer.sigmoid, "grad * σ(x) * (1 - σ(x))", _sigmoid_rule)
-RELU = unary("relu", Buffer.relu, "grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0))
-ABS = unary("abs", Buffer.abs, "grad * sign(x)", lambda g, s: g * s["x"].sign())
-SIGN = Op("sign", Buffer.sign, (Rule("0 (sign is flat)", lambda g, s: g * 0.0),))
+EXP = unary("exp", methodcaller("exp"), "grad * exp(x)", lambda g, s: g * s["x"].exp())
+LOG = unary("log", methodcaller("log"), "grad / x", lambda g, s: g / s["x"])
+SQRT = unary("sqrt", methodcaller("sqrt"), "grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0))
+SIN = unary("sin", methodcaller("sin"), "grad * cos(x)", lambda g, s: g * s["x"].cos())
+COS = unary("cos", methodcaller("cos"), "-grad * sin(x)", lambda g, s: -g * s["x"].sin())
+TANH = unary("tanh", methodcaller("tanh"), "grad * (1 - tanh(x)²)", _tanh_rule)
+SIGMOID = unary("sigmoid", methodcaller("sigmoid"), "grad * σ(x) * (1 - σ(x))", _sigmoid_rule)
+RELU = unary("relu", methodcaller("relu"), "grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0))
+ABS = unary("abs", methodcaller("abs"), "grad * sign(x)", lambda g, s: g * s["x"].sign())
+SIGN = Op("sign", methodcaller("sign"), (Rule("0 (sign is flat)", lambda g, s: g * 0.0),))
 RECIP = unary("recip", lambda x: 1.0 / x, "-grad / x²", lambda g, s: -g / (s["x"] * s["x"]))
 TAN = unary(
     "tan",
