@@ -10,6 +10,9 @@ from playground.reference import BUILTINS, EXCEPTIONS, MODULES, OPERATORS, REFUS
 from ui.code import code_block
 
 
+# Both panels are the same for every visitor of a server: drawn once, then replayed (Streamlit keeps the elements a
+# cached function drew), not a table and a dozen markdowns built again on every open of the Playground.
+@st.cache_data(show_spinner=False, max_entries=1)  # one set of limits per server
 def limits_table(limits: Limits) -> None:
     with st.expander("Limits of one run"):
         st.table(
@@ -38,6 +41,7 @@ def limits_table(limits: Limits) -> None:
         )
 
 
+@st.cache_data(show_spinner=False, max_entries=1)
 def what_a_program_may_use() -> None:
     with st.expander("What a program may use"):
         st.markdown(
