@@ -5,12 +5,12 @@ Drawn in Python as one SVG: each band is focusable, and hovering or focusing it 
 program line that made it and why it was held, in a line under the plot (CSS only). Colours are mixed from the
 theme's own text colour (`currentColor`, as `ui/theme.py` does), so they hold in light and dark. `st.html` strips
 inline SVG, so a components-v2 component of a few lines puts the markup (made here, its text escaped) in its
-shadow root.
+shadow root. The markup travels as UTF-8 bytes, which Streamlit passes through as they are: as JSON, Memory
+policies' 250 KB of it were escaped, hashed, parsed and written again some ten times an open (5 ms of server CPU).
 """
 
 from __future__ import annotations
 
-import hashlib
 import html
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -74,9 +74,10 @@ export default function ({ data, parentElement }) {
     root.addEventListener("focusin", chosen);
     root.addEventListener("click", chosen);
   }
-  if (root.dataset.signature !== data.signature) {
-    root.innerHTML = data.html;
-    root.dataset.signature = data.signature;
+  const markup = new TextDecoder().decode(data);
+  if (root.markup !== markup) {
+    root.innerHTML = markup;
+    root.markup = markup;
   }
 }"""
 TIMELINE = st.components.v2.component("memory_timeline", html="", css="", js=_JS)
@@ -243,7 +244,7 @@ def memory_timeline(
     the functions whose source the page shows, so that a band's line is a line of it; `names`: what the stage calls
     each node (`short_names`), so that a band says `h (mul) output, saved by loss`, not node ids."""
     markup = timeline_svg(history, label, passes, offsets=program_offsets(program), names=names)
-    _draw(_signed(markup), snapshot, file_stem)
+    _draw(markup.encode(), snapshot, file_stem)
 
 
 def memory_timelines(
@@ -255,31 +256,25 @@ def memory_timelines(
     """Timelines drawn together, on one time axis and one memory scale, each with its download. `shared` names
     recordings that are the same for every student (a lesson's shared result on a backend): their markup is made
     once per server."""
-    for one, stem, signed in zip(recorded, file_stems, _shared_markup(shared, recorded, program), strict=True):
-        _draw(signed, one.snapshot, stem)
+    for one, stem, markup in zip(recorded, file_stems, _shared_markup(shared, recorded, program), strict=True):
+        _draw(markup, one.snapshot, stem)
 
 
 @st.cache_resource(show_spinner=False, max_entries=SHARED_RESULTS)
 def _shared_markup(
     identity: Hashable, _recorded: Sequence[RecordedMemory], _program: Sequence[Callable[..., object]]
-) -> tuple[tuple[str, str], ...]:
-    """Each timeline's markup and signature, scaled together: 2-6 ms a timeline (the stacking walks every entry of
-    the history), built once for `identity` (Streamlit does not hash the arguments that start with `_`)."""
+) -> tuple[bytes, ...]:
+    """Each timeline's markup, scaled together: 2-6 ms a timeline (the stacking walks every entry of the history),
+    made once for `identity` (Streamlit does not hash the arguments that start with `_`)."""
     steps, peak = shared_scale([one.history for one in _recorded])
     offsets = program_offsets(_program)
     return tuple(
-        _signed(timeline_svg(one.history, one.label, (), steps, peak, offsets, one.names)) for one in _recorded
+        timeline_svg(one.history, one.label, (), steps, peak, offsets, one.names).encode() for one in _recorded
     )
 
 
-def _signed(markup: str) -> tuple[str, str]:
-    """The markup and its signature (the browser replaces its copy only when the signature changes)."""
-    return markup, hashlib.sha256(markup.encode()).hexdigest()[:16]
-
-
-def _draw(signed: tuple[str, str], snapshot: bytes | None, file_stem: str) -> None:
-    markup, signature = signed
-    TIMELINE(data={"html": markup, "signature": signature}, key=f"{file_stem}_timeline")
+def _draw(markup: bytes, snapshot: bytes | None, file_stem: str) -> None:
+    TIMELINE(data=markup, key=f"{file_stem}_timeline")  # the browser replaces its copy only when it changed
     if snapshot is not None:
         st.download_button(
             "Download memory snapshot (memory_viz)",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 import pickle
 import re
 
@@ -21,7 +20,7 @@ MIB = 2**20
 def timelines(at: AppTest) -> list[str]:
     """The markup of each timeline on the page (what its component puts in its shadow root)."""
     return [
-        json.loads(e.proto.json)["html"]
+        e.proto.bytes.decode()  # the markup travels as UTF-8 bytes
         for e in at.main
         if e.type == "bidi_component" and e.proto.component_name == "memory_timeline"
     ]
