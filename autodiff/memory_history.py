@@ -25,6 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .observer import Observer
+from .structure import is_harness
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -256,8 +257,13 @@ class MemoryHistory(Observer):
         """The Python stack of the allocation or release, innermost first, from the buffer that asked."""
         frames: list[Frame] = []
         known = self._known
-        frame: FrameType | None = sys._getframe(3)  # past this, the history's hook and the pool
+        try:
+            frame: FrameType | None = sys._getframe(3)  # past this, the history's hook and the pool
+        except ValueError:  # a buffer freed with no Python frame left (the interpreter shutting down)
+            frame = None
         while frame is not None and len(frames) < MAX_FRAMES:
+            if is_harness(frame):  # what ran the program, not the program: its frames and the callers' are not shown
+                break
             code = frame.f_code
             key = (code.co_filename, frame.f_lineno or 0, code.co_name)
             found = known.get(key)

@@ -149,6 +149,12 @@ def _file_kind(filename: str) -> int:
 _hidden_codes: dict[int, tuple[CodeType, bool]] = {}  # by id, beside the code (see `_loops_by_code`)
 
 
+def is_harness(frame: FrameType) -> bool:
+    """A frame not to show: a function that assigns `__autodiff_hidden__` or a module that sets it (a harness
+    running a program, not the program)."""
+    return bool(frame.f_globals.get("__autodiff_hidden__")) or _hidden(frame.f_code)
+
+
 def _hidden(code: CodeType) -> bool:
     """A function that assigns a local `__autodiff_hidden__ = True` is not shown (a harness: pytest's
     `__tracebackhide__`); read from its code, whatever the value."""
@@ -324,7 +330,7 @@ def _stack_path(start: FrameType | None, entered: tuple[_Entry, ...], program: s
         if kind is None:
             kind = _file_kind(filename)
         shown = kind == _USER_FILE and (not program or filename.startswith(program))
-        if shown and not start.f_globals.get("__autodiff_hidden__") and not _hidden(start.f_code):
+        if shown and not is_harness(start):
             frames.append(start)
         start = start.f_back
     made = _made

@@ -192,3 +192,35 @@ def test_torch_memory_viz_reads_the_snapshot():
     trace = memory_viz.trace(snapshot)
     assert f"{len(snapshot['device_traces'][0])} entries" in trace
     assert trace.count("cudaMalloc(") == sum(e["action"] == "segment_alloc" for e in snapshot["device_traces"][0])
+
+
+def test_a_saved_tensor_of_the_graph_backward_runs_is_freed_by_its_step():
+    """The last pass's saved tensors go when the steps that kept them run, and the history says so (the words were
+    "freed when its last tensor was dropped" while a step's saved table outlived the call that ran it)."""
+    from ui.memory_timeline import why_held
+
+    device = Device.named("numpy")
+    device.record_memory_history(max_entries=10_000)
+    for _ in memory_experiment(device.autodiff(), size=64):
+        pass
+    history = device.memory_history
+    assert history is not None
+    allocations = {id(e.allocation): e.allocation for e in history.events}.values()
+    saved = [a for a in allocations if a.category == "activation" and a.released_at is not None]
+    by_step = [a for a in saved if why_held(a).endswith("freed when its step ran in backward")]
+    assert {a.op for a in by_step} == {"exp", "mul"} and len(by_step) == 2  # the one graph that ran backward
+    assert all("run_step" in {f.name for f in a.release_frames} for a in by_step)
+
+
+def test_a_harness_that_runs_a_program_is_never_a_buffers_line():
+    """record_program hides itself (`__autodiff_hidden__`): what backward makes under it has no program line, and
+    no frame outside it is named instead."""
+    from course.programs import record_program
+
+    run = record_program("mlp", memory_entries=5_000)
+    history = run.device.inner.memory_history
+    assert history is not None
+    frames = {f.name for e in history.events for f in e.allocation.frames}
+    assert "record_program" not in frames and "test_a_harness_that_runs_a_program_is_never_a_buffers_line" not in frames
+    assert any(e.allocation.program_frame is None for e in history.events)  # backward's gradients: line unknown
+    assert any(e.allocation.program_frame and e.allocation.program_frame.name == "mlp_program" for e in history.events)
