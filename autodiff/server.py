@@ -39,13 +39,13 @@ class AutodiffServer:
         self.steps: MutableMapping[NodeId, Step] = CountedSteps() if self.policy.watches_op_outputs else {}
         self.memory = GraphMemoryManagement()
         self._watch_op_outputs = self.policy.watches_op_outputs
-        # the next id: a plain int handed out as a `NodeId` (see there), without a call to cast it on every op
-        self._next_id: Any = 0
+        # the next node's id: a plain int handed out as a `NodeId` (see there), without a call to cast it on every op
+        self.next_id: Any = 0
         self.backward_count = 0
 
     @property
     def nodes_created(self) -> int:
-        return self._next_id
+        return self.next_id
 
     @property
     def checkpoints(self) -> dict[NodeId, Buffer]:
@@ -53,8 +53,8 @@ class AutodiffServer:
 
     # -- registration ------------------------------------------------------------------------------
     def new_node_id(self) -> NodeId:
-        node_id: NodeId = self._next_id
-        self._next_id = node_id + 1
+        node_id: NodeId = self.next_id
+        self.next_id = node_id + 1
         return node_id
 
     def register_leaf(self, node: Node, value: Buffer, handle: Handle, op: str) -> None:
@@ -172,7 +172,7 @@ class AutodiffServer:
         saved = checkpointer.retrieve(step) if step.recipes else step
         grad = grads.consume(node)
         node_id = node.id
-        for parent, rule in zip(node.parents, step.rules, strict=True):
+        for parent, rule in zip(node.parents, step.rules):  # aligned by construction (a strict zip costs 0.1 us)
             parent_grad = rule.fn(grad, saved)
             if parent_grad.array.shape != parent.shape:  # the input was broadcast
                 parent_grad = parent_grad.sum_to(parent.shape)
