@@ -172,7 +172,8 @@ class AutodiffServer:
         saved = checkpointer.retrieve(step) if step.recipes else step
         grad = grads.consume(node)
         node_id = node.id
-        for parent, rule in zip(node.parents, step.rules):  # aligned by construction (a strict zip costs 0.1 us)
+        # aligned by construction: not checked on every step (a strict zip costs 0.1 us)
+        for parent, rule in zip(node.parents, step.rules, strict=False):
             parent_grad = rule.fn(grad, saved)
             if parent_grad.array.shape != parent.shape:  # the input was broadcast
                 parent_grad = parent_grad.sum_to(parent.shape)
