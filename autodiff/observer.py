@@ -1,8 +1,9 @@
 """The one interface through which anything watches the runtime: a class of hooks that do nothing.
 
-The runtime always calls its observers; an observer that watches nothing is this class itself
-(`NO_OBSERVER`), so there is one path, not a check before each call. Three kinds watch, each
-overriding the hooks it needs:
+An observer that watches nothing is this class itself (`NO_OBSERVER`). The runtime's hot paths (every buffer
+made and freed, every op registered, every step run) ask first whether anything watches, by identity or a flag
+(`MemoryPool.watched`): a check costs less than a call that does nothing. Three kinds watch, each overriding the
+hooks it needs:
 - a backward's recorder (`trace.BackwardRecorder`), passed to `backward(recorder=...)`: the tape, each
   step, each gradient registered and consumed, what each step freed, the sweep;
 - a device's memory history (`memory_history.MemoryHistory`), set on its memory pool: every allocation
