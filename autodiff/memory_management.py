@@ -187,7 +187,8 @@ class GraphMemoryManagement:
         node_id = node.id
         record = records[node_id] = NodeRecord(handle, on_drop)
         record.node, record.op, record.input_nodes = node, op, inputs
-        record.forward, record.outcome, record.outcome_in, record.users, record.removed = forward, None, -1, 0, False
+        # `outcome_in` is set with `outcome`, and read only after
+        record.forward, record.outcome, record.users, record.removed = forward, None, 0, False
         for input_node in inputs:
             used = records.get(input_node.id)
             if used is not None:

@@ -169,7 +169,8 @@ class AutodiffServer:
             recorder.step_started(step)
         node = step.node
         # the saved state: what the step kept, and values recomputed in place of its recipes
-        saved = checkpointer.retrieve(step) if step.recipes else step
+        recipes = step.recipes
+        saved = checkpointer.retrieve(step) if recipes else step
         grad = grads.consume(node)
         node_id = node.id
         # aligned by construction: not checked on every step (a strict zip costs 0.1 us)
@@ -178,10 +179,13 @@ class AutodiffServer:
             if parent_grad.array.shape != parent.shape:  # the input was broadcast
                 parent_grad = parent_grad.sum_to(parent.shape)
             grads.register(parent.id, parent_grad, node_id)
-        if recorder is NO_OBSERVER:
-            step.free_saved()  # what it saved is freed: Burn drops the step it consumed
+        # what it saved is freed: Burn drops the step it consumed (and a recorder hears the bytes it gave back)
+        if recorder is not NO_OBSERVER:
+            checkpointer.release(step)
+        elif recipes:
+            step.free_saved()
         else:
-            checkpointer.release(step)  # the same, and the recorder hears the bytes it gave back
+            step.clear()  # a step without recipes holds nothing else
 
     def cleanup(self, recorder: Observer = NO_OBSERVER) -> None:
         """Burn's memory management after a backward: free every pending step that can no longer be

@@ -358,7 +358,7 @@ class Tensor:
 
     # -- reductions (as in Burn: sum/mean give shape [1], *_dim keep the dim with size 1) ----------
     def sum(self) -> Tensor:
-        return run_op(reduction.sum_all(self.data.shape), (self,))
+        return run_op(reduction.sum_all(self.data.array.shape), (self,))
 
     def mean(self) -> Tensor:
         return run_op(reduction.mean_all(self.data.shape), (self,))

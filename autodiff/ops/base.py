@@ -49,11 +49,16 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
     server = device.server
     if server is None:  # a tensor has a node exactly when its device has a server
         return type(first)(out, device)
-    if n == 1:  # most ops: prepared here, without a call
+    if n == 1:  # nearly every op: prepared here, without a call
         a = first.node or _no_node()
         nodes: tuple[Node, ...] = (a,)
         order = a.order + 1
         tracked = _FIRST if a.requirement is not _UNTRACKED else ()
+    elif n == 2:
+        a, b = first.node or _no_node(), inputs[1].node or _no_node()
+        nodes = (a, b)
+        order = (a.order if a.order > b.order else b.order) + 1
+        tracked = _TRACKED[a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED]
     else:
         nodes, order, tracked = _prepare(inputs)
     shape = out.array.shape
@@ -81,15 +86,18 @@ def run_op(op: Op, inputs: tuple[T, ...]) -> T:
 _FIRST: tuple[int, ...] = (0,)
 
 
+# which of two inputs are tracked, by (first tracked, second tracked)
+_TRACKED: dict[tuple[bool, bool], tuple[int, ...]] = {
+    (True, True): (0, 1),
+    (True, False): (0,),
+    (False, True): (1,),
+    (False, False): (),
+}
+
+
 def _prepare(inputs: tuple[Operand, ...]) -> tuple[tuple[Node, ...], int, tuple[int, ...]]:
-    """The inputs' nodes, the output's order (1 + the highest order among them) and which inputs are tracked."""
-    if len(inputs) == 2:
-        a, b = inputs[0].node or _no_node(), inputs[1].node or _no_node()
-        a_tracked, b_tracked = a.requirement is not _UNTRACKED, b.requirement is not _UNTRACKED
-        tracked: tuple[int, ...] = (
-            (0, 1) if a_tracked and b_tracked else (0,) if a_tracked else (1,) if b_tracked else ()
-        )
-        return (a, b), (a.order if a.order > b.order else b.order) + 1, tracked
+    """The inputs' nodes, the output's order (1 + the highest order among them) and which inputs are tracked (three
+    inputs or more: one and two are prepared in `run_op`)."""
     nodes = tuple([t.node or _no_node() for t in inputs])
     tracked = tuple([k for k, n in enumerate(nodes) if n.requirement is not _UNTRACKED])
     return nodes, max([n.order for n in nodes]) + 1, tracked
