@@ -28,10 +28,10 @@ def in_view(page, what: str, locator) -> list[str]:
 
 
 def everything_in_view(page, *buttons: str) -> None:
-    """Waits for the graph, then (5 s at most) until all is in view: the stage refits below the bar when the bar's
-    size changes."""
+    """Waits for the graph, then (15 s at most: a loaded CI machine refits slowly) until all is in view: the stage
+    refits below the bar when the bar's size changes, and a window a click scrolled comes back when it does."""
     page.locator(".stage svg g.node").nth(5).wait_for()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     while True:
         cut = in_view(page, "node", page.locator(".stage svg g.node"))
         cut += in_view(page, "badge", page.locator(".stage svg g.class-badge"))
