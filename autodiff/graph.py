@@ -133,9 +133,8 @@ class Step(dict[str, "Buffer"]):
 
     __slots__ = ("node", "op", "rules", "recipes")
 
-    def __init__(self, node: Node, op: str, rules: tuple[Rule, ...], saved: dict[str, Buffer] | None = None) -> None:
-        if saved:
-            self.update(saved)
+    def __init__(self, node: Node, op: str, rules: tuple[Rule, ...]) -> None:
+        # what it saves is written into it by `run_op`, name by name
         self.node = node
         self.op = op
         self.rules = rules  # one per tracked parent, aligned with node.parents
