@@ -172,7 +172,7 @@ def issue_41() -> None:
     with classroom_on_file() as (database, classroom, replica):
         s = class_probes.school_joins(classroom)
         print(
-            f"300 students behind one address with 100 wrong codes among them: {s.joined} joined, "
+            f"300 students of 10 classes behind one address with 100 wrong codes among them: {s.joined} joined, "
             f"{s.wrong_counted} wrong codes counted, refusals {dict(s.refusals) or 'none'} (before: the 21st wrong "
             "code refused the right one)"
         )

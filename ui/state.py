@@ -43,10 +43,12 @@ SERVER_BUDGET = MemoryBudget(_server_memory_limit())  # one per server process, 
 
 
 def client_address() -> str:
-    """The address this session's browser connects from (`classroom.clients`): what the Playground's queue is fair
-    between, and the class mode's limits count."""
+    """The address this session's browser connects from, read as the push route reads it (`classroom.clients`): what
+    the Playground's queue is fair between, and the class mode's limits count."""
     peer = st.context.ip_address
-    peer = peer if isinstance(peer, str) else ""  # no browser (AppTest): no address
+    # Streamlit hides a loopback peer (None), which is where deploy/'s nginx connects from: read as loopback, so the
+    # proxy's header counts (it had counted every visitor behind nginx as one address, "unknown")
+    peer = peer if isinstance(peer, str) and peer else clients.LOOPBACK[0]
     return clients.client_address(peer, str(st.context.headers.get("X-Forwarded-For", "")))
 
 

@@ -62,18 +62,20 @@ class SchoolFigures:
     refusals: Counter[str]  # what the students were told, when refused
 
 
-def school_joins(classroom: Classroom, students: int = 300, wrong: int = 100) -> SchoolFigures:
-    """`students` join one room from one address while a client at that address sends `wrong` codes among them (the
+def school_joins(classroom: Classroom, classes: int = 10, students: int = 30, wrong: int = 100) -> SchoolFigures:
+    """A school's `classes` classes of `students` each, every class its own room, join at once from one address (in
+    turn, a student of each class after another) while a client at that address sends `wrong` codes among them (the
     first before any student)."""
-    room = classroom.create_room("seed", 40)
+    rooms = [classroom.create_room("seed", 40).code for _ in range(classes)]
     refusals: Counter[str] = Counter()
-    joined, every = 0, students // wrong
-    for k in range(students):
+    joined, everyone = 0, classes * students
+    every = everyone // wrong
+    for k in range(everyone):
         if k % every == 0 and k < every * wrong:
             with suppress(RoomNotFound):  # what a wrong code is told; anything else shows in the figures
                 classroom.join(f"ZZZZ-{k:04d}", SCHOOL)
         try:
-            classroom.join(room.code, SCHOOL, f"student {k}")
+            classroom.join(rooms[k % classes], SCHOOL, f"student {k}")
             joined += 1
         except ClassroomError as refused:
             refusals[str(refused)] += 1
@@ -240,3 +242,58 @@ def _follow(port: int, code: str, seat: str, source: str, since: str) -> tuple[i
         connection.close()
     head, _, body = answer.partition(b"\r\n\r\n")
     return int(head.split(b" ")[1]), json.loads(body) if body else {}
+
+
+@dataclass
+class TrickleFigures:
+    closed_s: list[float]  # each request, from its head to the server closing it (inf: still open when given up)
+    answers: Counter[str]  # what each was answered before it was closed: "408", ..., or "" (closed without a word)
+    health_s: list[float]  # `/_stcore/health` meanwhile, from the trickling address and another (99: not answered)
+
+
+def trickled_bodies(
+    port: int, requests: int = 20, source: str = "127.0.0.7", every_s: float = 0.5, give_up_s: float = 40.0
+) -> TrickleFigures:
+    """Issue 54, finding 5: `requests` answers (`POST /class/api/answer`, 2,000 bytes announced) from one address, each
+    sending its body one byte every `every_s` seconds, until the server closes them; meanwhile health is asked from
+    that address and from another, once a second."""
+    head = (
+        f"POST /class/api/answer?room=ABCDEFGH HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Class-Seat: whatever\r\n"
+        "Content-Type: application/json\r\nContent-Length: 2000\r\n\r\n{"
+    ).encode()
+    held: dict[socket.socket, float] = {}
+    for _ in range(requests):
+        connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
+        connection.sendall(head)
+        held[connection] = time.monotonic()
+        connection.setblocking(False)
+    closed_s = {connection: float("inf") for connection in held}
+    received = {connection: b"" for connection in held}
+    health: list[float] = []
+    start = time.monotonic()
+    try:
+        while any(s == float("inf") for s in closed_s.values()) and time.monotonic() - start < give_up_s:
+            for connection, sent_at in held.items():
+                if closed_s[connection] != float("inf"):
+                    continue
+                try:
+                    while chunk := connection.recv(4096):
+                        received[connection] += chunk
+                    closed_s[connection] = time.monotonic() - sent_at  # b"": the server closed it
+                except BlockingIOError:
+                    try:
+                        connection.send(b" ")  # JSON allows blanks: the body stays valid, only slow
+                    except OSError:
+                        closed_s[connection] = time.monotonic() - sent_at
+                except OSError:
+                    closed_s[connection] = time.monotonic() - sent_at
+            if len(health) < 2 * (time.monotonic() - start):
+                health += [timed_get(port, "/_stcore/health", address) for address in (source, "127.0.0.8")]
+            time.sleep(every_s)
+    finally:
+        for connection in held:
+            connection.close()
+    answers = Counter(
+        data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/") else "" for data in received.values()
+    )
+    return TrickleFigures(list(closed_s.values()), answers, health)

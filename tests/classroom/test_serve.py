@@ -1,7 +1,8 @@
 """`python -m classroom.serve` as a teacher runs it, a real process on the network (0.0.0.0; here the machine's address
 is its only one besides loopback): it prints an address students can open, raises its open-files limit, drops a
 request whose head never finishes after the header timeout (however slowly it trickles), and answers 503 with a
-sentence past the per-address and total caps, while other addresses go on. Small timeout and caps keep it quick."""
+sentence past the per-address and total caps (and past the per-address cap of requests that are not long polls), while
+other addresses go on. Small timeout and caps keep it quick."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from tests.browser.probes import half_open
 
 HEADER_TIMEOUT_S = 2.0
 PER_ADDRESS = 3
+PER_ADDRESS_REQUESTS = 2
 TOTAL = 5
 FILES = 1024  # the soft limit the server starts with, as on many machines (a Mac's is 256)
 
@@ -47,6 +49,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     args = ["--port", str(port), "--header-timeout", str(HEADER_TIMEOUT_S), "--per-address", str(PER_ADDRESS)]
     args += ["--max-connections", str(TOTAL), "--database", f"sqlite:///{folder / 'class.sqlite3'}"]
+    args += ["--per-address-requests", str(PER_ADDRESS_REQUESTS)]
     env = {k: v for k, v in os.environ.items() if k != PUBLIC_URL_ENV}  # the address is its own to find
     files = (min(FILES, hard), hard)
     limit = functools.partial(resource.setrlimit, resource.RLIMIT_NOFILE, files)
@@ -145,6 +148,33 @@ def test_past_the_per_address_cap_a_request_gets_503_and_a_sentence_and_other_ad
     while get(served.port, "/_stcore/health", "127.0.0.2")[0] != 200:  # the places come back as they close
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def test_requests_that_are_not_long_polls_have_a_smaller_cap_per_address(served):
+    """Issue 54, finding 5: slow requests from one address had held every place its class's long polls need."""
+    held = []
+    try:
+        for _ in range(PER_ADDRESS_REQUESTS):  # answers whose bodies never finish (the body deadline is 10 s)
+            connection = socket.create_connection(
+                ("127.0.0.1", served.port), timeout=10, source_address=("127.0.0.9", 0)
+            )
+            connection.sendall(
+                b"POST /class/api/answer?room=ABCDEFGH HTTP/1.1\r\nHost: x\r\nContent-Length: 99\r\n\r\n{"
+            )
+            held.append(connection)
+        deadline = time.monotonic() + 10
+        while (page := get(served.port, "/", "127.0.0.9"))[0] != 503:  # once the server has the held heads
+            assert time.monotonic() < deadline, page
+            time.sleep(0.05)
+        assert page[1].decode().startswith("This server is answering as many requests from your network address as it")
+        assert "(2 at once)" in page[1].decode()
+        status, body = get(served.port, "/class/api/follow?room=ABCDEFGH", "127.0.0.9")  # a long poll: not capped
+        assert status == 404 and "join again with the room code" in json.loads(body)["error"]
+        assert get(served.port, "/_stcore/health", "127.0.0.9") == (200, b"ok")
+        assert get(served.port, "/", "127.0.0.10")[0] == 200  # another address
+    finally:
+        for connection in held:
+            connection.close()
 
 
 def test_1100_half_sent_requests_leave_health_the_page_and_a_websocket_answered(served):

@@ -1,7 +1,8 @@
 """Issue 41's class-mode findings against `python -m classroom.serve` with its shipped caps, a real process on its own
 SQLite store (the test writes the room into the same file, as another replica would): 1,100 follows on one seat, as
 the red team sent them without nginx, leave another student following and the Class page opening (the goal: 1.5 s); a
-half-sent or malformed step leaves at most one line in the server's log."""
+half-sent or malformed step leaves at most one line in the server's log; 20 answers trickling their bodies are closed
+at the body deadline while health answers."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pytest
 
 from classroom.rooms import Classroom
 from classroom.routes import MAX_WAITING_PER_SECRET
+from classroom.serve import BODY_TIMEOUT_S
 from classroom.store import open_store
-from tests.browser.class_probes import ClassServer, class_server, follow_flood, malformed_steps
-from tests.browser.harness import FIRST_RENDER_GOAL_S
+from tests.browser.class_probes import ClassServer, class_server, follow_flood, malformed_steps, trickled_bodies
+from tests.browser.harness import FIRST_RENDER_GOAL_S, HEALTH_GOAL_S
 
 
 @pytest.fixture(scope="module")
@@ -41,3 +43,13 @@ def test_a_half_sent_or_malformed_step_leaves_at_most_one_line_in_the_log(served
     """A half-sent `POST /class/api/step` with a bad key wrote a 3.8 KB traceback to the server's log."""
     figures = malformed_steps(served.port, served.log)
     assert figures.tracebacks == 0 and figures.log_lines <= 1, figures
+
+
+def test_20_answers_trickling_their_bodies_are_closed_at_the_deadline_while_health_answers(served):
+    """Issue 54, finding 5: 2,000 answers sending a byte every 12 s held every connection of their address for 50 s
+    (the page, the follow route and health answered 503), and no credentials are needed to send them."""
+    figures = trickled_bodies(served.port)
+    # closed at the deadline (not before: a slow phone's answer has that long), give or take a trickle's period
+    assert all(BODY_TIMEOUT_S - 0.5 <= s <= BODY_TIMEOUT_S + 3 for s in figures.closed_s), figures
+    assert figures.answers == {"408": 20}, figures  # told why, in a sentence, then closed
+    assert len(figures.health_s) >= 2 * BODY_TIMEOUT_S and max(figures.health_s) < 5 * HEALTH_GOAL_S, figures
