@@ -46,6 +46,7 @@ class NodeStatus(enum.Enum):
 
 
 _CONSUMED, _FREED = NodeStatus.CONSUMED, NodeStatus.FREED
+_UNTRACKED = Requirement.Untracked
 Steps = Mapping[NodeId, Step]  # the server's pending steps, as memory management reads them
 
 
@@ -63,7 +64,9 @@ class NodeRecord(weakref.ref[Handle]):
     forward: Callable[..., Buffer] | None  # the op's forward on buffers, so a graph can be recomputed elsewhere
     outcome: NodeStatus | None  # CONSUMED or FREED once its step has left the server
     outcome_in: int  # the backward that decided it (records are forgotten one backward later)
-    users: int  # records that list this node among their inputs
+    # a constant's: records that list it among their inputs (it is forgotten once none does and it is dropped);
+    # no other node's is counted, so an op on tracked tensors looks nothing up
+    users: int
     # Burn removes a node from its graph when its step is consumed with no tensor referring to it, or freed:
     # steps that need it can never run again, and the next cleanup frees them (unavailable). Never a leaf: a
     # leaf has no step to run, so a path through it needs nothing that was consumed.
@@ -190,9 +193,10 @@ class GraphMemoryManagement:
         # `outcome_in` is set with `outcome`, and read only after
         record.forward, record.outcome, record.users, record.removed = forward, None, 0, False
         for input_node in inputs:
-            used = records.get(input_node.id)
-            if used is not None:
-                used.users += 1
+            if input_node.order == 0 and input_node.requirement is _UNTRACKED:  # only a constant's users count
+                used = records.get(input_node.id)
+                if used is not None:
+                    used.users += 1
         if self.observer is not NO_OBSERVER:
             self.observer.tracked(node_id, value)
 
@@ -239,11 +243,12 @@ class GraphMemoryManagement:
     def _forget_inputs(self, record: NodeRecord) -> None:
         inputs, record.input_nodes = record.input_nodes, ()
         for input_node in inputs:
-            used = self.records.get(input_node.id)
-            if used is not None:
-                used.users -= 1
-                if used.users == 0 and used() is None and _is_constant(used):
-                    self.forget(input_node.id)
+            if input_node.order == 0 and input_node.requirement is _UNTRACKED:  # counted in `track`
+                used = self.records.get(input_node.id)
+                if used is not None:
+                    used.users -= 1
+                    if used.users == 0 and used() is None and _is_constant(used):
+                        self.forget(input_node.id)
 
     # -- the cleanup at the end of a backward --------------------------------------------------------
     def useless_steps(self, steps: Steps) -> list[NodeId]:

@@ -102,16 +102,17 @@ class AutodiffServer:
         before anything is consumed. `retain_graph` and `into` are the PyTorch policy's (see `EagerFreeing`)."""
         reachable = self.reachable_steps(root.id)
         self.backward_count += 1
-        self.pool.reset_peak()
+        pool = self.pool
+        pool.peak_bytes = pool.bytes_in_use  # `pool.reset_peak()` without the call
         tape = self.build_tape(reachable, retain_graph)
         if recorder is not NO_OBSERVER:
             recorder.tape_built(root.id, tape)
         grads = Gradients.new(root.id, value, recorder, into)
-        checkpointer = self.strategy.checkpointer(tape, self.memory.records, self.pool, recorder)
+        checkpointer = self.strategy.checkpointer(tape, self.memory.records, pool, recorder)
         self.execute_steps(tape, grads, checkpointer, recorder)
         self.cleanup(recorder)
         if recorder is not NO_OBSERVER:
-            recorder.backward_finished(self.pool, tuple(grads.node_ids()))
+            recorder.backward_finished(pool, tuple(grads.node_ids()))
         return grads
 
     def reachable_steps(self, root_id: NodeId) -> list[Step]:
@@ -145,10 +146,16 @@ class AutodiffServer:
         if retain_graph:
             return tape_of([copy.copy(step) for step in reachable])
         steps = self.steps
+        node_ids = []
+        tape: list[list[Step]] = [[] for _ in range(reachable[0].node.order + 1)]  # `tape_of`, in the same pass
         for step in reachable:
-            del steps[step.node.id]
-        self.memory.consume_nodes([step.node.id for step in reachable], self.backward_count)
-        return tape_of(reachable)
+            node = step.node
+            node_id = node.id
+            del steps[node_id]
+            node_ids.append(node_id)
+            tape[node.order].append(step)
+        self.memory.consume_nodes(node_ids, self.backward_count)
+        return tape
 
     @classmethod
     def execute_steps(

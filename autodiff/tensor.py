@@ -240,7 +240,7 @@ class Tensor:
                 "A backward pass needs a tensor computed on an autodiff device; this one is on "
                 f"'{self.device.name}'. Create the inputs on device.autodiff()."
             )
-        if not self.node.requirement.is_tracked:
+        if self.node.requirement is Requirement.Untracked:
             raise UntrackedBackwardError(
                 "This tensor does not depend on any tensor marked with require_grad(), so there is "
                 "nothing to differentiate. Call require_grad() on the inputs you want gradients for, "

@@ -59,19 +59,22 @@ class Buffer:
         self.array = array
         self.pool = pool
         self.base = base  # a view keeps its base alive and owns no bytes of its own
-        self.owned_bytes = 0
-        if base is None:
-            # counted here, not in a call to the pool: every op's output and every gradient passes through
-            nbytes = array.nbytes
-            if pool.budget is not None:
-                pool.budget.take(nbytes)  # may refuse: then nothing is counted
-            in_use = pool.bytes_in_use = pool.bytes_in_use + nbytes
-            pool.allocations += 1
-            if in_use > pool.peak_bytes:
-                pool.peak_bytes = in_use
-            self.owned_bytes = nbytes
-            if pool.watched:
-                pool.observer.allocated(self, nbytes)
+        if base is not None:
+            self.owned_bytes = 0
+            return
+        # counted here, not in a call to the pool: every op's output and every gradient passes through
+        nbytes = array.nbytes
+        budget = pool.budget
+        if budget is not None:
+            self.owned_bytes = 0  # what `__del__` gives back if the budget refuses
+            budget.take(nbytes)  # may refuse: then nothing is counted
+        in_use = pool.bytes_in_use = pool.bytes_in_use + nbytes
+        pool.allocations += 1
+        if in_use > pool.peak_bytes:
+            pool.peak_bytes = in_use
+        self.owned_bytes = nbytes
+        if pool.watched:
+            pool.observer.allocated(self, nbytes)
 
     def __del__(self) -> None:
         nbytes = self.owned_bytes
