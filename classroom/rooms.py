@@ -34,6 +34,7 @@ from classroom.store import (
     questions,
     room_programs,
     room_revisions,
+    room_seeds,
     room_steps,
     room_teachers,
     rooms,
@@ -183,6 +184,7 @@ class Classroom:
             conn.execute(room_revisions.insert().values(room=code, revision=0, tally=0))
             if program is not None:
                 conn.execute(room_programs.insert().values(room=code, source=program))
+            conn.execute(room_seeds.insert().values(room=code, seed=secrets.token_hex(16)))
         return NewRoom(code, teacher_key)
 
     def set_step(self, code: str, teacher_key: str, step: int) -> None:
@@ -237,7 +239,7 @@ class Classroom:
                 details = {"question": new_id, "closes_at": closes_at, "transfer_of": transfer_of}
                 conn.execute(question_details.insert().values(**details))
             _raise_revision(conn, room.code)
-        return Question(new_id, step, kind_, key_, VOTE1, closes_at, transfer_of)
+        return Question(new_id, step, kind_, key_, VOTE1, closes_at, transfer_of, self.question_token(code, key_))
 
     def close_vote(self, code: str, teacher_key: str, question: int) -> None:
         """End vote 1: the room discusses; answers to vote 1 are final."""
@@ -266,7 +268,7 @@ class Classroom:
             count = select(func.count()).where(students.c.room == room.code)
             asked = conn.execute(_ASKED.where(questions.c.room == room.code).order_by(questions.c.id))
             tallies: dict[int, tuple[Question, dict[int, list[Any]]]]
-            tallies = {row.id: (_question(row), {1: [], 2: []}) for row in asked}
+            tallies = {row.id: (self._question(row), {1: [], 2: []}) for row in asked}
             given = select(answers).join(questions).where(questions.c.room == room.code)
             for answer in conn.execute(given):
                 tallies[answer.question][1][answer.vote].append(answer)
@@ -297,7 +299,7 @@ class Classroom:
             )
             return [
                 AnswerRecord(
-                    question=_question(row),
+                    question=self._question(row),
                     vote=row.vote,
                     student=people[row.student][0],
                     nickname=people[row.student][1],
@@ -448,6 +450,21 @@ class Classroom:
             found = conn.execute(select(room_programs.c.source).where(room_programs.c.room == room.code)).first()
             return None if found is None else str(found.source)
 
+    def seed(self, code: str) -> int | None:
+        """The seed live room `code` draws its program's numbers from (None: a room made before rooms had seeds, which
+        keeps the lesson's numbers); the room code is all it takes, as for `program`."""
+        with self.store.read() as conn:
+            room = self._room(conn, code, self.clock())
+            if room is None:
+                raise RoomNotFound("This class has ended or never existed.")
+            found = conn.execute(select(room_seeds.c.seed).where(room_seeds.c.room == room.code)).scalar()
+            return None if found is None else int(found, 16)
+
+    def question_token(self, code: str, key: str) -> str:
+        """The id a browser gets for question `key` of room `code`: opaque (an HMAC with the store's random key), so
+        that it names neither the node nor the program a transfer is about, and differs from room to room."""
+        return hmac.new(self._client_key, f"{normalize_code(code)}:{key}".encode(), hashlib.sha256).hexdigest()[:16]
+
     def revisions(self, codes: list[str]) -> dict[str, tuple[int, int]]:
         """Each live room's (revision, tally); a room that ended or never existed is absent. What a push route
         polls: one query for every room a server's visitors follow."""
@@ -534,7 +551,11 @@ class Classroom:
 
     def _newest_question(self, conn: Connection, code: str) -> Question | None:
         newest = conn.execute(_ASKED.where(questions.c.room == code).order_by(questions.c.id.desc()).limit(1)).first()
-        return None if newest is None else _question(newest)
+        return None if newest is None else self._question(newest)
+
+    def _question(self, row: Any) -> Question:
+        token = self.question_token(row.room, row.key)
+        return Question(row.id, row.step, row.kind, row.key, row.phase, row.closes_at, row.transfer_of, token)
 
     def _move(
         self,
@@ -568,7 +589,7 @@ class Classroom:
         asked = select(questions.c.id).where(questions.c.room.in_(codes))
         conn.execute(delete(answers).where(answers.c.question.in_(asked)))
         conn.execute(delete(question_details).where(question_details.c.question.in_(asked)))
-        for table in (questions, students, room_steps, room_revisions, room_programs, room_teachers):
+        for table in (questions, students, room_steps, room_revisions, room_programs, room_seeds, room_teachers):
             conn.execute(delete(table).where(table.c.room.in_(codes)))
         conn.execute(delete(attempts).where(attempts.c.room.in_(codes)))
         conn.execute(delete(rooms).where(rooms.c.code.in_(codes)))
@@ -584,10 +605,6 @@ def _raise_revision(conn: Connection, code: str, column: Any = room_revisions.c.
 _ASKED = select(questions, question_details.c.closes_at, question_details.c.transfer_of).outerjoin(
     question_details, question_details.c.question == questions.c.id
 )
-
-
-def _question(row: Any) -> Question:
-    return Question(row.id, row.step, row.kind, row.key, row.phase, row.closes_at, row.transfer_of)
 
 
 def _tally(rows: list[Any]) -> VoteTally:

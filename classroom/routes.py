@@ -64,7 +64,7 @@ class VoteJson(TypedDict):
 
 class QuestionJson(TypedDict):
     id: int
-    key: str
+    key: str  # opaque (Classroom.question_token): the stored key names the node, and a transfer its program
     kind: str
     step: int
     phase: str
@@ -82,7 +82,7 @@ class TeacherJson(TypedDict):
 
 class StudentQuestionJson(AskedJson):
     id: int
-    key: str
+    key: str  # opaque, as the teacher's
     step: int
     phase: str
     vote: int | None  # the open vote (1 or 2), None while discussing or revealed
@@ -133,7 +133,7 @@ def _question(tally: QuestionTally, now: float) -> QuestionJson:
     votes = {str(vote): _vote(t) for vote, t in tally.votes.items()}
     return {
         "id": q.id,
-        "key": q.key,
+        "key": q.token,
         "kind": q.kind,
         "step": q.step,
         "phase": q.phase,
@@ -162,7 +162,7 @@ def student_json(seen: StudentView, questions: Questions, now: float, have: int 
     body["question"] = {
         **asked,
         "id": q.id,
-        "key": q.key,
+        "key": q.token,
         "step": q.step,
         "phase": q.phase,
         "vote": OPEN_VOTE.get(q.phase),

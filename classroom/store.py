@@ -143,6 +143,15 @@ room_teachers = Table(
     Column("seen_at", Float, nullable=False),  # seconds since the epoch
 )
 
+# The seed a room draws its program's numbers from (ui/class_replays.py): made when the room is created, so no public
+# lesson page, export or other class holds its answers. A room made before this table has none: the lesson's numbers.
+room_seeds = Table(
+    "room_seeds",
+    metadata,
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), primary_key=True),
+    Column("seed", String(32), nullable=False),  # 128 random bits, in hex
+)
+
 # Joins and wrong room codes, per client (a hash of its address): shared by replicas, so a limit holds across them.
 attempts = Table(
     "attempts",
@@ -200,6 +209,7 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ),
     ("when each room's teacher was last seen", _add_room_teachers),
     ("the random key client addresses are hashed with", _add_hash_key),
+    ("the seed each room draws its numbers from", lambda conn: metadata.create_all(conn, tables=[room_seeds])),
 ]
 
 

@@ -29,6 +29,7 @@ class Question:
     phase: str
     closes_at: float | None = None  # the vote's time limit (seconds since the epoch), None: until the teacher closes
     transfer_of: int | None = None  # the revealed question this one is the transfer of
+    token: str = ""  # what a browser gets instead of `key` (Classroom.question_token): names no node or program
 
     @property
     def is_transfer(self) -> bool:

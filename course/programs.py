@@ -3,13 +3,17 @@ real source, and `record_program` runs one on a fresh device with its backward r
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import TypeVar
+
+import numpy as np
 
 from autodiff import BackwardRecorder, Device, Distribution, Gradients, GraphSnapshot, Tensor
 from autodiff.snapshot import GraphNode
@@ -166,11 +170,96 @@ def source_offsets(functions: Sequence[Callable[..., object]]) -> dict[CodeType,
     return offsets
 
 
-def traced_build(program: Program, ad: Device) -> tuple[dict[str, Tensor], Provenance]:
-    """`program.build(ad)`, watching each statement of the program's own functions as it runs."""
+@dataclass(frozen=True)
+class DrawnNumbers:
+    """A program's numbers drawn anew (a class's own, `draw_numbers`): each function's source with its
+    `Tensor.from_floats` literals replaced, and the seed of the device its `Tensor.random` tensors are drawn on."""
+
+    functions: tuple[str, ...]  # each of the program's functions (helpers first), as `Program.source` shows it
+    device_seed: int
+
+    @property
+    def source(self) -> str:
+        return "\n\n".join(self.functions)
+
+
+def draw_numbers(program: Program, rng: np.random.Generator) -> DrawnNumbers:
+    """`program` with numbers of its own: each literal given to `Tensor.from_floats` becomes small, readable values of
+    the same shape (whole numbers where it had whole numbers, else one decimal; never 0, so no question's answer
+    collapses onto a mistake's), and its random tensors come from another device seed."""
+    functions = tuple(
+        _drawn_literals(textwrap.dedent(inspect.getsource(f)), rng) for f in (*program.helpers, program.build)
+    )
+    return DrawnNumbers(functions, int(rng.integers(1, 2**31)))
+
+
+def _drawn_literals(text: str, rng: np.random.Generator) -> str:
+    """`text` (one function's source) with the list literal of each `Tensor.from_floats(...)` call drawn anew, on
+    the same lines (the statements keep their line numbers)."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line.encode()))
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.List):
+            continue
+        literal = node.args[0]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "from_floats":
+            assert literal.end_lineno is not None and literal.end_col_offset is not None
+            span = (
+                starts[literal.lineno - 1] + literal.col_offset,
+                starts[literal.end_lineno - 1] + literal.end_col_offset,
+            )
+            found.append((span, ast.literal_eval(literal)))
+    encoded = text.encode()
+    for (start, end), values in sorted(found, reverse=True):  # from the end: earlier offsets stay right
+        original = np.array(values, dtype=np.float64)
+        drawn = _nice_values(original, rng)
+        while np.array_equal(drawn, original):  # never the lesson's own numbers
+            drawn = _nice_values(original, rng)
+        encoded = encoded[:start] + _literal_text(drawn.tolist()).encode() + encoded[end:]
+    return encoded.decode()
+
+
+def _nice_values(original: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Values of `original`'s shape, as readable as its own: halves up to 4 (or its largest) where it has whole numbers
+    only (exact in float32, so every sum and product reads short), else tenths up to 1 (or its largest); each with a
+    random sign, none 0. A two-number input has 255 draws besides the lesson's."""
+    top = max(float(np.abs(original).max()), 1.0)
+    whole = bool(np.all(original == np.round(original)))
+    step = 0.5 if whole else 0.1
+    steps = int(round(max(top, 4.0 if whole else 1.0) / step))
+    size = rng.integers(1, steps + 1, size=original.shape) * rng.choice([-1, 1], size=original.shape)
+    return np.round(size * step, 1)
+
+
+def _literal_text(values: object) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join(_literal_text(v) for v in values) + "]"
+    return repr(float(values))  # type: ignore[arg-type]
+
+
+def traced_build(
+    program: Program, ad: Device, numbers: DrawnNumbers | None = None
+) -> tuple[dict[str, Tensor], Provenance]:
+    """`program.build(ad)`, watching each statement of the program's own functions as it runs; with `numbers`, its
+    functions as `numbers` wrote them, compiled where the originals are (their file and lines: what the engine reads
+    of a function's source, its loops, is the same), so the same statements make the same nodes."""
     __autodiff_hidden__ = True  # noqa: F841 (a harness: the program's nodes show its own functions, not these)
     functions = (*program.helpers, program.build)
-    return traced_call(source_offsets(functions).get, program.source, functools.partial(program.build, ad), ad)
+    offsets = source_offsets(functions)
+    if numbers is None:
+        return traced_call(offsets.get, program.source, functools.partial(program.build, ad), ad)
+    namespace = dict(vars(sys.modules[__name__]))  # what the programs name: Tensor, Distribution, their helpers
+    drawn_offsets: dict[CodeType, int] = {}
+    for function, text in zip(functions, numbers.functions, strict=True):
+        first = inspect.getsourcelines(function)[1]
+        # our own source with the numbers we drew, nothing a visitor wrote: compiled at the original's lines
+        exec(compile("\n" * (first - 1) + text, function.__code__.co_filename, "exec"), namespace)
+        drawn_offsets[namespace[function.__name__].__code__] = offsets[function.__code__]
+    build = namespace[program.build.__name__]
+    return traced_call(drawn_offsets.get, numbers.source, functools.partial(build, ad), ad)
 
 
 @dataclass
@@ -193,16 +282,21 @@ class ProgramRun:
 
 
 def record_program(
-    key: str, backend: str = "numpy", checkpointing: str = "none", memory_entries: int = 0
+    key: str,
+    backend: str = "numpy",
+    checkpointing: str = "none",
+    memory_entries: int = 0,
+    numbers: DrawnNumbers | None = None,
 ) -> ProgramRun:
     """Run a program on a fresh seeded device and record the backward of its `loss` (and, when `memory_entries` is
-    set, the device's memory history, keeping that many entries)."""
+    set, the device's memory history, keeping that many entries); with `numbers`, on numbers of its own (a class's)."""
     __autodiff_hidden__ = True  # noqa: F841 (a harness, not the program: see `autodiff.structure`)
     program = CHECKPOINTING_PROGRAMS[key]
-    ad = Device.named(backend, seed=0).autodiff(checkpointing=checkpointing, keep_values=True)
+    seed = 0 if numbers is None else numbers.device_seed
+    ad = Device.named(backend, seed=seed).autodiff(checkpointing=checkpointing, keep_values=True)
     if memory_entries:
         ad.record_memory_history(max_entries=memory_entries)
-    tensors, provenance = traced_build(program, ad)
+    tensors, provenance = traced_build(program, ad, numbers)
     loss_id = tensors["loss"].node_id
     assert loss_id is not None, "a program's loss is on its autodiff device"
     graph = ad.graph_of(loss_id)

@@ -17,13 +17,13 @@ question wins, the same program's first, then the lesson programs in their order
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from course.grading import Question, questions
-from course.programs import PROGRAMS, record_program
+from course.class_numbers import class_numbers, program_questions
+from course.grading import Question
+from course.programs import PROGRAMS
 
 PREFIX = "transfer"
 MAX_KEY_CHARS = 200  # a stored key longer than this is not one of ours
@@ -36,11 +36,9 @@ class Transfer:
     source: str  # the program's code, shown beside the question (a student's stage may show another graph)
 
 
-@functools.cache
-def program_questions(program_key: str) -> tuple[Question, ...]:
-    """A lesson program's questions, recorded once per process (the programs run seeded: the same each time)."""
-    run = record_program(program_key)
-    return tuple(questions(run.before, run.recorder, run.names))
+def program_source(program_key: str, seed: int | None) -> str:
+    """The code a transfer's program is shown with: the lesson's, or with a class's own numbers."""
+    return PROGRAMS[program_key].source if seed is None else class_numbers(program_key, seed).source
 
 
 def equivalent(a: Question, b: Question) -> bool:
@@ -48,16 +46,17 @@ def equivalent(a: Question, b: Question) -> bool:
     return (a.kind, a.ops, a.mistakes) == (b.kind, b.ops, b.mistakes)
 
 
-def transfer_for(question: Question, program_key: str) -> Transfer | None:
+def transfer_for(question: Question, program_key: str, seed: int | None = None) -> Transfer | None:
     """The transfer of `question`, asked on `program_key`'s backward: the first equivalent question about another
-    node, whose right answer differs; None when no lesson program has one."""
+    node, whose right answer differs; None when no lesson program has one. `seed`: a class's, whose numbers every
+    program then has (None: the lessons' own)."""
     others = [key for key in PROGRAMS if key != program_key]
     order = [program_key, *others] if program_key in PROGRAMS else others
     for key in order:
-        for candidate in program_questions(key):
+        for candidate in program_questions(key, seed):
             elsewhere = key != program_key or (candidate.node is not None and candidate.node != question.node)
             if elsewhere and equivalent(candidate, question) and not _same_answer(candidate, question):
-                return Transfer(key, _in_this_program(candidate), PROGRAMS[key].source)
+                return Transfer(key, _in_this_program(candidate), program_source(key, seed))
     return None
 
 
@@ -66,17 +65,18 @@ def transfer_key(transfer: Transfer) -> str:
     return f"{PREFIX}:{transfer.program}:{transfer.question.key}"
 
 
-def question_for_transfer_key(key: str) -> tuple[str, Question, str] | None:
-    """The program, the question (its transfer prompt) and the program's code a stored `transfer_key` names; None for
-    a key that is malformed, too long, or names no lesson program or no question of it."""
+def question_for_transfer_key(key: str, seed: int | None = None) -> tuple[str, Question, str] | None:
+    """The program, the question (its transfer prompt) and the program's code a stored `transfer_key` names, on the
+    numbers of a class seeded `seed` (None: the lessons'); None for a key that is malformed, too long, or names no
+    lesson program or no question of it."""
     if len(key) > MAX_KEY_CHARS:
         return None
     prefix, _, rest = key.partition(":")
     program, _, question_key = rest.partition(":")
     if prefix != PREFIX or program not in PROGRAMS or not question_key:
         return None
-    found = next((q for q in program_questions(program) if q.key == question_key), None)
-    return None if found is None else (program, _in_this_program(found), PROGRAMS[program].source)
+    found = next((q for q in program_questions(program, seed) if q.key == question_key), None)
+    return None if found is None else (program, _in_this_program(found), program_source(program, seed))
 
 
 def _in_this_program(question: Question) -> Question:

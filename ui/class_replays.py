@@ -3,6 +3,9 @@
 No Streamlit here: the route (`classroom/routes.py`, mounted in app.py) shows a student the question, grades the
 answer and reveals the worked answer without a page rerun, through `CourseQuestions`, the `classroom.asking.Questions`
 the route is given. The right answer reaches a student only once the question is revealed.
+
+A lesson's class replays its program on numbers of its own, drawn from the room's seed (`course/class_numbers.py`):
+the lesson's page, its exports and other classes show other numbers. A Playground program keeps the teacher's.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +26,10 @@ from autodiff.trace import BackwardFinished, StepStarted, SweepFreed
 from classroom.asking import AskedJson, GradedAnswer, RevealJson
 from classroom.errors import InvalidInput, QuestionNotFound
 from classroom.live import classroom
+from classroom.rooms import Classroom
+from course.class_numbers import class_numbers, class_run
 from course.grading import MISTAKES, Question, grade, questions, right_answer
-from course.programs import PROGRAMS, record_program
+from course.programs import PROGRAMS, ProgramRun, record_program
 from course.transfer import question_for_transfer_key
 from playground import Limits as PlayLimits
 from playground.results import BackwardRun
@@ -31,6 +37,7 @@ from playground.workers import shared_pool
 
 PLAY_LIMITS = PlayLimits()
 PLAYED_KEPT = 16
+ROOMS_KEPT = 64  # lesson rooms' replays kept (a server runs at most 50 classes at once): each a few hundred KB
 BOXES = 12  # a value with more entries than this is typed in one box, commas between the numbers
 
 
@@ -92,16 +99,55 @@ def _recorded(
 
 _LESSONS: dict[str, ClassReplay] = {}
 _PLAYED: OrderedDict[str, ClassReplay] = OrderedDict()  # Playground programs' replays, by the program's hash
+_ROOMS: OrderedDict[tuple[str, int], ClassReplay] = OrderedDict()  # lesson rooms' replays, by program and seed
+_SEEDS: OrderedDict[str, int | None] = OrderedDict()  # each room's seed, by its code (read once from the store)
 _LOCK = threading.Lock()
 
 
 def lesson_replay(key: str) -> ClassReplay:
+    """A lesson program's replay on the lesson's own numbers (what its page shows)."""
     with _LOCK:
         if key not in _LESSONS:
-            run = record_program(key)
-            backward = BackwardRun(run.before, run.recorder, run.names)
-            _LESSONS[key] = _recorded(key, PROGRAMS[key].title, backward, PROGRAMS[key].source, run.lines)
+            _LESSONS[key] = _lesson_recorded(key, record_program(key), PROGRAMS[key].source)
         return _LESSONS[key]
+
+
+def room_replay(key: str, seed: int | None) -> ClassReplay:
+    """A lesson program's replay on the numbers of a class seeded `seed` (None: a room older than seeds, which keeps
+    the lesson's numbers), kept for the last ROOMS_KEPT rooms."""
+    if seed is None:
+        return lesson_replay(key)
+    with _LOCK:
+        if (key, seed) in _ROOMS:
+            _ROOMS.move_to_end((key, seed))
+            return _ROOMS[key, seed]
+    replay = _lesson_recorded(key, class_run(key, seed), class_numbers(key, seed).source)
+    with _LOCK:
+        _ROOMS[key, seed] = replay
+        while len(_ROOMS) > ROOMS_KEPT:
+            _ROOMS.popitem(last=False)
+    return replay
+
+
+def room_seed(code: str, rooms: Callable[[], Classroom] = classroom) -> int | None:
+    """The seed room `code` draws its numbers from (None: no room yet, or one older than seeds), read once per room
+    from `rooms` (the server's classroom)."""
+    if not code:
+        return None
+    with _LOCK:
+        if code in _SEEDS:
+            return _SEEDS[code]
+    seed = rooms().seed(code)
+    with _LOCK:
+        _SEEDS[code] = seed
+        while len(_SEEDS) > ROOMS_KEPT * 4:
+            _SEEDS.popitem(last=False)
+    return seed
+
+
+def _lesson_recorded(key: str, run: ProgramRun, source: str) -> ClassReplay:
+    backward = BackwardRun(run.before, run.recorder, run.names)
+    return _recorded(key, PROGRAMS[key].title, backward, source, run.lines)
 
 
 def keep_played(source: str, backward: BackwardRun) -> ClassReplay:
@@ -133,25 +179,29 @@ def played_replay(source: str, client: str) -> ClassReplay:
     return keep_played(source, job.result.backward)
 
 
-def class_replay(replay: str, code: str, client: str = "class route") -> ClassReplay:
-    """The replay room `code` follows: a lesson program (named in `replay`), or its stored Playground program."""
+def class_replay(
+    replay: str, code: str, client: str = "class route", rooms: Callable[[], Classroom] = classroom
+) -> ClassReplay:
+    """The replay room `code` of `rooms` follows: a lesson program (named in `replay`) on the room's numbers, or its
+    stored Playground program."""
     if replay in PROGRAMS:
-        return lesson_replay(replay)
-    source = classroom().program(code)
+        return room_replay(replay, room_seed(code, rooms))
+    source = rooms().program(code)
     if source is None:
         raise InvalidInput("This class follows a replay this server does not know; ask your teacher.")
     return played_replay(source, client)
 
 
-def asked_question(replay: ClassReplay, key: str) -> tuple[Question, ClassReplay, str]:
-    """The question stored under `key` in a room following `replay`, the replay it is about (a transfer's is another
-    lesson's), and the code a student works it out from ("" when it is the stage's own program)."""
+def asked_question(replay: ClassReplay, key: str, seed: int | None) -> tuple[Question, ClassReplay, str]:
+    """The question stored under `key` in a room seeded `seed` following `replay`, the replay it is about (a
+    transfer's is another lesson's, on the room's numbers), and the code a student works it out from ("" when it is
+    the stage's own program)."""
     if key in replay.questions:
         return replay.questions[key], replay, ""
-    transfer = question_for_transfer_key(key)
+    transfer = question_for_transfer_key(key, seed)
     if transfer is not None:
         program, question, source = transfer
-        return question, lesson_replay(program), source
+        return question, room_replay(program, seed), source
     raise QuestionNotFound("This class's question is not one this server knows; ask your teacher.")
 
 
@@ -161,8 +211,15 @@ class CourseQuestions:
 
     mistakes = MISTAKES
 
+    def __init__(self, rooms: Callable[[], Classroom] = classroom) -> None:
+        self.rooms = rooms  # the route's classroom: where each room's seed and program are
+
+    def _asked(self, replay: str, code: str, key: str) -> tuple[Question, ClassReplay, str]:
+        followed = class_replay(replay, code, rooms=self.rooms)
+        return asked_question(followed, key, room_seed(code, self.rooms))
+
     def asked(self, replay: str, code: str, key: str) -> AskedJson:
-        q, followed, source = asked_question(class_replay(replay, code), key)
+        q, followed, source = self._asked(replay, code, key)
         if q.kind == "remaining":
             names = sorted(followed.names.values())
             return {"prompt": q.prompt, "form": "names", "size": 0, "choices": names, "code": source}
@@ -171,13 +228,13 @@ class CourseQuestions:
         return {"prompt": q.prompt, "form": "numbers", "size": boxes, "choices": [], "code": source}
 
     def grade(self, replay: str, code: str, key: str, text: str) -> GradedAnswer:
-        q, _, _ = asked_question(class_replay(replay, code), key)
+        q, _, _ = self._asked(replay, code, key)
         graded = grade(q, text)
         return GradedAnswer(graded.right, graded.mistake, graded.words)
 
     def revealed(self, replay: str, code: str, key: str) -> RevealJson:
-        q, _, _ = asked_question(class_replay(replay, code), key)
+        q, _, _ = self._asked(replay, code, key)
         return {"answer": right_answer(q), "worked": q.worked}
 
     def events(self, replay: str, code: str, start: int, end: int) -> dict[str, Any]:
-        return dict(revealed_events(class_replay(replay, code).payload(False), start, end))
+        return dict(revealed_events(class_replay(replay, code, rooms=self.rooms).payload(False), start, end))

@@ -31,7 +31,7 @@ from course.transfer import transfer_for, transfer_key
 from playground.results import BackwardRun
 
 from . import press
-from .class_replays import ClassReplay, asked_question, class_replay, keep_played
+from .class_replays import ClassReplay, asked_question, class_replay, keep_played, room_seed
 from .class_secret import SEAT, TEACHER, class_secret, forget_seat, keep_seat
 from .code import code_block
 from .downloads import NO_RERUN
@@ -105,8 +105,10 @@ def _followed(replay: str, code: str) -> ClassReplay:
     return class_replay(replay, code, client_address())
 
 
-def _asked_nodes(replay: ClassReplay) -> dict[str, int]:
-    return {key: q.node for key, q in replay.questions.items() if q.node is not None}
+def _asked_nodes(replay: ClassReplay, code: str) -> dict[str, int]:
+    """The node each question is about, by the opaque id the route sends the room's stages (never the stored key)."""
+    room = classroom()
+    return {room.question_token(code, key): q.node for key, q in replay.questions.items() if q.node is not None}
 
 
 # --- choosing: start a class, or join one ---
@@ -188,7 +190,7 @@ def teacher_page(code: str, key: str) -> None:
         "api": API,
         # in view whenever the stage is: on a projector the bar above the stage already says it
         "join": "" if compact else f"Join at {join_url} · room code {spaced(view.code)}" if join_url else "",
-        "asked": _asked_nodes(replay),
+        "asked": _asked_nodes(replay, view.code),
         "mistakes": MISTAKES,
     }
     index = _followed_index(view.step, replay)
@@ -241,7 +243,7 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
     current = view.questions[-1].question if view.questions else None
     limit = st.session_state.get(LIMIT) or None
     if current is not None and current.phase != REVEALED:
-        q, _, source = asked_question(replay, current.key)
+        q, _, source = asked_question(replay, current.key, room_seed(view.code))
         with st.container(horizontal=True, vertical_alignment="center"):  # buttons wrap whole, never cut
             st.markdown(f"**Asked{' (transfer)' if current.is_transfer else ''}:** {q.prompt}", width="content")
             if current.phase == VOTE1 and not current.is_transfer and press.button("Close vote 1", "class_close"):
@@ -258,7 +260,7 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
     if current is not None:  # one row on a projector: the answer worked out, and its transfer question
         row = st.container(horizontal=True, wrap=False, vertical_alignment="center") if compact else st.container()
         with row:
-            revealed(asked_question(replay, current.key)[0], compact)
+            revealed(asked_question(replay, current.key, room_seed(view.code))[0], compact)
             if not current.is_transfer:
                 transfer_button(view, replay, key, index, current.id, current.key, limit)
     start = _next_step_start(replay, index)
@@ -295,7 +297,8 @@ def transfer_button(
 ) -> None:
     """The revealed question's transfer: an equivalent question on another node or program, answered alone once
     (peer instruction's measure of what the discussion taught)."""
-    transfer = transfer_for(replay.questions[asked], view.replay) if asked in replay.questions else None
+    question = replay.questions.get(asked)
+    transfer = None if question is None else transfer_for(question, view.replay, room_seed(view.code))
     if transfer is None:
         if not presenter_mode():  # a projector's bar keeps its room for the graph: no button says it there
             st.caption("No lesson graph has a question equivalent to this one: it has no transfer question.")
@@ -347,7 +350,7 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
         for report in question_reports(room, view.code, key):
             rows.append(
                 {
-                    "Question": asked_question(replay, report.question.key)[0].prompt,
+                    "Question": asked_question(replay, report.question.key, room_seed(view.code))[0].prompt,
                     "Asked at": replay.position(report.question.step),
                     "Right in vote 1": f"{report.right_1} of {report.answered_1}",
                     "Right in vote 2": f"{report.right_2} of {report.answered_2}",

@@ -14,6 +14,7 @@ import gc
 import gzip
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -189,7 +190,7 @@ def replay_payload(
             if along:
                 edge_labels[along] = max(edge_labels.get(along, ""), record["value"], key=len)
             element = f"n{record['node']}"
-            longest = f"grad {record['total']} · consumed"
+            longest = _grad_line(record["total"])
             grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
         events.append(record)
     payload = _payload("replay", pic, before, names, named, events, presenter, grad_widths, edge_labels, source, lines)
@@ -223,7 +224,11 @@ class RevealedEvents(TypedDict):
     runs: list[list[GroupRun]]  # each group's runs, their gradients in and out once the room has run them
 
 
-_NUMBERS = str.maketrans("0123456789-−", "000000000000")  # digits are as wide as each other: room kept, value not
+_NUMBER = re.compile(r"[-−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# what stands for each number a student's stage holds before the room reaches it: one width for every number, as wide as
+# float32's shortest form of most (`-0.016636703`), so that neither its sign, nor a zero, nor its digits show
+MASKED_NUMBER = "0.0000000000"
+_REPLAY_STATES = [STATE_WORDS["unreached"], STATE_WORDS["none_yet"], STATE_WORDS["swept"]]  # a replay's node may say
 _WORDS: dict[str, object] = {
     "kept": None,
     "text": "",
@@ -239,18 +244,39 @@ _WORDS: dict[str, object] = {
 def redacted(payload: StagePayload, upto: int) -> StagePayload:
     """`payload` as a class's student holds it while the room is at event `upto`: each later event keeps its kind and
     the nodes and edges it touches (so the player counts the steps to come) but not its words or numbers, no card or
-    sum of a step still to run is there, and the room laid out for the numbers still to come keeps its width but not
-    its digits. The stage never holds an answer before the room reaches it (`revealed_events` fills it in)."""
+    sum of a step still to run is there, and the room laid out for the numbers to come is worked out from their shapes
+    alone (`MASKED_NUMBER` per number). The stage never holds an answer before the room reaches it (`revealed_events`
+    fills it in)."""
     events = [e if k <= upto else _blank(e) for k, e in enumerate(payload["events"])]
+    grad_lines: dict[int, list[str]] = {}  # each node's gradient lines, as the stage will say them
+    for e in payload["events"]:
+        if e["kind"] == "GradientRegistered":
+            grad_lines.setdefault(e["node"], []).append(_grad_line(e["total"]))
     return {
         **payload,
         "events": events,
         "cards": {k: card for k, card in payload["cards"].items() if int(k) <= upto},
         "sums": _sums_known(payload, upto),
         "groups": [{**group, "runs": _runs_known(group, upto)} for group in payload["groups"]],
-        "nodes": [{**node, "wide": node["wide"].translate(_NUMBERS)} for node in payload["nodes"]],
-        "edges": [{**edge, "label": edge["label"].translate(_NUMBERS)} for edge in payload["edges"]],
+        "nodes": [{**node, "wide": _masked_wide(node, grad_lines.get(node["id"], []))} for node in payload["nodes"]],
+        "edges": [{**edge, "label": masked_numbers(edge["label"])} for edge in payload["edges"]],
     }
+
+
+def masked_numbers(text: str) -> str:
+    """`text` with each number `MASKED_NUMBER`: its width says how many numbers there are, nothing of what they are."""
+    return _NUMBER.sub(MASKED_NUMBER, text)
+
+
+def _masked_wide(node: StageNode, grad_lines: list[str]) -> str:
+    """The longest line a node's gradient will say, masked: chosen among the masked lines, since which line is longest
+    unmasked depends on how wide its numbers are."""
+    possible = [node["grad"], *grad_lines, *(_REPLAY_STATES if node["grad_kind"] != "none" else [])]
+    return max((masked_numbers(line) for line in possible), key=len)
+
+
+def _grad_line(total: str) -> str:
+    return f"grad {total} · consumed"
 
 
 def revealed_events(payload: StagePayload, start: int, end: int) -> RevealedEvents:
@@ -321,7 +347,7 @@ def _payload(
             kind = "leaf" if requirement is Requirement.Grad else "none"
         possible = [node.grad, grad_widths.get(node.element, "")]
         if mode == "replay" and kind != "none":
-            possible += [STATE_WORDS["unreached"], STATE_WORDS["none_yet"], STATE_WORDS["swept"]]
+            possible += _REPLAY_STATES
         nodes.append(
             StageNode(
                 element=node.element,

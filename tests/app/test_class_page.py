@@ -17,8 +17,7 @@ from starlette.testclient import TestClient
 from classroom.live import classroom
 from classroom.routes import ClassRoutes
 from classroom.serve import PUBLIC_URL_ENV
-from course.programs import record_program
-from ui.class_replays import CourseQuestions
+from ui.class_replays import CourseQuestions, lesson_replay, room_seed
 from ui.class_secret import SEAT, take
 
 PAGE = "pages/teach/class_mode.py"
@@ -91,10 +90,26 @@ def follow(route: TestClient, student) -> dict:
     return route.get("/class/api/follow", params={"room": code}, headers={"X-Class-Seat": seat}).json()
 
 
-def x_gradient_key() -> tuple[str, np.ndarray]:
-    run = record_program("seed")
-    (x,) = [node_id for node_id, name in run.names.items() if name == "x"]
-    return f"grad:{x}", 2 * run.tensors["x"].numpy() + 3  # d/dx sum(x·x + 3x), by hand
+def x_gradient_key(code: str = "") -> tuple[str, np.ndarray]:
+    """The seed program's question on x's gradient, and its answer by hand (d/dx sum(x·x + 3x) = 2x + 3) on room
+    `code`'s own numbers (the lesson's, without a room)."""
+    x = x_value(code)
+    return f"grad:{X}", 2 * x + 3
+
+
+X = 0  # the seed program's x: its first node
+
+
+def x_value(code: str = "") -> np.ndarray:
+    """x in room `code` (the numbers its stage shows; the lesson's without a room)."""
+    replay = class_replay_of(code) if code else lesson_replay("seed")
+    assert replay.names[X] == "x"
+    return np.asarray(next(n.value for n in replay.before.nodes if int(n.id) == X), dtype=np.float64)
+
+
+def typed(values: np.ndarray) -> str:
+    """Numbers as a student types them: `5, 7`."""
+    return ", ".join(f"{v:g}" for v in values)
 
 
 def test_a_teacher_starts_a_class_with_a_code_a_join_link_and_a_qr_code(monkeypatch):
@@ -117,8 +132,9 @@ def test_students_join_by_link_follow_the_room_and_never_hold_the_teacher_key():
     assert "class_teacher" not in student.session_state and key not in str(payload)
     assert not [b for b in student.button if b.key in ("class_reveal", "class_close", "class_end")]
     assert classroom().teacher_view(code, key).students == 1
-    assert "[5.0, 7.0]" in json.dumps(stage_payload(teacher))  # x's gradient, on the teacher's stage
-    assert "[5.0, 7.0]" not in json.dumps(stage_payload(student))  # not in the student's browser before the room
+    gradient = str(x_gradient_key(code)[1].tolist())  # the room's own: 2x + 3
+    assert gradient in json.dumps(stage_payload(teacher))  # x's gradient, on the teacher's stage
+    assert gradient not in json.dumps(stage_payload(student))  # not in the student's browser before the room
     classroom().set_step(code, key, 5)
     student.run()
     assert stage_payload(student)["index"] == 5  # a reload (or another replica) opens at the room's step
@@ -127,28 +143,28 @@ def test_students_join_by_link_follow_the_room_and_never_hold_the_teacher_key():
 def test_a_question_is_asked_answered_graded_with_its_mistake_and_revealed(route):
     teacher, code, key = start_class()
     right_student, wrong_student = join(code), join(code)
-    asked, right = x_gradient_key()
+    asked, right = x_gradient_key(code)
     teacher.selectbox(key="class_question").set_value(asked)
     teacher.button(key="class_ask_send").click().run()
     assert "What is x's gradient after the backward?" in texts(teacher)
     told = follow(route, right_student)["question"]
     assert (told["prompt"], told["form"], told["size"]) == ("What is x's gradient after the backward?", "numbers", 2)
 
-    for student, answer in ((right_student, ", ".join(str(v) for v in right)), (wrong_student, "1, 2")):
+    for student, answer in ((right_student, typed(right)), (wrong_student, typed(x_value(code)))):
         assert send(route, student, answer).json() == {"stored": answer, "vote": 1}
     refused = send(route, wrong_student, "not numbers")
     assert "not a list of numbers" in refused.json()["error"] and "not stored" in refused.json()["error"]
 
     vote = classroom().teacher_view(code, key).questions[-1].votes[1]
     assert (vote.answered, vote.right) == (2, 1)  # the earlier answer kept
-    assert vote.mistakes == {"forward_value": 1}  # x's value [1, 2] given for its gradient
+    assert vote.mistakes == {"forward_value": 1}  # x's value given for its gradient
 
     teacher.run()
     teacher.button(key="class_reveal").click().run()
     mine, theirs = follow(route, right_student)["result"], follow(route, wrong_student)["result"]
     assert mine["right"] is True and theirs["right"] is False
     assert theirs["why"] == "used the forward value instead of the gradient"
-    assert theirs["answer"] == "[5.0, 7.0]"  # the answer revealed, and it is 2x + 3
+    assert theirs["answer"] == str(right.tolist())  # the answer revealed, and it is 2x + 3
     terms = theirs["worked"].split(": ", 1)[1].rstrip(".").split(" = ")
     paths = [np.array(json.loads(term)) for term in terms[0].split(" + ")]
     assert len(paths) == 3 and sum(paths).tolist() == json.loads(terms[1]) == right.tolist()  # x·x twice, x·3
@@ -158,15 +174,15 @@ def test_a_question_is_asked_answered_graded_with_its_mistake_and_revealed(route
 def test_vote_two_follows_a_discussion_and_the_report_shows_the_gain(route):
     teacher, code, key = start_class()
     student = join(code)
-    asked, _ = x_gradient_key()
+    asked, right = x_gradient_key(code)
     teacher.selectbox(key="class_question").set_value(asked)
     teacher.button(key="class_ask_send").click().run()
-    send(route, student, "2, 4")  # one path of x·x + 3x only
+    send(route, student, typed(2 * x_value(code)))  # x·x's two paths only, not 3x's
     teacher.button(key="class_close").click().run()
     assert follow(route, student)["question"]["phase"] == "discuss"
     teacher.button(key="class_vote2").click().run()
     assert follow(route, student)["question"]["vote"] == 2
-    send(route, student, "5, 7")
+    send(route, student, typed(right))
     view = classroom().teacher_view(code, key).questions[-1]
     assert view.votes[1].mistakes == {"one_path": 1} and view.votes[2].right == 1
     teacher.button(key="class_reveal").click().run()
@@ -201,7 +217,7 @@ def told_right_answer(code: str, key: str) -> str:
     from course.transfer import question_for_transfer_key
 
     transfer = classroom().teacher_view(code, key).questions[-1].question
-    found = question_for_transfer_key(transfer.key)
+    found = question_for_transfer_key(transfer.key, room_seed(code))  # on the room's numbers
     assert found is not None
     return right_answer(found[1])
 
@@ -311,10 +327,11 @@ def test_guessing_room_codes_is_stopped_with_a_sentence_and_a_second_answer_repl
     student = join(code)
     teacher.selectbox(key="class_question").set_value(x_gradient_key()[0])
     teacher.button(key="class_ask_send").click().run()
-    for answer in ("1, 2", "5, 7"):
+    asked, right = x_gradient_key(code)
+    for answer in (typed(x_value(code)), typed(right)):
         send(route, student, answer)
     vote = classroom().teacher_view(code, key).questions[-1].votes[1]
-    assert (vote.answered, vote.right, vote.answers) == (1, 1, {"5, 7": 1})
+    assert (vote.answered, vote.right, vote.answers) == (1, 1, {typed(right): 1})
 
 
 def test_a_flood_of_joins_from_one_network_is_stopped_with_a_sentence(monkeypatch):

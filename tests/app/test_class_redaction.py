@@ -1,17 +1,30 @@
 """A class's student holds only what the room reached (issue 43): the stage's payload past the room's event keeps the
 steps' kinds (the player counts them) but no words or numbers, and what the class route fills in as the room moves
-on makes it whole again, event for event."""
+on makes it whole again, event for event. Each room has numbers of its own, which no lesson page answers, and a
+number still to come is masked by its shape alone (issue 54)."""
 
 from __future__ import annotations
 
 import json
+import re
 
+import numpy as np
 import pytest
+import test_class_page
+from apptest import open_link, stage_data
+from test_class_page import follow, join, send, start_class, typed
 
 from autodiff.stage import redacted, revealed_events
-from ui.class_replays import lesson_replay
+from autodiff.stage.payload import MASKED_NUMBER
+from classroom.live import classroom
+from course.grading import right_answer
+from course.programs import PROGRAMS
+from ui.class_replays import class_replay, lesson_replay, room_replay, room_seed
 
 LEAF_GRAD = "grad:0"  # the seed's x: [5, 7] = [1, 2] + [1, 2] + [3, 3]
+NUMBER = re.compile(r"[-−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+route = test_class_page.route  # the class route as app.py mounts it (a fixture)
+LESSON_PAGE = "pages/backward/backward_traversal.py"  # /traversal?program=seed&event=999: every number of the lesson
 
 
 def numbers_in(payload: object) -> str:
@@ -56,7 +69,7 @@ def test_what_the_room_reaches_fills_the_payload_in_event_for_event():
             assert set(filled["sums"]) <= set(full["sums"])
     assert redacted(full, events - 1)["sums"] == full["sums"]
     widths = [n["wide"] for n in redacted(full, 0)["nodes"]]
-    assert [len(w) for w in widths] == [len(n["wide"]) for n in full["nodes"]]  # the room for numbers, kept
+    assert len({number for w in widths for number in NUMBER.findall(w)}) == 1  # room for numbers, one width each
     assert not any(c in "123456789" for w in widths for c in w)
 
 
@@ -73,3 +86,94 @@ def test_a_folded_parts_gradients_come_with_the_room_too():
         if at + 1 < len(full["events"]):
             filled = revealed_events(full, at + 1, len(full["events"]) - 1)
             assert filled["runs"] == [group["runs"] for group in full["groups"]]
+
+
+@pytest.mark.parametrize("program", list(PROGRAMS))
+def test_a_masked_number_says_nothing_but_how_many_numbers_there_are(program):
+    """Two rooms' numbers (and the lesson's) differ in sign, zeros and digits: what a student holds of the numbers the
+    room has not reached is laid out alike, number for number (issue 54: by width alone, the right answer was told
+    apart from every anticipated wrong one in 46 of 56 questions)."""
+    replays = [lesson_replay(program), room_replay(program, 1), room_replay(program, 2)]
+    assert replays[1].source != replays[2].source != replays[0].source  # each its own numbers
+    for at in sorted({q.event for q in replays[0].questions.values()} | {0}):
+        held = [redacted(r.payload(False), at) for r in replays]
+        layouts = [([n["wide"] for n in h["nodes"]], [e["label"] for e in h["edges"]]) for h in held]
+        assert layouts[0] == layouts[1] == layouts[2]
+        numbers = [n for wides, labels in layouts for n in NUMBER.findall(" ".join(wides + labels))]
+        assert set(numbers) <= {MASKED_NUMBER}
+
+
+def gradients_in(payload: dict) -> str:
+    """Everything of a stage's payload that says a gradient (a forward value may equal one: x = [3, 3] makes x·x the
+    same [9, 9] as 2x + 3)."""
+    said = {key: payload[key] for key in ("events", "cards", "sums", "groups", "edges")}
+    return json.dumps([said, [(node["grad"], node["wide"]) for node in payload["nodes"]]])
+
+
+def student_numbers(student) -> list[str]:
+    """The values each node of a student's stage shows (the forward values: the room's inputs among them)."""
+    return [node["value"] for node in stage_data(student)["nodes"]]
+
+
+def test_two_classes_on_one_program_have_their_own_numbers_and_the_lesson_page_answers_neither(route):
+    lesson = json.dumps(stage_data(open_link(LESSON_PAGE, program="neuron", event="999")))
+    revealed, shown = [], []
+    for _ in range(2):
+        teacher, code, _ = start_class("neuron")
+        student = join(code)
+        shown.append(student_numbers(student))
+        replay = class_replay("neuron", code)
+        asked = "grad:0"  # w's gradient after the backward
+        assert replay.names[0] == "w"
+        teacher.selectbox(key="class_question").set_value(asked)
+        teacher.button(key="class_ask_send").click().run()
+        assert send(route, student, typed(np.ravel(replay.questions[asked].values))).json()["vote"] == 1
+        teacher.button(key="class_reveal").click().run()
+        result = follow(route, student)["result"]
+        assert result["right"] is True  # graded on the room's numbers
+        revealed.append(result["answer"])
+    assert shown[0] != shown[1]  # w, x and b: each class its own
+    assert revealed[0] != revealed[1]
+    for answer in revealed:
+        assert answer not in lesson, answer  # the lesson page holds neither room's answer
+
+
+def test_no_payload_follow_or_download_of_a_room_holds_its_answer_before_the_reveal(route):
+    lesson = json.dumps(stage_data(open_link(LESSON_PAGE, program="seed", event="999")))
+    teacher, code, _ = start_class("seed")
+    student = join(code)
+    question = class_replay("seed", code).questions[LEAF_GRAD]
+    answer, typed_answer = right_answer(question), typed(np.ravel(question.values))  # 2x + 3 on the room's x
+    assert answer != "[5.0, 7.0]" and answer not in lesson  # not the lesson's, and not on its page
+    teacher.selectbox(key="class_question").set_value(LEAF_GRAD)
+    teacher.button(key="class_ask_send").click().run()
+    student.run()  # the student's page as it is drawn now (a reload)
+    assert send(route, student, typed_answer).json()["vote"] == 1
+    told = follow(route, student)
+    assert told["question"]["key"] == classroom().question_token(code, LEAF_GRAD) != LEAF_GRAD
+    payload = stage_data(student)
+    assert answer not in gradients_in(payload)
+    assert answer not in json.dumps(told) and typed_answer not in json.dumps(told["question"])  # their own aside
+    assert "grad:" not in json.dumps(payload) + json.dumps(told)  # the question travels as an opaque id
+    assert not student.get("download_button")  # a student's page has nothing to download
+    layout = stage_data(student)
+    masked = NUMBER.findall(" ".join([n["wide"] for n in layout["nodes"]] + [e["label"] for e in layout["edges"]]))
+    assert masked and set(masked) == {MASKED_NUMBER}  # every masked number the same width
+    teacher.button(key="class_reveal").click().run()
+    assert follow(route, student)["result"]["answer"] == answer  # the reveal brings it
+
+
+def test_a_transfer_travels_as_an_opaque_id_with_the_rooms_numbers(route):
+    teacher, code, key = start_class("seed")
+    student = join(code)
+    teacher.selectbox(key="class_question").set_value("sends:2:0")  # what the loss's step sends: the first step
+    teacher.button(key="class_ask_send").click().run()
+    teacher.button(key="class_reveal").click().run()
+    teacher.button(key="class_transfer").click().run()
+    told = follow(route, student)
+    stored = classroom().teacher_view(code, key).questions[-1].question.key
+    assert stored.startswith("transfer:") and told["question"]["key"] == classroom().question_token(code, stored)
+    assert "transfer:" not in json.dumps(told)  # neither its program nor its question named
+    program = stored.split(":")[1]
+    shown = told["question"]["code"]
+    assert shown == room_replay(program, room_seed(code)).source != PROGRAMS[program].source  # the room's numbers

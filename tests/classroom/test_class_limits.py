@@ -51,7 +51,7 @@ def test_one_class_holds_at_most_its_share_of_the_long_polls(
     classroom: Classroom, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(class_routes, "MAX_WAITING_PER_ROOM", 3)  # the shipped 600, scaled down
-    routes = ClassRoutes(CourseQuestions(), lambda: classroom, wait_s=2.0)
+    routes = ClassRoutes(CourseQuestions(lambda: classroom), lambda: classroom, wait_s=2.0)
     crowded, other = classroom.create_room("seed", 40), classroom.create_room("seed", 40)
     seats = [classroom.join(crowded.code, f"10.0.0.{k}").token for k in range(4)]
     elsewhere = classroom.join(other.code, "10.0.1.1").token

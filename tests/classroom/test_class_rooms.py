@@ -312,3 +312,24 @@ def test_a_playground_room_keeps_its_program_bounded_and_a_lesson_room_has_none(
     classroom.end_room(played.code, played.teacher_key)
     with pytest.raises(RoomNotFound):
         classroom.program(played.code)
+
+
+def test_each_room_draws_from_a_seed_of_its_own_and_its_questions_reach_browsers_as_opaque_ids(
+    classroom: Classroom,
+) -> None:
+    """Issue 54: a room's numbers are its own (the seed, made with the room and deleted with it), and a browser is told
+    of a question by an id that names neither the node nor a transfer's program, nor is the same in another room."""
+    first, second = classroom.create_room("seed", 40), classroom.create_room("seed", 40)
+    seeds = classroom.seed(first.code), classroom.seed(second.code)
+    assert None not in seeds and seeds[0] != seeds[1] and classroom.seed(first.code.lower()) == seeds[0]
+    key = "transfer:shared:sends:19:0"
+    tokens = classroom.question_token(first.code, key), classroom.question_token(second.code, key)
+    assert tokens[0] != tokens[1] and not any(word in t for word in ("transfer", "shared", ":") for t in tokens)
+    assert all(len(t) == 16 and set(t) <= set("0123456789abcdef") for t in tokens)
+    asked = classroom.open_question(first.code, first.teacher_key, 0, "leaf_grad", "grad:0")
+    newest = classroom.teacher_view(first.code, first.teacher_key).questions[-1].question
+    assert asked.token == newest.token == classroom.question_token(first.code, "grad:0") != "grad:0"
+    classroom.end_room(first.code, first.teacher_key)
+    with pytest.raises(RoomNotFound):
+        classroom.seed(first.code)
+    assert classroom.seed(second.code) == seeds[1]

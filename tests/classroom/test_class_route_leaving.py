@@ -50,7 +50,7 @@ def _follow(
 
 @pytest.fixture
 def class_routes(classroom: Classroom) -> ClassRoutes:
-    return ClassRoutes(CourseQuestions(), lambda: classroom)
+    return ClassRoutes(CourseQuestions(lambda: classroom), lambda: classroom)
 
 
 def _seated(classroom: Classroom) -> tuple[NewRoom, str]:
