@@ -13,6 +13,10 @@ class RoomsFull(ClassroomError):
     pass
 
 
+class RoomLocked(ClassroomError):
+    """The teacher closed the room to new seats."""
+
+
 class NotAllowed(ClassroomError):
     """A missing or wrong teacher key or student token."""
 

@@ -18,6 +18,7 @@ from classroom.errors import (
     InvalidInput,
     NotAllowed,
     QuestionNotFound,
+    RoomLocked,
     RoomNotFound,
     RoomsFull,
     TooLong,
@@ -32,6 +33,7 @@ from classroom.store import (
     hash_keys,
     question_details,
     questions,
+    room_locks,
     room_programs,
     room_revisions,
     room_seeds,
@@ -71,9 +73,12 @@ class Limits:
     max_seats: int = 500  # students in one room: a lecture hall, not a flood
     nickname_chars: int = 40
     answer_chars: int = 200
-    # per client address; a lecture hall's 300 students share one school address, hence the generous joins and
-    # wrong codes (each still finds one of 50 rooms among 2**40 codes with a chance of 5e-11)
+    # per client address; a school's classes share one address, hence the generous joins and wrong codes (each still
+    # finds one of 50 rooms among 2**40 codes with a chance of 5e-11)
     joins_per_window: int = 600
+    # per client address and room: a class of 40 behind its school's address joins in a minute, while one person
+    # taking seats (one tab had 60 in 38 s) is held to that pace, until the teacher closes the room once all are in
+    room_joins_per_window: int = 40
     guesses_per_window: int = 300
     window_s: float = 60.0
     # rooms started per client address (a school's teachers share one) and per teacher's session
@@ -256,6 +261,18 @@ class Classroom:
         """Close whichever vote is open and show each student their result."""
         self._move(code, teacher_key, question, {VOTE1, DISCUSS, VOTE2}, REVEALED, "This question is already revealed.")
 
+    def lock_room(self, code: str, teacher_key: str, locked: bool = True) -> None:
+        """Close the room to new seats once everyone is in (`locked`), or reopen it: a join is then refused in a
+        sentence, while every seat already taken keeps following and answering."""
+        with self.store.transaction() as conn:
+            room = self._teacher_room(conn, code, teacher_key)
+            if locked:
+                closed = {"room": room.code, "locked_at": self.clock()}
+                self.store.upsert(conn, room_locks, closed, update=["locked_at"])
+            else:
+                conn.execute(delete(room_locks).where(room_locks.c.room == room.code))
+            _raise_revision(conn, room.code, room_revisions.c.tally)  # every teacher device redraws its control
+
     def end_room(self, code: str, teacher_key: str) -> None:
         """End the class: its data is deleted now (export the report first), from the database's files too."""
         with self.store.transaction() as conn:
@@ -278,6 +295,7 @@ class Classroom:
                 replay_events=room.replay_events,
                 step=self._step(conn, room.code),
                 students=conn.execute(count).scalar_one(),
+                locked=_locked(conn, room.code),
                 expires_at=room.created_at + self.limits.room_lifetime_s,
                 questions=tuple(
                     QuestionTally(question, {vote: _tally(rows) for vote, rows in votes.items()})
@@ -326,8 +344,18 @@ class Classroom:
             if room is None:
                 conn.execute(attempts.insert().values(kind="guess", client=client_hash, at=now))
             else:
+                if _locked(conn, room.code):
+                    raise RoomLocked(
+                        "This class is closed to new students: your teacher closed it once everyone was in. "
+                        "Ask your teacher to reopen it, then press Join again."
+                    )
                 if self._recent(conn, "join", client_hash, now) >= self.limits.joins_per_window:
                     raise TooManyAttempts("Too many joins from your network; wait a minute and try again.")
+                if self._recent(conn, "join", client_hash, now, room=room.code) >= self.limits.room_joins_per_window:
+                    raise TooManyAttempts(
+                        f"{self.limits.room_joins_per_window} students joined this class from your network in the "
+                        "last minute, the most it takes; wait a minute and press Join again."
+                    )
                 seated = conn.execute(select(func.count()).where(students.c.room == room.code)).scalar_one()
                 if seated >= self.limits.max_seats:
                     raise RoomsFull(f"This class is full: it seats {self.limits.max_seats} students.")
@@ -476,11 +504,6 @@ class Classroom:
         with self.store.read() as conn:
             return {row.room: (int(row.revision), int(row.tally)) for row in conn.execute(columns.where(*where))}
 
-    def note_guess(self, client: str) -> None:
-        """Count a wrong room code from `client` that did not come through `join` (a push route's probe)."""
-        with self.store.transaction() as conn:
-            conn.execute(attempts.insert().values(kind="guess", client=self.client_hash(client), at=self.clock()))
-
     def wrong_guesses(self, since: float = 0.0, client: str | None = None) -> int:
         """Wrong room codes tried since `since` (kept for a room's lifetime), by everyone or by one client."""
         where = [attempts.c.kind == "guess", attempts.c.at >= since]
@@ -529,9 +552,20 @@ class Classroom:
             raise NotAllowed("You are not in this class; join it again with its code.")
         return student
 
-    def _recent(self, conn: Connection, kind: str, client_hash: str, now: float, window_s: float | None = None) -> int:
+    def _recent(
+        self,
+        conn: Connection,
+        kind: str,
+        client_hash: str,
+        now: float,
+        window_s: float | None = None,
+        room: str | None = None,
+    ) -> int:
+        """A client's attempts of `kind` in the last window (of `room` only, when given)."""
         since = now - (self.limits.window_s if window_s is None else window_s)
         where = [attempts.c.kind == kind, attempts.c.client == client_hash, attempts.c.at > since]
+        if room is not None:
+            where.append(attempts.c.room == room)
         return int(conn.execute(select(func.count()).where(*where)).scalar_one())
 
     def _joined_from(self, conn: Connection, client_hash: str, code: str) -> bool:
@@ -589,10 +623,23 @@ class Classroom:
         asked = select(questions.c.id).where(questions.c.room.in_(codes))
         conn.execute(delete(answers).where(answers.c.question.in_(asked)))
         conn.execute(delete(question_details).where(question_details.c.question.in_(asked)))
-        for table in (questions, students, room_steps, room_revisions, room_programs, room_seeds, room_teachers):
+        for table in (
+            questions,
+            students,
+            room_steps,
+            room_revisions,
+            room_programs,
+            room_seeds,
+            room_teachers,
+            room_locks,
+        ):
             conn.execute(delete(table).where(table.c.room.in_(codes)))
         conn.execute(delete(attempts).where(attempts.c.room.in_(codes)))
         conn.execute(delete(rooms).where(rooms.c.code.in_(codes)))
+
+
+def _locked(conn: Connection, code: str) -> bool:
+    return conn.execute(select(room_locks.c.room).where(room_locks.c.room == code)).first() is not None
 
 
 def _raise_revision(conn: Connection, code: str, column: Any = room_revisions.c.revision) -> None:

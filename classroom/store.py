@@ -152,6 +152,14 @@ room_seeds = Table(
     Column("seed", String(32), nullable=False),  # 128 random bits, in hex
 )
 
+# The rooms whose teacher closed them to new seats once everyone was in (a row while closed): a join is refused.
+room_locks = Table(
+    "room_locks",
+    metadata,
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), primary_key=True),
+    Column("locked_at", Float, nullable=False),  # seconds since the epoch
+)
+
 # Joins and wrong room codes, per client (a hash of its address): shared by replicas, so a limit holds across them.
 attempts = Table(
     "attempts",
@@ -210,6 +218,7 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("when each room's teacher was last seen", _add_room_teachers),
     ("the random key client addresses are hashed with", _add_hash_key),
     ("the seed each room draws its numbers from", lambda conn: metadata.create_all(conn, tables=[room_seeds])),
+    ("the rooms closed to new seats", lambda conn: metadata.create_all(conn, tables=[room_locks])),
 ]
 
 

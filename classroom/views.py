@@ -78,6 +78,7 @@ class TeacherView:
     students: int
     expires_at: float
     questions: tuple[QuestionTally, ...]
+    locked: bool = False  # closed to new seats (Classroom.lock_room)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from classroom.errors import (
     InvalidInput,
     NotAllowed,
+    RoomLocked,
     RoomNotFound,
     RoomsFull,
     TooLong,
@@ -97,6 +98,40 @@ def test_joins_are_rate_limited_per_client(make_classroom: Callable[..., Classro
     clock.now += 61
     classroom.join(room.code, "10.0.0.1")
     assert classroom.teacher_view(room.code, room.teacher_key).students == 7
+
+
+def test_a_locked_room_refuses_a_new_seat_in_a_sentence_keeps_its_seats_and_reopens(classroom: Classroom) -> None:
+    room, other = classroom.create_room("lesson:a", 3), classroom.create_room("lesson:b", 3)
+    seated = classroom.join(room.code, "10.0.0.1")
+    with pytest.raises(NotAllowed, match="teacher key"):
+        classroom.lock_room(room.code, other.teacher_key)
+    revision = classroom.revisions([room.code])[room.code]
+    classroom.lock_room(room.code, room.teacher_key)
+    assert classroom.teacher_view(room.code, room.teacher_key).locked
+    assert classroom.revisions([room.code])[room.code][1] == revision[1] + 1  # every teacher device redraws
+    for late in ("10.0.0.2", "10.0.0.1"):  # a new student, and a second seat for one already in
+        with pytest.raises(RoomLocked, match="^This class is closed to new students: your teacher closed it once "):
+            classroom.join(room.code, late)
+    assert classroom.join(other.code, "10.0.0.2").code == other.code  # another room is open
+    question = classroom.open_question(room.code, room.teacher_key, 1, "grad", "x")
+    assert classroom.answer(room.code, seated.token, question.id, "1") == 1  # a seat taken keeps answering
+    assert classroom.student_view(room.code, seated.token).step == 0
+    classroom.lock_room(room.code, room.teacher_key, locked=False)
+    assert not classroom.teacher_view(room.code, room.teacher_key).locked
+    classroom.join(room.code, "10.0.0.2")
+    assert classroom.teacher_view(room.code, room.teacher_key).students == 2
+
+
+def test_joins_into_one_room_are_limited_per_client_and_room(make_classroom: Callable[..., Classroom]) -> None:
+    classroom = make_classroom(room_joins_per_window=3, window_s=60)
+    room, other = classroom.create_room("lesson:a", 3), classroom.create_room("lesson:b", 3)
+    for _ in range(3):
+        classroom.join(room.code, "10.0.0.1")
+    with pytest.raises(TooManyAttempts, match="^3 students joined this class from your network in the last minute"):
+        classroom.join(room.code, "10.0.0.1")
+    classroom.join(other.code, "10.0.0.1")  # the school's next class
+    classroom.join(room.code, "10.0.0.2")  # another network
+    assert classroom.teacher_view(room.code, room.teacher_key).students == 4
 
 
 def test_nicknames_and_answers_are_bounded_and_kept_as_typed(classroom: Classroom) -> None:
@@ -252,6 +287,7 @@ def _class_with_answers(classroom: Classroom) -> tuple[str, str]:
     room = classroom.create_room("playground", 3, program="x = 1")  # a row in every table
     classroom.set_step(room.code, room.teacher_key, 2)
     ada = classroom.join(room.code, "10.0.0.1", "Ada")
+    classroom.lock_room(room.code, room.teacher_key)
     question = classroom.open_question(room.code, room.teacher_key, 2, "grad", "x", seconds=60)
     classroom.answer(room.code, ada.token, question.id, "1", right=True)
     return room.code, room.teacher_key
