@@ -271,6 +271,11 @@ def live_nodes(
     return tuple(nodes)
 
 
+def live_rows(samples: int) -> np.ndarray:
+    """Which training points a per-sample value's rows show: `LIVE_ROWS` of them, evenly spaced."""
+    return np.unique(np.linspace(0, samples - 1, min(LIVE_ROWS, samples)).round().astype(int))
+
+
 @dataclass
 class Training:
     """SGD on one dataset, one iteration per `step()`: its own autodiff device, so a page keeps it per session. The
@@ -361,7 +366,7 @@ class Training:
             len(self.labels),
         )
         self.history.append(iteration)
-        rows = np.unique(np.linspace(0, len(self.labels) - 1, min(LIVE_ROWS, len(self.labels))).round().astype(int))
+        rows = live_rows(len(self.labels))
         self.frames.append(
             Frame(
                 iteration.number,
@@ -373,6 +378,27 @@ class Training:
             )
         )
         return iteration
+
+    def preview(self) -> tuple[Frame, int]:
+        """The graph the first iteration builds, before it runs: its forward on a fresh device (this training's own
+        stays untouched, so iteration 1 measures what it always did), values only, no gradient yet. A page draws it
+        at open, before any press. Frame number 1, empty gradients and update (backward has not run), and the
+        operations on its tape."""
+        if self.iterations or not len(self.labels):
+            raise ValueError("Only an untrained network with points has a first iteration to preview.")
+        parameters = self.model.values()
+        ad = Device.named(self.backend, seed=self.seed).autodiff(keep_values=True, whole_values=KEPT_WHOLE)
+        points = Tensor.from_floats(self.points, ad)  # the data first, as a training makes it: the same node order
+        targets = Tensor.from_floats(np.eye(2, dtype=np.float32)[self.labels], ad)
+        model = Mlp(**{name: Tensor.from_floats(v, ad).require_grad() for name, v in parameters.items()})
+        outputs = forward(model, points, targets)
+        names = node_names({**model.parameters(), "points": points, "targets": targets, **outputs})
+        root = outputs["loss"].node_id
+        assert root is not None, "the loss is on the preview's autodiff device"
+        rows = live_rows(len(self.labels))
+        snapshot = ad.snapshot()
+        nodes = live_nodes(snapshot, root, names, {}, len(self.labels), rows)
+        return Frame(1, nodes, tuple(int(r) for r in rows), parameters, {}, {}), tape_steps(snapshot, outputs["loss"])
 
     def _update(self, grads: Gradients) -> str | None:
         """Every parameter updated by the chosen rule; why training cannot go on, if a parameter has no gradient.

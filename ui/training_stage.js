@@ -2,20 +2,19 @@
  * The Training lesson's live stage: the network's graph with every value and gradient, the decision boundary with
  * the training points (a click adds one), each hidden unit over the plane, the loss curve, and the numbers of the
  * iteration on screen. The server computes iterations ahead in chunks; this plays them at `rate` a second, so the
- * page does not rerun per iteration. The contract (ui/training_stage.py's TypedDicts):
+ * page does not rerun per iteration. Before the first iteration it draws the graph that iteration builds (its forward,
+ * the `preview`). Its colours are the contrast-tested palette's (ui/training_stage.py writes them as custom
+ * properties, light and dark); its DOM is made element by element, no HTML parsed. The contract (ui/training_stage.py's TypedDicts):
  *
  * @typedef {{rows: number, cols: number, data: number[]}} Grid
  * @typedef {{name: string, op: string, ops: string[], shape: number[], kind: string, inputs: number[], value: Grid, grad: (Grid|null)}} LiveNodeWire
  * @typedef {{number: number, loss: number, accuracy: number, tape: number, bytesBefore: number, bytesAfter: number, samples: number, rows: number[], nodes: LiveNodeWire[], parameters: Object<string, Grid>, gradients: Object<string, Grid>, updated: Object<string, Grid>}} FrameWire
  * @typedef {{action: string, at: number, id: number, point?: number[]}} Command
- * @typedef {{signature: string, iterations: number, frames: FrameWire[], losses: number[], points: number[][], labels: number[], extent: number, learningRate: number, rate: number, playing: boolean, canPlay: boolean, message: (string|null), serverRuns: number, presenter: boolean, answered: number}} TrainingPayload
+ * @typedef {{nodes: LiveNodeWire[], tape: number, parameters: Object<string, Grid>}} PreviewWire
+ * @typedef {{signature: string, iterations: number, frames: FrameWire[], preview: (PreviewWire|null), losses: number[], points: number[][], labels: number[], extent: number, learningRate: number, rate: number, playing: boolean, canPlay: boolean, message: (string|null), serverRuns: number, presenter: boolean, answered: number}} TrainingPayload
  */
 
 const SVG = "http://www.w3.org/2000/svg";
-const BLUE = [31, 119, 180];
-const ORANGE = [232, 116, 12];
-const GREEN = [44, 160, 44];
-const PURPLE = [148, 103, 189];
 const CELLS = 40; // the boundary's grid, cells a side
 const UNIT_CELLS = 16;
 const states = new WeakMap();
@@ -38,7 +37,24 @@ const short = (v) => {  // a number in a cell: at most 6 characters
 };
 const signed = (v) => (v < 0 ? `(${fmt(v)})` : fmt(v));
 const rgba = ([r, g, b], a) => `rgba(${r},${g},${b},${a.toFixed(3)})`;
-const heat = (v, scale, pos, neg) => (scale > 0 ? rgba(v >= 0 ? pos : neg, 0.08 + 0.82 * Math.min(1, Math.abs(v) / scale)) : "transparent");
+// a cell's colour over the box, stronger with |v|, never so strong that the number on it loses its 4.5:1
+const heat = (v, scale, pos, neg, ceiling) => (scale > 0 ? rgba(v >= 0 ? pos : neg, 0.08 + (ceiling - 0.08) * Math.min(1, Math.abs(v) / scale)) : "transparent");
+const rgbOf = (hex) => hex.match(/[0-9a-f]{2}/gi).map((pair) => parseInt(pair, 16));  // "#rrggbb" to its channels
+
+/** The palette's colours for the theme the stage is in now (the custom properties of ui/training_stage.py). */
+function colours(root) {
+  const style = getComputedStyle(root), read = (name) => style.getPropertyValue(`--tl-${name}`).trim();
+  return { pos: rgbOf(read("pos")), neg: rgbOf(read("neg")), gpos: rgbOf(read("gpos")), gneg: rgbOf(read("gneg")),
+    text: rgbOf(read("text")), ceiling: Number(read("heat-max")) };
+}
+
+/** Dark when the page's background is (Streamlit gives its theme's colours to the component); else the system's. */
+function followTheme(root) {
+  const match = /^#([0-9a-f]{6})$|^rgba?\((\d+),\s*(\d+),\s*(\d+)/i.exec(getComputedStyle(root).getPropertyValue("--st-background-color").trim());
+  const [r, g, b] = !match ? [] : match[1] ? rgbOf(`#${match[1]}`) : match.slice(2, 5).map(Number);
+  const dark = match ? 0.299 * r + 0.587 * g + 0.114 * b < 128 : window.matchMedia("(prefers-color-scheme: dark)").matches;
+  root.classList.toggle("dark", dark);
+}
 const maxAbs = (data) => data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
 const norm = (grid) => Math.sqrt(grid.data.reduce((s, v) => s + v * v, 0));
 const bytes = (n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
@@ -57,39 +73,43 @@ function probabilityAt(p, x, y) {
 }
 
 function skeleton(parent) {
+  const title = (text) => el("h4", { class: "tl-title" }, text);
+  const key = (cls, text) => el("span", { class: cls }, text);
+  const radio = (value, text, checked) => {
+    const input = el("input", { type: "radio", name: "tl-class", value });
+    input.checked = checked;
+    const label = el("label");
+    label.append(input, ` ${text}`);
+    return label;
+  };
+  const head = el("div", { class: "tl-head" });
+  const controls = el("div", { class: "tl-controls", role: "group", "aria-label": "Training controls" });
+  controls.append(el("button", { type: "button", class: "tl-play" }), el("button", { type: "button", class: "tl-step" }, "One iteration"),
+    el("button", { type: "button", class: "tl-replay", hidden: "" }));
+  head.append(controls, el("p", { class: "tl-numbers", "aria-live": "off" }));
+  const graph = el("div", { class: "tl-graph" });
+  const legend = el("p", { class: "tl-key" });
+  legend.append("Grids (each on its own scale, 6 samples of a batch): values ", key("k-pos", "> 0"), " ", key("k-neg", "< 0"),
+    ", gradients ∂loss/∂x ", key("k-gpos", "> 0"), " ", key("k-gneg", "< 0"),
+    ". Thick border: a parameter; dashed: data. Edges carry backward's gradient ‖∂‖. Point at or focus a weight.");
+  graph.append(title("The iteration's graph: forward values and, after backward, gradients"), el("div", { class: "tl-svg" }),
+    legend, el("p", { class: "tl-detail", "aria-live": "polite" }));
+  const plane = el("div", { class: "tl-plane" });
+  plane.append(el("canvas", { class: "tl-boundary", width: CELLS, height: CELLS, "aria-hidden": "true" }),
+    el("svg:svg", { class: "tl-points", role: "img", tabindex: "0" }));
+  const edit = el("div", { class: "tl-edit", role: "group", "aria-label": "Add points" });
+  edit.append(el("span", {}, "A click adds a point of"), radio("0", "class 0 (circle)", true), radio("1", "class 1 (square)", false),
+    el("button", { type: "button", class: "tl-clear" }, "Clear the points"));
+  const units = el("div");
+  units.append(title("Each hidden unit over the plane"), el("div", { class: "tl-units", role: "img" }));
+  const loss = el("div");
+  loss.append(title("Loss, each iteration"), el("svg:svg", { class: "tl-loss", role: "img" }));
+  const below = el("div", { class: "tl-below" });
+  below.append(units, loss);
+  const side = el("div", { class: "tl-side" });
+  side.append(title("Decision boundary and the training points"), plane, edit, below);
   const root = el("div", { class: "tl" });
-  root.innerHTML = `
-    <div class="tl-head">
-      <div class="tl-controls" role="group" aria-label="Training controls">
-        <button type="button" class="tl-play"></button>
-        <button type="button" class="tl-step">One iteration</button>
-        <button type="button" class="tl-replay" hidden></button>
-      </div>
-      <p class="tl-numbers" aria-live="off"></p>
-    </div>
-    <div class="tl-graph"><h4 class="tl-title">The iteration's graph: forward values and, after backward, gradients</h4>
-      <div class="tl-svg"></div>
-      <p class="tl-key">Grids (each on its own scale, 6 samples of a batch): values <span class="k-pos">&gt; 0</span>
-      <span class="k-neg">&lt; 0</span>, gradients ∂loss/∂x <span class="k-gpos">&gt; 0</span>
-      <span class="k-gneg">&lt; 0</span>. Thick border: a parameter; dashed: data. Edges carry backward's gradient
-      ‖∂‖. Point at or focus a weight.</p>
-      <p class="tl-detail" aria-live="polite"></p></div>
-    <div class="tl-side">
-      <h4 class="tl-title">Decision boundary and the training points</h4>
-      <div class="tl-plane"><canvas class="tl-boundary" width="${CELLS}" height="${CELLS}" aria-hidden="true"></canvas>
-        <svg class="tl-points" role="img" tabindex="0"></svg></div>
-      <div class="tl-edit" role="group" aria-label="Add points">
-        <span>A click adds a point of</span>
-        <label><input type="radio" name="tl-class" value="0" checked> class 0 (circle)</label>
-        <label><input type="radio" name="tl-class" value="1"> class 1 (square)</label>
-        <button type="button" class="tl-clear">Clear the points</button>
-      </div>
-      <div class="tl-below">
-        <div><h4 class="tl-title">Each hidden unit over the plane</h4><div class="tl-units" role="img"></div></div>
-        <div><h4 class="tl-title">Loss, each iteration</h4><svg class="tl-loss" role="img"></svg></div>
-      </div>
-    </div>
-    <p class="tl-message" role="status"></p>`;
+  root.append(head, graph, side, el("p", { class: "tl-message", role: "status" }));
   parent.append(root);
   return root;
 }
@@ -104,6 +124,7 @@ function create(parentElement) {
     if (action !== "more") {
       for (const n of [...s.frames.keys()]) if (n > s.shown) s.frames.delete(n);
       s.awaiting = s.sent + 1;
+      s.asked = s.shown;  // the frames asked for are gone: playing on (a point added), the next chunk is asked anew
     }
     s.setStateValue("command", { action, at: s.shown, id: ++s.sent, ...extra });
   };
@@ -179,7 +200,7 @@ function drawHead(s) {
   const replay = q(".tl-replay");
   replay.hidden = s.playing || !frame;
   if (frame) replay.textContent = `Step iteration ${frame.number}'s backward`;
-  q(".tl-numbers").innerHTML = "";
+  q(".tl-numbers").replaceChildren();
   const parts = frame
     ? [["Iteration", frame.number], ["Loss", fmt(frame.loss)], ["Accuracy", `${Math.round(frame.accuracy * 100)}%`],
       ["On the tape", `${frame.tape} operations`], ["Memory", `${bytes(frame.bytesBefore)} before backward, ${bytes(frame.bytesAfter)} after the update`],
@@ -256,7 +277,7 @@ function drawGraph(s, frame) {
   const height = Math.max(fit, Math.ceil(total));
   s.root.classList.toggle("tall", height > fit + 1);
   const svg = el("svg:svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group",
-    "aria-label": `The graph of iteration ${frame.number}: ${frame.nodes.length} tensors, ${frame.tape} operations on the tape` });
+    "aria-label": `The graph of iteration ${frame.number}${frame.preview ? ", before it runs (forward values)" : ""}: ${frame.nodes.length} tensors, ${frame.tape} operations on the tape` });
   const edges = el("svg:g", { class: "tl-edges" });
   svg.append(edges);
   const norms = frame.nodes.map((n) => (n.grad ? norm(n.grad) : 0));
@@ -294,12 +315,13 @@ function drawNode(s, frame, n, box) {
   g.append(el("svg:text", { x: 6, y: s.data.presenter ? 34 : 28, class: "tl-node-sub" }, sub));
   const header = s.data.presenter ? 40 : 32;
   const param = n.kind === "parameter" || (n.kind === "op" && frame.parameters[n.name]) ? n.name : null;
-  grid(g, n.value, header, box, BLUE, ORANGE, param, n);
-  if (n.grad) grid(g, n.grad, header + n.value.rows * box.cell + 6, box, PURPLE, GREEN, null, n);
+  const c = s.colours;
+  grid(g, n.value, header, box, c.neg, c.pos, c.ceiling, param);
+  if (n.grad) grid(g, n.grad, header + n.value.rows * box.cell + 6, box, c.gneg, c.gpos, c.ceiling, null);
   return g;
 }
 
-function grid(g, values, top, box, neg, pos, param, n) {
+function grid(g, values, top, box, neg, pos, ceiling, param) {
   const scale = maxAbs(values.data);
   const cw = Math.min(box.cw, (box.w - 10) / values.cols), ch = box.cell;
   const numbers = cw >= 40 && ch >= 13;
@@ -307,7 +329,7 @@ function grid(g, values, top, box, neg, pos, param, n) {
     for (let c = 0; c < values.cols; c++) {
       const index = r * values.cols + c, v = values.data[index];
       const x = 5 + c * cw, y = top + r * ch;
-      const rect = el("svg:rect", { x, y, width: Math.max(1, cw - (cw > 4 ? 1 : 0)), height: Math.max(1, ch - (ch > 4 ? 1 : 0)), fill: heat(v, scale, pos, neg), class: "tl-cell" });
+      const rect = el("svg:rect", { x, y, width: Math.max(1, cw - (cw > 4 ? 1 : 0)), height: Math.max(1, ch - (ch > 4 ? 1 : 0)), fill: heat(v, scale, pos, neg, ceiling), class: "tl-cell" });
       if (param) {
         rect.setAttribute("data-param", param);
         rect.setAttribute("data-index", index);
@@ -327,7 +349,7 @@ function moveFocus(s, event) {
   const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: "down", ArrowUp: "up" };
   if (!(event.key in moves)) return;
   event.preventDefault();
-  const frame = s.frames.get(s.shown), grid = frame.parameters[cell.dataset.param];
+  const frame = s.frames.get(s.shown) || previewFrame(s), grid = frame.parameters[cell.dataset.param];
   let index = Number(cell.dataset.index), step = moves[event.key];
   if (step === "down") step = grid.cols; else if (step === "up") step = -grid.cols;
   index = Math.max(0, Math.min(grid.data.length - 1, index + step));
@@ -336,11 +358,13 @@ function moveFocus(s, event) {
 }
 
 function drawDetail(s) {
-  const frame = s.frames.get(s.shown), out = s.q(".tl-detail");
-  if (!frame || !s.focus || !frame.parameters[s.focus.param]) { out.textContent = ""; return; }
+  const frame = s.frames.get(s.shown) || previewFrame(s), out = s.q(".tl-detail");
+  const before = "Iteration 1's forward, before it runs: Play or One iteration runs its backward and the update.";
+  if (!frame || !s.focus || !frame.parameters[s.focus.param]) { out.textContent = frame && frame.preview ? before : ""; return; }
   const { param, index } = s.focus, w = frame.parameters[param], cols = w.cols;
   const at = `${param}[${Math.floor(index / cols)}, ${index % cols}]`;
   const grad = frame.gradients[param], after = frame.updated[param];
+  if (frame.preview) { out.textContent = `${at} = ${fmt(w.data[index])}: iteration 1's backward gives its gradient, then the update.`; return; }
   if (!grad) { out.textContent = `${at} = ${fmt(w.data[index])}: backward gave it no gradient.`; return; }
   out.textContent = `${at} ← ${fmt(w.data[index])} − ${s.data.learningRate} × ${signed(grad.data[index])} = `
     + `${fmt(after.data[index])}   (w − learning rate × ∂loss/∂w, iteration ${frame.number})`;
@@ -352,7 +376,7 @@ function drawBoundary(s, frame) {
   for (let r = 0; r < CELLS; r++) for (let c = 0; c < CELLS; c++) {
     const x = -e + (2 * e * (c + 0.5)) / CELLS, y = e - (2 * e * (r + 0.5)) / CELLS;
     const p = frame ? probabilityAt(frame.parameters, x, y) : 0.5;
-    const [R, G, B] = p >= 0.5 ? ORANGE : BLUE, a = Math.abs(p - 0.5) * 2 * 0.55;
+    const [R, G, B] = p >= 0.5 ? s.colours.pos : s.colours.neg, a = Math.abs(p - 0.5) * 2 * 0.55;
     const k = 4 * (r * CELLS + c);
     image.data[k] = R; image.data[k + 1] = G; image.data[k + 2] = B; image.data[k + 3] = Math.round(a * 255);
   }
@@ -382,16 +406,17 @@ function drawUnits(s, frame) {
   if (box.children.length !== units) {
     box.replaceChildren(...Array.from({ length: units }, (_, j) => el("canvas", { width: UNIT_CELLS, height: UNIT_CELLS, title: `unit ${j + 1}` })));
   }
-  box.setAttribute("aria-label", `${units} small pictures, one per hidden unit: where over the plane its ReLU output is large (dark) or zero (clear).`);
+  box.setAttribute("aria-label", `${units} small pictures, one per hidden unit: where over the plane its ReLU output is large (strong) or zero (clear).`);
   if (!frame) return;
   const e = s.data.extent, outs = [];
   for (let r = 0; r < UNIT_CELLS; r++) for (let c = 0; c < UNIT_CELLS; c++) {
     outs.push(hiddenAt(frame.parameters, -e + (2 * e * (c + 0.5)) / UNIT_CELLS, e - (2 * e * (r + 0.5)) / UNIT_CELLS));
   }
+  const [R, G, B] = s.colours.text;
   [...box.children].forEach((canvas, j) => {
     const ctx = canvas.getContext("2d"), image = ctx.createImageData(UNIT_CELLS, UNIT_CELLS);
     const top = Math.max(1e-12, ...outs.map((h) => h[j]));
-    outs.forEach((h, k) => { image.data[4 * k] = 90; image.data[4 * k + 1] = 60; image.data[4 * k + 2] = 160; image.data[4 * k + 3] = Math.round((h[j] / top) * 230); });
+    outs.forEach((h, k) => { image.data[4 * k] = R; image.data[4 * k + 1] = G; image.data[4 * k + 2] = B; image.data[4 * k + 3] = Math.round((h[j] / top) * 230); });
     ctx.putImageData(image, 0, 0);
   });
 }
@@ -414,11 +439,20 @@ function drawLoss(s) {
   );
 }
 
+/** Before the first iteration, the graph it builds: its forward values, no gradient yet, and the network it starts
+ * with (the boundary and the units of the untrained network). */
+function previewFrame(s) {
+  const { preview } = s.data;
+  return s.shown === 0 && preview ? { number: 1, preview: true, nodes: preview.nodes, tape: preview.tape, parameters: preview.parameters, gradients: {}, updated: {} } : null;
+}
+
 function draw(s) {
-  const frame = s.frames.get(s.shown);
+  followTheme(s.root);
+  s.colours = colours(s.root);
+  const frame = s.frames.get(s.shown) || previewFrame(s);
   drawHead(s);
   if (frame) drawGraph(s, frame);
-  else s.q(".tl-svg").replaceChildren(el("p", { class: "tl-empty" }, "Press Play or One iteration: the graph of each iteration is drawn here."));
+  else s.q(".tl-svg").replaceChildren(el("p", { class: "tl-empty" }, "Add points to the plane: the graph of each iteration is drawn here."));
   drawBoundary(s, frame);
   drawUnits(s, frame);
   drawLoss(s);

@@ -11,11 +11,35 @@ from typing import TypedDict
 import numpy as np
 import streamlit as st
 
+from autodiff.stage.palette import BACKGROUND, BY_KEY, EDGE, TEXT
 from course.training import MAX_POINTS, Frame, IterationReplay, LiveNode, Training, replay_iteration
 
 HERE = Path(__file__).parent
+# the pictures' colours are the contrast-tested palette's (each a state's border: 3:1 on the background at least):
+# a value's sign (and the class of a point, as the boundary is the probability of class 1), a gradient's sign
+SIGN_STATES = {"pos": "current", "neg": "pending", "gpos": "leaf", "gneg": "recomputed"}
+# a grid cell's fill is its colour over the background at most this opaque: the theme's text keeps 4.5:1 on it
+# (tests/app/test_training_stage.py computes it)
+HEAT_CEILING = {"light": 0.68, "dark": 0.47}
+
+
+def palette_css() -> str:
+    """The stage's colours as custom properties, light and dark (the stage sets `dark` from the page's background)."""
+    rules = []
+    for theme, selector in (("light", ".tl"), ("dark", ".tl.dark")):
+        props = [f"--tl-{sign}:{getattr(BY_KEY[state], theme).border}" for sign, state in SIGN_STATES.items()]
+        props += [
+            f"--tl-bg:{BACKGROUND[theme]}",
+            f"--tl-text:{TEXT[theme]}",
+            f"--tl-edge:{EDGE[theme]}",
+            f"--tl-heat-max:{HEAT_CEILING[theme]}",
+        ]
+        rules.append(f"{selector}{{{';'.join(props)}}}")
+    return "\n".join(rules)
+
+
 TRAINING_JS = (HERE / "training_stage.js").read_text()
-TRAINING_CSS = (HERE / "training_stage.css").read_text()
+TRAINING_CSS = palette_css() + "\n" + (HERE / "training_stage.css").read_text()
 STAGE = st.components.v2.component("training_stage", html="", css=TRAINING_CSS, js=TRAINING_JS)
 DIGITS = 4  # significant digits of a value or gradient in the graph's grids (a cell shows 2 or 3)
 
@@ -52,10 +76,17 @@ class FrameWire(TypedDict):
     updated: dict[str, Grid]
 
 
+class PreviewWire(TypedDict):  # the first iteration's forward, drawn before any press
+    nodes: list[LiveNodeWire]
+    tape: int
+    parameters: dict[str, Grid]
+
+
 class TrainingPayload(TypedDict):
     signature: str
     iterations: int
     frames: list[FrameWire]
+    preview: PreviewWire | None
     losses: list[float]
     points: list[list[float]]
     labels: list[int]
@@ -125,6 +156,18 @@ def frame_wire(training: Training, frame: Frame) -> FrameWire:
     }
 
 
+def preview_wire(training: Training) -> PreviewWire | None:
+    """Before the first iteration, the graph it builds (its forward values): what the stage draws at open."""
+    if training.iterations or not len(training.labels):
+        return None
+    frame, tape = training.preview()
+    return {
+        "nodes": [node_wire(n) for n in frame.nodes],
+        "tape": tape,
+        "parameters": {k: exact(v) for k, v in frame.parameters.items()},
+    }
+
+
 def extent(training: Training) -> float:
     """Half the plane's side: the data's (a point added stays where it was clicked), at least 2."""
     reach = float(np.abs(training.points).max()) + 0.3 if len(training.points) else 0.0
@@ -176,15 +219,20 @@ class LiveTraining:
             training.rewind(at)
         self.sent = min(self.sent, training.iterations)
         self.message = None
-        self.playing = action == "play" and training.stopped is None and len(training.labels) > 0
+        # a point added while playing is trained on at once: play goes on from the iteration on the stage (the stage
+        # keeps its clock running and waits for this answer's chunk)
+        added_while_playing = action == "add" and self.playing
+        if action == "add":
+            self.add(command.get("point"))
+        self.playing = (
+            (action == "play" or added_while_playing) and training.stopped is None and len(training.labels) > 0
+        )
         if self.playing:
             self.ahead(at)
         elif action == "step" and len(training.labels):
             training.step()
         elif action == "replay" and training.iterations:
             self.replayed = replay_iteration(training, training.iterations)
-        elif action == "add":
-            self.add(command.get("point"))
         elif action == "clear":
             self.use(np.zeros((0, 2), np.float32), np.zeros(0, np.int64))
             self.message = "No points: click on the plane to add some (pick the class first), or paste rows below."
@@ -233,6 +281,7 @@ class LiveTraining:
             "signature": self.signature,
             "iterations": training.iterations,
             "frames": [frame_wire(training, f) for f in frames],
+            "preview": preview_wire(training),
             "losses": [i.loss for i in training.history],
             "points": training.points.astype(np.float64).round(4).tolist(),
             "labels": training.labels.tolist(),

@@ -10,7 +10,7 @@ from apptest import app, code_blocks, open_link, stages
 
 from course.own_data import to_link
 from course.training import Training, make_dataset
-from ui.training_stage import LiveTraining, TrainingPayload
+from ui.training_stage import AHEAD, LiveTraining, TrainingPayload, grid
 
 PAGE = "pages/train/training_loop.py"
 
@@ -67,6 +67,45 @@ def test_play_computes_ahead_and_pause_goes_back_to_the_iteration_on_screen():
     at.run()
     assert not payload(at)["playing"] and payload(at)["iterations"] == 7
     assert payload(at)["frames"][-1]["number"] == 7
+
+
+def test_a_point_added_while_playing_is_trained_on_and_play_goes_on():
+    """A click on the plane while it played stopped the server's play (any command but play did), while the stage
+    played on waiting for chunks no one computed: the count froze until Pause and Play."""
+    at = app(PAGE)
+    command(at, "play")
+    live: LiveTraining = at.session_state["live_training"]
+    live.apply({"action": "add", "at": 10, "id": 2, "point": [0.25, 1.5, 1]})  # clicked while iteration 10 shows
+    at.run()
+    data = payload(at)
+    assert data["playing"] and data["canPlay"] and data["iterations"] == 10 + AHEAD
+    assert [f["number"] for f in data["frames"]] == list(range(11, 11 + AHEAD))  # from the one on the stage
+    assert all(f["samples"] == 201 for f in data["frames"]) and data["labels"][-1] == 1
+    live.apply({"action": "more", "at": 25, "id": 3})  # the stage's next ask for a chunk is answered
+    at.run()
+    assert payload(at)["playing"] and payload(at)["iterations"] == 25 + AHEAD
+
+
+def test_at_open_the_stage_has_the_first_iterations_graph_before_it_runs():
+    """The graph's half of the screen was empty at open ("Press Play…"): the first iteration's forward is drawn."""
+    at = app(PAGE)
+    preview = payload(at)["preview"]
+    reference = Training()
+    reference.step()
+    ran = reference.frames[-1]
+    assert [n["name"] or n["op"] for n in preview["nodes"]] == [n.name or n.op for n in ran.nodes]
+    assert [n["inputs"] for n in preview["nodes"]] == [list(n.inputs) for n in ran.nodes]
+    for drawn, node in zip(preview["nodes"], ran.nodes, strict=True):
+        np.testing.assert_allclose(drawn["value"]["data"], grid(node.value)["data"], rtol=1e-3)
+        assert drawn["grad"] is None  # backward has not run
+    assert preview["tape"] == reference.history[0].tape
+    np.testing.assert_allclose(preview["parameters"]["w1"]["data"], ran.parameters["w1"].ravel(), rtol=1e-6)
+    assert at.session_state["live_training"].training.iterations == 0  # drawn, not trained
+    command(at, "step")
+    assert payload(at)["preview"] is None  # from the first iteration on, the iterations' own graphs
+    emptied = app(PAGE)
+    command(emptied, "clear")
+    assert payload(emptied)["iterations"] == 0 and payload(emptied)["preview"] is None  # no points: nothing to draw
 
 
 def test_a_command_a_visitor_forges_changes_nothing():

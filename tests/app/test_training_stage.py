@@ -1,16 +1,22 @@
 """The Training stage's contract: the TypedDicts ui/training_stage.py sends and the JSDoc typedefs of
-training_stage.js name the same keys, and a real payload has exactly those keys, nested."""
+training_stage.js name the same keys, and a real payload has exactly those keys, nested; its colours are the
+palette's."""
 
 from __future__ import annotations
 
+import re
 import typing
+from pathlib import Path
 
+from test_palette import contrast
 from test_stage_contract import js_fields, js_typedefs
 
+from autodiff.stage.palette import BACKGROUND, BY_KEY, TEXT
 from course.training import Training
 from ui import training_stage
-from ui.training_stage import TRAINING_JS, frame_wire
+from ui.training_stage import SIGN_STATES, TRAINING_CSS, TRAINING_JS, frame_wire
 
+COLOUR_LITERAL = re.compile(r"#[0-9a-fA-F]{3,8}\b|\brgba?\(\s*\d|\[\s*\d+,\s*\d+,\s*\d+\s*\]")  # hex, rgb(1, [1, 2, 3]
 WIRE = {name: cls for name, cls in vars(training_stage).items() if typing.is_typeddict(cls)}  # both ways: Command
 
 
@@ -30,3 +36,29 @@ def test_a_frame_sent_has_exactly_the_keys_its_type_names():
         assert set(node) == set(training_stage.LiveNodeWire.__annotations__)
         assert set(node["value"]) == set(training_stage.Grid.__annotations__)
         assert len(node["value"]["data"]) == node["value"]["rows"] * node["value"]["cols"]
+
+
+def over(background: str, colour: str, opacity: float) -> str:
+    """`colour` laid over `background` at `opacity`, as the browser blends a cell's fill over its box."""
+    pairs = [(int(background[i : i + 2], 16), int(colour[i : i + 2], 16)) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(b + (c - b) * opacity):02x}" for b, c in pairs)
+
+
+def test_the_stage_s_colours_are_the_palette_s_and_keep_aa_in_both_themes():
+    """training_stage.js and .css kept their own colours, outside the contrast-tested palette: every colour now comes
+    from palette.py through the stylesheet's custom properties, each keeps 3:1 on the background (a point, the loss
+    curve, an edge) and the theme's text keeps 4.5:1 on a cell at its strongest."""
+    css = (Path(training_stage.__file__).parent / "training_stage.css").read_text()
+    assert not COLOUR_LITERAL.findall(css) and not COLOUR_LITERAL.findall(TRAINING_JS)
+    for theme in ("light", "dark"):
+        selector = ".tl.dark" if theme == "dark" else ".tl"
+        rule = re.search(rf"^{re.escape(selector)}\{{([^}}]*)\}}", TRAINING_CSS, re.M)
+        assert rule, selector
+        props = dict(p.split(":") for p in rule.group(1).split(";"))
+        assert props["--tl-bg"] == BACKGROUND[theme] and props["--tl-text"] == TEXT[theme]
+        for sign, state in SIGN_STATES.items():
+            colour = props[f"--tl-{sign}"]
+            assert colour == getattr(BY_KEY[state], theme).border
+            assert contrast(colour, BACKGROUND[theme]) >= 3, (theme, sign)
+            strongest = over(BACKGROUND[theme], colour, float(props["--tl-heat-max"]))
+            assert contrast(TEXT[theme], strongest) >= 4.5, (theme, sign, strongest)

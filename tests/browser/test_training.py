@@ -9,7 +9,7 @@ import re
 import pytest
 
 from course.training import Training
-from ui.training_stage import TRAINING_CSS, TRAINING_JS, LiveTraining
+from ui.training_stage import AHEAD, TRAINING_CSS, TRAINING_JS, LiveTraining
 
 from .a11y import blocking_violations, describe
 from .conftest import screenshot
@@ -177,7 +177,9 @@ def test_the_mistake_grows_the_live_graph_and_stops_with_a_sentence(page, app_ur
 # command the stage sends lands in `window.sent`
 ALONE = """async ([js, css]) => {
   const mount = (await import(URL.createObjectURL(new Blob([js], {type: 'text/javascript'})))).default;
-  document.body.innerHTML = '<style>' + css + '</style><main></main>';
+  const style = document.createElement('style');
+  style.textContent = css;
+  document.body.append(style, document.createElement('main'));
   const parent = document.querySelector('main');
   window.sent = [];
   window.mountWith = (data) =>
@@ -206,3 +208,71 @@ def test_a_picture_drawn_before_a_pause_does_not_take_the_paused_stage_back(page
     page.evaluate("data => mountWith(data)", live.payload(presenter=False))  # the pause's own picture
     assert int(page.locator(".tl").get_attribute("data-iteration")) == pause["at"]
     assert page.locator(".tl-play").inner_text() == "Play"
+
+
+def test_a_click_on_the_plane_while_playing_adds_the_point_and_play_goes_on(page, app_url):
+    """The click used to stop the server's play while the stage played on, waiting for chunks no one computed: the
+    count froze (20 s and more, 3 times of 3) until Pause and Play."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_training(page, app_url)
+    page.get_by_role("radio", name="class 1 (square)").check()
+    page.get_by_role("button", name="Play", exact=True).click()
+    reached(page, 5)
+    page.locator(f"{STAGE} .tl-points").click(position={"x": 40, "y": 40})
+    page.locator(".tl-value[data-name='Points']").filter(has_text="201").wait_for()
+    clicked = iteration(page)
+    # two chunks past the click: the one its answer computed, and one the stage asked for after it (at 30 iterations
+    # a second about 2 s; five times that and more for a busy machine)
+    reached(page, clicked + 2 * AHEAD, timeout=30_000)
+    assert page.get_by_role("button", name="Pause", exact=True).is_visible()
+    assert shown(page, "Points") == "201" and page.locator(f"{STAGE} .tl-point.c1").count() == 101
+    no_exception(page)
+
+
+def test_at_open_the_graph_of_the_first_iteration_is_drawn_in_both_themes(page, app_url):
+    """The graph's half of the screen was empty at open ("Press Play…"): now the first iteration's forward is drawn,
+    before any press, and the stage keeps AA in the light theme and the dark."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_training(page, app_url)
+    graph = page.locator(f"{STAGE} .tl-svg svg")
+    graph.wait_for()
+    assert iteration(page) == 0 and shown(page, "Loss") == "not yet"
+    assert page.locator(f"{STAGE} .tl-svg g.tl-node").count() == 12 and page.locator(f"{STAGE} .tl-empty").count() == 0
+    assert graph.get_attribute("aria-label").startswith("The graph of iteration 1, before it runs (forward values): 12")
+    assert page.locator(f"{STAGE} .tl-detail").inner_text().startswith("Iteration 1's forward, before it runs")
+    page.locator(f"{STAGE} [data-param='w1']").first.hover()
+    assert re.match(r"w1\[0, 0\] = −?[\d.]+: iteration 1's backward gives", page.locator(".tl-detail").inner_text())
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.locator(f"{STAGE}.dark" if scheme == "dark" else f"{STAGE}:not(.dark)").wait_for()
+        found = blocking_violations(page)
+        assert not found, f"[{scheme}]\n{describe(found)}"
+    no_exception(page)
+
+
+def test_the_stage_parses_no_html(page):
+    """The stage built its DOM from HTML text (innerHTML): where a page enforces Trusted Types, as a page that parses
+    no HTML may, that threw and nothing was drawn. It makes each element itself."""
+    page.route(
+        "http://stage.test/",
+        lambda route: route.fulfill(
+            body="<!doctype html><title>stage</title>",
+            content_type="text/html",
+            headers={"Content-Security-Policy": "require-trusted-types-for 'script'"},
+        ),
+    )
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto("http://stage.test/")
+    page.evaluate(ALONE, [TRAINING_JS, TRAINING_CSS])
+    live = LiveTraining(Training(), signature="alone")
+    page.evaluate("data => mountWith(data)", live.payload(presenter=False))  # at open: the first iteration's forward
+    assert (
+        page.locator(".tl g.tl-node").count() == 12
+        and page.locator(".tl-value[data-name='Points']").inner_text() == "200"
+    )
+    page.get_by_role("button", name="One iteration").click()
+    live.apply(page.evaluate("() => window.sent.at(-1)"))
+    page.evaluate("data => mountWith(data)", live.payload(presenter=False))
+    assert page.locator(".tl").get_attribute("data-iteration") == "1" and page.locator(".tl g.tl-node").count() == 12
+    assert not errors, errors
