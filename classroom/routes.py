@@ -38,7 +38,7 @@ from classroom.errors import (
 )
 from classroom.live import Revisions, RoomWatcher, classroom, sweep_forever
 from classroom.rooms import Classroom, secret_hash  # the route counts by it: never a secret
-from classroom.views import OPEN_VOTE, REVEALED, Question, QuestionTally, StudentView, VoteTally
+from classroom.views import OPEN_VOTE, REVEALED, VOTE1, Question, QuestionTally, StudentView, VoteTally
 
 WAIT_S = 20.0  # a long poll's longest wait; the browser asks again at once
 MAX_WAITING = 1000  # visitors one server holds waiting at once
@@ -54,12 +54,19 @@ STATUS = {RoomNotFound: 404, NotAllowed: 404, TooManyAttempts: 429, InvalidInput
 NO_SUCH_SECRET = "This class has ended, or this page's key is not one of its own; join again with the room code."
 
 
+class GradedJson(TypedDict):
+    right: int
+    right_answers: list[str]  # the bars' texts graded right
+    mistakes: list[tuple[str, int]]  # mistake group key (course.grading.MISTAKES), how many
+
+
 class VoteJson(TypedDict):
     answered: int
-    right: int
-    answers: list[tuple[str, int, bool]]  # the most given answers, most first: (text, how many, graded right)
+    # the most given answers, most first (text, how many), once the vote is closed (or on the teacher's own screen):
+    # an open vote's histogram sways the votes still to come
+    answers: list[tuple[str, int]] | None
     others: int  # answers beyond the bars
-    mistakes: list[tuple[str, int]]  # mistake group key (course.grading.MISTAKES), how many
+    graded: GradedJson | None  # who is right: after the reveal, or on the teacher's own screen; never a projector's
 
 
 class QuestionJson(TypedDict):
@@ -117,20 +124,33 @@ class ReceiptJson(TypedDict):
     vote: int
 
 
-def _vote(tally: VoteTally) -> VoteJson:
+def _vote(tally: VoteTally, histogram: bool, graded: bool) -> VoteJson:
     ranked = list(tally.answers.items())
+    shown = ranked[:TOP_ANSWERS]
+    right: GradedJson = {
+        "right": tally.right,
+        "right_answers": [text for text, _ in shown if text in tally.right_answers],
+        "mistakes": list(tally.mistakes.items()),
+    }
     return {
         "answered": tally.answered,
-        "right": tally.right,
-        "answers": [(text, count, text in tally.right_answers) for text, count in ranked[:TOP_ANSWERS]],
-        "others": sum(count for _, count in ranked[TOP_ANSWERS:]),
-        "mistakes": list(tally.mistakes.items()),
+        "answers": shown if histogram else None,
+        "others": sum(count for _, count in ranked[TOP_ANSWERS:]) if histogram else 0,
+        "graded": right if graded else None,
     }
 
 
-def _question(tally: QuestionTally, now: float) -> QuestionJson:
+def _question(tally: QuestionTally, now: float, own_screen: bool = False) -> QuestionJson:
+    """The newest question as the teacher's stage draws it. Before the reveal a projector's page gets how many
+    answered, and a closed vote's histogram without a mark, never who is right; the teacher's `own_screen` (a page
+    not in presenter mode, which folds it away) gets all of it."""
     q = tally.question
-    votes = {str(vote): _vote(t) for vote, t in tally.votes.items()}
+    revealed = q.phase == REVEALED
+    closed = {1: q.phase != VOTE1, 2: revealed}  # vote 1 closes when the discussion (or the reveal) starts
+    votes = {
+        str(vote): _vote(t, own_screen or closed.get(vote, revealed), own_screen or revealed)
+        for vote, t in tally.votes.items()
+    }
     return {
         "id": q.id,
         "key": q.token,
@@ -327,12 +347,15 @@ class ClassRoutes:
         return await self._long_poll(request, "X-Class-Seat", lambda r: r[:1], view)
 
     async def watch(self, request: Request) -> Response:
-        """The teacher's stage: the step, the students and the newest question's answers, when they change."""
+        """The teacher's stage: the step, the students and the newest question's answers, when they change;
+        `graded=1` (the teacher's own screen) asks for who is right before the reveal too."""
+
+        own_screen = request.query_params.get("graded") == "1"  # the teacher's own device, not a projector's
 
         def seen(code: str, key: str) -> TeacherJson:
             room = self.rooms()
             view = room.teacher_view(code, key)
-            newest = _question(view.questions[-1], room.clock()) if view.questions else None
+            newest = _question(view.questions[-1], room.clock(), own_screen) if view.questions else None
             return {"since": "", "step": view.step, "students": view.students, "question": newest}
 
         async def view(code: str, key: str) -> TeacherJson:

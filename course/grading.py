@@ -67,6 +67,7 @@ class Question:
     # what the answer goes through: the sending step's op (`sub/1` where the operand matters), the op of each step
     # that sends to the leaf (sorted), or for `remaining` the roles the named tensors play (ROLES, sorted)
     ops: tuple[str, ...] = ()
+    choices: frozenset[str] = frozenset()  # the named tensors a `remaining` answer picks among (no other is read)
 
     @property
     def mistakes(self) -> frozenset[str]:
@@ -188,7 +189,7 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
                     kind="leaf_grad",
                     node=int(leaf.id),
                     event=end,
-                    prompt=f"What is {name}'s gradient after the backward? (numbers, or None)",
+                    prompt=f"What is {name}'s gradient after the backward?",  # every leaf's words: no hint
                     values=None,
                     names=frozenset(),
                     wrong=(),
@@ -215,6 +216,7 @@ def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[
             intermediates=held_none,
             worked=_worked_remaining(roles),
             ops=tuple(sorted(set(roles.values()))),
+            choices=frozenset(roles),
         )
     )
     return _distinct(found, steps)
@@ -422,6 +424,9 @@ def right_answer(question: Question) -> str:
 
 def _grade_names(question: Question, answer: str) -> Graded:
     given = frozenset(_names(answer))
+    if given - question.choices:  # not an answer: never stored, so never counted or shown to the room
+        among = ", ".join(sorted(question.choices))  # what was typed is not said back: it may be anything
+        return Graded(None, None, f"Only this question's tensors are read: {among}, or none.")
     if given == question.names:
         return Graded(True, None, "Right.")
     if given & question.intermediates:
@@ -447,4 +452,6 @@ def _close(given: np.ndarray, expected: np.ndarray) -> bool:
 
 
 def _text(value: np.ndarray) -> str:
-    return str([round(float(v), 6) for v in np.ravel(value)])
+    """The numbers in their shape (`[[1.0]]` for a 1x1 matrix), as the worked answer's chain rule prints them."""
+    rounded = np.round(np.atleast_1d(np.asarray(value, dtype=np.float64)), 6) + 0.0  # + 0.0: -0.0 reads 0.0
+    return str(rounded.tolist())

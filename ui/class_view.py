@@ -177,6 +177,7 @@ def teacher_page(code: str, key: str) -> None:
         return
     replay = _followed(view.replay, view.code)
     join_url = join_link(view.code)
+    newest = view.questions[-1].question if view.questions else None
     # a projector: the room code, the QR code and the question's controls in a bar that stays above the stage, so the
     # whole graph and its answer badges are in view with them on one screen (the stage fits the rest below it)
     compact = presenter_mode()
@@ -192,6 +193,8 @@ def teacher_page(code: str, key: str) -> None:
         "join": "" if compact else f"Join at {join_url} · room code {spaced(view.code)}" if join_url else "",
         "asked": _asked_nodes(replay, view.code),
         "mistakes": MISTAKES,
+        "phase": f"{newest.id}:{newest.phase}" if newest else "none",  # the controls below are this phase's
+        "histogram": bool(newest and st.session_state.get(_histogram_key(newest.id))),
     }
     index = _followed_index(view.step, replay)
     with bar:
@@ -252,6 +255,8 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
                 _teacher_act(lambda: room.open_second_vote(view.code, key, current.id, limit))
             if press.button("Reveal the answer", "class_reveal", type="primary"):
                 _teacher_act(lambda: room.reveal(view.code, key, current.id))
+            if current.phase in (DISCUSS, VOTE2):  # peer instruction's choice: the histogram, never who is right
+                st.toggle(HISTOGRAM, key=_histogram_key(current.id), help=HISTOGRAM_HELP, width="content")
         if source:  # a transfer: the program it is about, for the room to read (their phones show it too)
             code_block(source)
         if not compact:
@@ -290,6 +295,15 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
             _teacher_act(lambda: room.open_question(view.code, key, index, q.kind, q.key, asked_limit))
     if not compact:
         st.caption("A step's question is about the next step to run: ask before you press →, reveal, then step on.")
+
+
+HISTOGRAM = "Show the room vote 1's answers"
+HISTOGRAM_HELP = "How many gave each answer, without saying which is right: that waits for the reveal."
+
+
+def _histogram_key(question: int) -> str:
+    """The toggle that shows the room question `question`'s vote 1 answers: off for each new question."""
+    return f"class_histogram_{question}"
 
 
 def transfer_button(
@@ -342,35 +356,14 @@ def revealed(q: Question, compact: bool = False) -> None:
 
 
 def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
-    if not view.questions:
-        return
+    """The report and the CSV once a question was asked; ending the class from the start (a class that only steps
+    is ended, and its data deleted, like any other)."""
     room = classroom()
     with st.expander("After the class: the report, the CSV, and ending the class"):
-        rows = []
-        for report in question_reports(room, view.code, key):
-            rows.append(
-                {
-                    "Question": asked_question(replay, report.question.key, room_seed(view.code))[0].prompt,
-                    "Asked at": replay.position(report.question.step),
-                    "Right in vote 1": f"{report.right_1} of {report.answered_1}",
-                    "Right in vote 2": f"{report.right_2} of {report.answered_2}",
-                    "Gain, vote 1 to 2": _gain(report.gain),
-                    "Right in the transfer": "not asked"
-                    if report.transfer is None
-                    else f"{report.right_t} of {report.answered_t}",
-                    "Gain, vote 1 to transfer": _gain(report.transfer_gain),
-                }
-            )
-        st.table(rows)
-        names = st.checkbox("Include nicknames in the CSV", key="class_csv_names")
-        st.download_button(
-            "Download the answers (CSV)",
-            answers_csv(room, view.code, key, nicknames=names),
-            file_name=f"class-{view.code}.csv",
-            mime="text/csv",
-            on_click=NO_RERUN,
-        )
-        st.markdown("Ending the class deletes every answer at once: download the CSV first.")
+        if view.questions:
+            _report(view, key, replay)
+        else:
+            st.markdown("No question was asked yet: there is no report and no answer to download.")
         sure = st.checkbox("Yes: delete this class's answers and end it", key="class_end_sure")
         if press.button("End the class", "class_end", disabled=not sure):
             try:
@@ -381,6 +374,36 @@ def after_class(view: TeacherView, key: str, replay: ClassReplay) -> None:
             st.session_state.pop(TEACHER, None)
             st.session_state[ENDED] = view.code
             st.rerun()
+
+
+def _report(view: TeacherView, key: str, replay: ClassReplay) -> None:
+    """Right per question and vote, the gains, and the CSV of the answers."""
+    room = classroom()
+    rows = []
+    for report in question_reports(room, view.code, key):
+        rows.append(
+            {
+                "Question": asked_question(replay, report.question.key, room_seed(view.code))[0].prompt,
+                "Asked at": replay.position(report.question.step),
+                "Right in vote 1": f"{report.right_1} of {report.answered_1}",
+                "Right in vote 2": f"{report.right_2} of {report.answered_2}",
+                "Gain, vote 1 to 2": _gain(report.gain),
+                "Right in the transfer": "not asked"
+                if report.transfer is None
+                else f"{report.right_t} of {report.answered_t}",
+                "Gain, vote 1 to transfer": _gain(report.transfer_gain),
+            }
+        )
+    st.table(rows)
+    names = st.checkbox("Include nicknames in the CSV", key="class_csv_names")
+    st.download_button(
+        "Download the answers (CSV)",
+        answers_csv(room, view.code, key, nicknames=names),
+        file_name=f"class-{view.code}.csv",
+        mime="text/csv",
+        on_click=NO_RERUN,
+    )
+    st.markdown("Ending the class deletes every answer at once: download the CSV first.")
 
 
 def _gain(gain: float | None) -> str:
@@ -428,6 +451,8 @@ def student_page(code: str, seat: str) -> None:
         "join": "",
         "asked": {},
         "mistakes": {},
+        "phase": "",
+        "histogram": False,
     }
     st.subheader(f"Class {spaced(view.code, keep_whole=True)}")
     st.caption("The stage follows your teacher's steps; their questions appear in it, with a box for your answer.")

@@ -92,6 +92,10 @@ class ClassroomLink(TypedDict):
     join: str  # the teacher's stage: how to join (the link and the code), kept in view on a projector; else ""
     asked: dict[str, int]  # a question's key -> the NodeId it asks about (the teacher's tallies are drawn there)
     mistakes: dict[str, str]  # a mistake group -> the words the teacher reads
+    # the teacher's page: the room's newest question and phase its controls were drawn for (`<id>:<phase>`, "none");
+    # a stage that sees the room elsewhere (another teacher device moved it) asks the page to draw them again
+    phase: str
+    histogram: bool  # the teacher chose to show the room vote 1's answers (without a mark) once vote 1 is closed
 
 
 class StagePayload(TypedDict):

@@ -34,7 +34,7 @@
  * @typedef {{node: number, terms: SumTerm[], total: string, text: string}} GradientSum
  * @typedef {{lines: Array<Array<Array<(string|null)>>>, spans: Object<string, number[]>}} StageProgram
  * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, join: string,
- *   asked: Object<string, number>, mistakes: Object<string, string>}} ClassroomLink
+ *   asked: Object<string, number>, mistakes: Object<string, string>, phase: string, histogram: boolean}} ClassroomLink
  * @typedef {{start: number, events: StageEvent[], cards: Object<string, StepCard>,
  *   sums: Object<string, GradientSum>, runs: GroupRun[][]}} RevealedEvents
  * @typedef {{mode: ("static"|"replay"), rankdirs: string[], fonts: number[],
@@ -96,6 +96,9 @@ function newStage(data, parent, root, setStateValue) {
     countdownTimer: null,  // the open vote's countdown, ticking each second
     whole: data.index + 1,  // a class's student: the events held whole (the rest, redacted, come as the room moves)
     countdownFor: "",  // the question and phase the teacher's countdown was started for
+    timeUp: false,  // the open vote's countdown reached 0: a stored answer is final
+    storedAnswer: null,  // a student's answer the server stored for the open vote, as its receipt says it
+    roomAsked: "",  // the room's question and phase a teacher's stage last asked its page to draw the controls of
     badgeView: null,  // the graph's own viewBox, before a badge beside a node made room for itself
     tree: programTree(data),  // the program's parts: each group's children, depth and nodes (groups.py made them)
     open: new Set(),  // the groups drawn unfolded, in place; the others are one box each
@@ -159,7 +162,10 @@ function remount(kept, component) {
   const { data, setStateValue } = component;
   kept.setStateValue = setStateValue;
   calmTyping(kept);
-  if (data.classroom) kept.data = { ...kept.data, classroom: data.classroom };  // the room as this rerun drew it
+  if (data.classroom) {  // the room as this rerun drew it (its controls' phase, the histogram shown or not)
+    kept.data = { ...kept.data, classroom: data.classroom };
+    if (kept.room) drawTally(kept);
+  }
   if (kept.data.exercise !== data.exercise) {  // the exercise turned on or off: ask (or not) from here on
     kept.data = { ...kept.data, exercise: data.exercise };
     kept.stops = stopsOf(kept);
@@ -418,7 +424,7 @@ function buildSkeleton(parent, data, replay) {
     const caption = element("p", "stage-caption");
     caption.setAttribute("aria-live", "polite");
     caption.setAttribute("aria-atomic", "true");
-    if (data.classroom) player.append(classPanel(data.classroom));
+    if (data.classroom) player.append(classPanel(data));
     if (data.classroom && data.classroom.role === "student") {  // the teacher steps: the player only shows where
       controls.querySelectorAll("button").forEach((b) => { b.disabled = true; });
       scrub.disabled = true;
@@ -1269,7 +1275,7 @@ function screenRoom(stage) {
 
 function emptyFrame() {
   return { started: new Set(), swept: new Set(), recomputed: new Set(), container: new Map(), received: new Map(),
-    sent: new Map(), onTape: null, current: null, currentAt: -1, flows: [], upstream: null };
+    sent: new Map(), onTape: null, current: null, currentAt: -1, flows: [], upstream: null, finished: false };
 }
 
 function advance(f, e, k) {
@@ -1289,6 +1295,7 @@ function advance(f, e, k) {
   } else if (e.kind === "GradientConsumed") {
     if (!e.kept) f.container.delete(e.node);
   } else if (FINISH.has(e.kind)) {
+    if (e.kind === "BackwardFinished") f.finished = true;
     f.current = null; f.currentAt = -1; f.flows = []; f.recomputed.clear();
     if (e.kind === "SweepFreed") e.nodes.forEach((n) => f.swept.add(n));
   }
@@ -1322,7 +1329,10 @@ function nodeView(data, node, state) {
   if (state.current && state.current.node === id) return { state: "current", grad: got ? `grad ${got}` : words.current };
   if (state.recomputed.has(id)) return { state: "recomputed", grad: words.recomputed };
   if (node.grad_kind === "none") return { state: node.state, grad: node.grad };
-  if (state.onTape && !state.onTape.has(id) && !got) return { state: "unreached", grad: words.unreached };
+  // a class's leaf question asks what a leaf gets from the whole backward: its stage says a leaf is not reached
+  // once the backward has finished, not from the tape at step 0, where it would answer the question
+  const told = !data.classroom || state.finished;
+  if (told && state.onTape && !state.onTape.has(id) && !got) return { state: "unreached", grad: words.unreached };
   if (state.started.has(id)) {
     const leaf = node.grad_kind === "leaf";
     return { state: leaf ? "leaf" : "consumed", grad: got ? `grad ${got} · ${leaf ? "kept" : "consumed"}` : node.grad };
@@ -1914,7 +1924,8 @@ function savePng(stage) {
 
 // -- class mode: the room's step and answers, long-polled from the push route beside the app ---------------------
 
-function classPanel(link) {
+function classPanel(data) {
+  const link = data.classroom;
   const panel = element("div", `stage-class ${link.role}`);
   if (link.join) panel.append(element("p", "class-join", link.join));  // in view whenever the stage is
   const status = element("p", "class-status", link.role === "teacher" ? "Connecting to your class…" : "Connecting to the class…");
@@ -1923,7 +1934,14 @@ function classPanel(link) {
   if (link.role === "teacher") {
     const tally = element("div", "class-tally");
     tally.setAttribute("aria-live", "polite");
-    panel.append(tally, element("p", "class-countdown"));
+    panel.append(tally);
+    if (!data.presenter) {  // the teacher's own screen: who is right before the reveal, folded; a projector's has none
+      const own = element("details", "class-own");
+      own.append(element("summary", "", "Only on your screen: who is right"), element("div", "class-own-tally"));
+      own.hidden = true;
+      panel.append(own);
+    }
+    panel.append(element("p", "class-countdown"));
   } else {
     const question = element("section", "class-question");
     question.setAttribute("aria-label", "Your teacher's question");
@@ -1938,6 +1956,8 @@ function roomUrl(stage, route, since) {
   url.searchParams.set("room", link.room);
   if (since) url.searchParams.set("since", since);
   if (link.role === "student" && route === "follow") url.searchParams.set("have", String(stage.whole));
+  // who is right before the reveal is asked for by the teacher's own screen only: a projector's page never holds it
+  if (route === "watch" && !stage.data.presenter) url.searchParams.set("graded", "1");
   return url.href;
 }
 
@@ -2036,6 +2056,7 @@ function drawQuestion(stage, body) {
   const drawn = q ? `${q.id}:${q.phase}` : "none";
   if (box.dataset.drawn === drawn) return showReceipt(stage, body);
   box.dataset.drawn = drawn;
+  stage.storedAnswer = null;  // a new question or phase: nothing stored for it yet
   countdown(stage, q && q.closes_in);
   if (!q) return box.replaceChildren(element("p", "class-none", "No question yet: your teacher's questions appear here."));
   const parts = [];
@@ -2135,11 +2156,14 @@ function showReceipt(stage, body) {
   const q = body.question;
   if (!q || !q.vote) return;
   const mine = (body.mine || []).find((a) => a.vote === q.vote);
-  if (mine) receiptSays(stage, stored(mine.answer));
+  if (mine) storedSays(stage, mine.answer);
 }
 
-function stored(answer) {
-  return `Stored: ${answer} (you can change it until the vote closes).`;
+function storedSays(stage, answer) {
+  // once the countdown ran out the vote takes no more answers: the stored one is final, and the receipt says so
+  stage.storedAnswer = answer;
+  receiptSays(stage, stage.timeUp ? `Stored: ${answer}. Time is up: this answer is final.`
+    : `Stored: ${answer} (you can change it until the vote closes).`);
 }
 
 async function sendAnswer(stage, q, text) {
@@ -2151,7 +2175,8 @@ async function sendAnswer(stage, q, text) {
       body: JSON.stringify({ question: q.id, answer: text }), cache: "no-store", signal: stage.listeners.signal,
     });
     const body = await response.json();
-    receiptSays(stage, response.ok ? stored(body.stored) : body.error || "Not stored: the class did not answer.");
+    if (response.ok) storedSays(stage, body.stored);
+    else receiptSays(stage, body.error || "Not stored: the class did not answer.");
   } catch (error) {
     if (!stage.disposed) receiptSays(stage, "Not stored: the connection to the class dropped. Send it again in a moment.");
   }
@@ -2160,6 +2185,7 @@ async function sendAnswer(stage, q, text) {
 function countdown(stage, seconds) {
   // the open vote's seconds left, counted here from the room's answer (the server refuses late answers itself)
   clearInterval(stage.countdownTimer);
+  stage.timeUp = false;
   if (seconds === null || seconds === undefined) {
     stage.root.querySelectorAll(".class-countdown").forEach((el) => { el.textContent = ""; });
     return;
@@ -2171,7 +2197,11 @@ function countdown(stage, seconds) {
     if (el) el.textContent = left ? `${left} s left in this vote.` : "Time is up: this vote takes no more answers.";
     const send = stage.root.querySelector(".class-send");
     if (send && !left) send.disabled = true;
-    if (!left) clearInterval(stage.countdownTimer);
+    if (!left) {
+      clearInterval(stage.countdownTimer);
+      stage.timeUp = true;
+      if (stage.storedAnswer !== null) storedSays(stage, stage.storedAnswer);
+    }
   };
   tick();
   stage.countdownTimer = setInterval(tick, 1000);
@@ -2183,6 +2213,13 @@ function teacherSees(stage, body) {
   if (stage.countdownFor !== drawn) {
     stage.countdownFor = drawn;
     countdown(stage, q && q.closes_in);
+  }
+  // the page drew its controls (Ask, Close, Vote again, Reveal) for the phase it knew; another teacher device moved
+  // the room on: the page draws them again, once, for the room's phase, as a student's stage follows the room
+  const link = stage.data.classroom;
+  if (drawn !== link.phase && drawn !== stage.roomAsked) {
+    stage.roomAsked = drawn;
+    stage.setStateValue("room", drawn);
   }
   drawTally(stage);
 }
@@ -2215,52 +2252,90 @@ function sendStep(stage, index) {
 
 const PHASE_WORDS = { vote1: "Vote 1", discuss: "Discussion after vote 1", vote2: "Vote 2", revealed: "Revealed" };
 
-function tallyWords(q, link, students) {
-  // the histogram in sentences: the newest vote's count, its answers most given first, the mistakes they show
-  const vote = q.votes[q.phase === "vote1" || q.phase === "discuss" || !q.votes["2"].answered ? "1" : "2"];
-  const which = vote === q.votes["1"] ? "vote 1" : "vote 2";
-  const lines = [`${PHASE_WORDS[q.phase]}. In ${which}, ${vote.answered} of ${students} answered, ${vote.right} right.`];
-  const bars = vote.answers.map(([text, count, right]) => ({ text, count, right }));
-  const mistakes = vote.mistakes.map(([group, count]) => `${count} ${link.mistakes[group] || group}`);
-  return { lines, bars, others: vote.others, mistakes, vote };
+function roomTally(q, link, students) {
+  // what the whole room may see (a projector): how many answered the newest vote; a closed vote 1's answers, without
+  // a mark, if the teacher chose to show them; who is right (words, bars, mistakes) only once the answer is revealed
+  const revealed = q.phase === "revealed";
+  const which = q.phase === "vote2" || (revealed && q.votes["2"].answered) ? "2" : "1";
+  const vote = q.votes[which];
+  const right = revealed && vote.graded ? `, ${vote.graded.right} right` : "";
+  const lines = [`${PHASE_WORDS[q.phase]}. In vote ${which}, ${vote.answered} of ${students} answered${right}.`];
+  const shown = revealed ? which : link.histogram && (q.phase === "discuss" || q.phase === "vote2") ? "1" : null;
+  const histogram = shown && q.votes[shown].answers ? q.votes[shown] : null;
+  if (histogram && shown !== which) lines.push(`Vote 1's answers, most given first:`);
+  const bars = histogram ? histogramBars(histogram, revealed) : [];
+  const mistakes = revealed && vote.graded ? mistakeWords(vote.graded, link) : [];
+  return { lines, bars, others: histogram ? histogram.others : 0, mistakes, vote };
 }
 
-function drawTally(stage) {
-  const link = stage.data.classroom, body = stage.room;
-  if (!link || link.role !== "teacher" || !body) return;
-  const panel = stage.root.querySelector(".class-tally");
-  const q = body.question;
-  stage.svg && stage.svg.querySelectorAll(".class-badge").forEach((el) => el.remove());
-  if (!q) {
-    panel.replaceChildren(element("p", "", "No question yet: choose one above the stage and ask the room."));
-    if (stage.badgeView) roomForBadge(stage, null);
-    return;
-  }
-  const { lines, bars, others, mistakes, vote } = tallyWords(q, link, body.students);
-  const most = Math.max(1, ...bars.map((b) => b.count));
+function ownTally(q, link) {
+  // the teacher's own screen before the reveal (folded): who is right in the newest vote, its answers marked
+  const which = q.phase === "vote2" ? "2" : "1", vote = q.votes[which];
+  if (q.phase === "revealed" || !vote.graded || !vote.answers) return null;
+  const lines = [`In vote ${which}, ${vote.graded.right} of ${vote.answered} right.`];
+  return { lines, bars: histogramBars(vote, true), others: vote.others, mistakes: mistakeWords(vote.graded, link) };
+}
+
+function histogramBars(vote, marked) {
+  const right = new Set(marked && vote.graded ? vote.graded.right_answers : []);
+  return vote.answers.map(([text, count]) => ({ text, count, right: right.has(text) }));
+}
+
+function mistakeWords(graded, link) {
+  return graded.mistakes.map(([group, count]) => `${count} ${link.mistakes[group] || group}`);
+}
+
+function tallyParts(tally) {
+  // the tally in sentences and bars, most given first
+  const most = Math.max(1, ...tally.bars.map((b) => b.count));
   const list = element("ul", "class-bars");
   list.setAttribute("aria-label", "Answers, most given first");
-  for (const bar of bars) {
+  for (const bar of tally.bars) {
     const item = element("li", `class-bar${bar.right ? " right" : ""}`);
     const fill = element("span", "class-bar-fill");
     fill.style.width = `${Math.round((100 * bar.count) / most)}%`;
     item.append(fill, element("span", "class-bar-text", `${bar.text}: ${bar.count}${bar.right ? " (right)" : ""}`));
     list.append(item);
   }
-  const parts = lines.map((line) => element("p", "", line));
-  if (bars.length) parts.push(list);
-  if (others) parts.push(element("p", "", `${others} other answer${others === 1 ? "" : "s"}.`));
-  if (mistakes.length) parts.push(element("p", "", `Wrong answers show: ${mistakes.join("; ")}.`));
-  panel.replaceChildren(...parts);
+  const parts = tally.lines.map((line) => element("p", "", line));
+  if (tally.bars.length) parts.push(list);
+  if (tally.others) parts.push(element("p", "", `${tally.others} other answer${tally.others === 1 ? "" : "s"}.`));
+  if (tally.mistakes.length) parts.push(element("p", "", `Wrong answers show: ${tally.mistakes.join("; ")}.`));
+  return parts;
+}
+
+function drawTally(stage) {
+  const link = stage.data.classroom, body = stage.room;
+  if (!link || link.role !== "teacher" || !body) return;
+  const panel = stage.root.querySelector(".class-tally");
+  const own = stage.root.querySelector(".class-own");
+  const q = body.question;
+  stage.svg && stage.svg.querySelectorAll(".class-badge").forEach((el) => el.remove());
+  if (!q) {
+    panel.replaceChildren(element("p", "", "No question yet: choose one above the stage and ask the room."));
+    if (own) own.hidden = true;
+    if (stage.badgeView) roomForBadge(stage, null);
+    return;
+  }
+  const tally = roomTally(q, link, body.students);
+  panel.replaceChildren(...tallyParts(tally));
+  const mine = ownTally(q, link);
+  if (own) {  // kept open or folded as the teacher left it, while its words follow the answers
+    own.hidden = !mine;
+    own.querySelector(".class-own-tally").replaceChildren(...(mine ? tallyParts(mine) : []));
+  }
   const node = link.asked[q.key];
   const g = node === undefined ? null : stage.nodes.get(stage.boxOf.get(node));
-  if (g && stage.svg) drawBadge(stage, g, vote, bars, most);
+  if (g && stage.svg) drawBadge(stage, g, tally, q.phase === "revealed");
   else if (stage.badgeView) roomForBadge(stage, null);
 }
 
-function drawBadge(stage, g, vote, bars, most) {
-  // on the asked node: how many answered and how many are right, and a bar per answer (right ones green); placed
-  // beside it where it covers no other node (left, right, below, above), inside the graph when it can be
+function drawBadge(stage, g, tally, revealed) {
+  // on the asked node: how many answered (and once revealed, how many are right) and the room's bars (right ones
+  // green once revealed); placed beside it where it covers no other node (left, right, below, above), inside the
+  // graph when it can be
+  const { vote, bars } = tally;
+  const most = Math.max(1, ...bars.map((b) => b.count));
   const box = g.getBBox(), whole = g.parentNode.getBBox();
   const large = stage.data.presenter;  // a projector: the badge's words as large as the nodes' detail line
   const width = large ? 200 : 160, barHeight = large ? 9 : 7, line = large ? 26 : 22, gap = 6;
@@ -2285,7 +2360,7 @@ function drawBadge(stage, g, vote, bars, most) {
   const text = document.createElementNS(SVG_NS, "text");
   text.setAttribute("x", String(x + 6));
   text.setAttribute("y", String(y + line - 7));
-  text.textContent = `${vote.answered} answered · ${vote.right} right`;
+  text.textContent = `${vote.answered} answered${revealed && vote.graded ? ` · ${vote.graded.right} right` : ""}`;
   badge.append(frame, text);
   bars.forEach((bar, k) => {
     const rect = document.createElementNS(SVG_NS, "rect");

@@ -348,15 +348,17 @@ def test_a_flood_of_joins_from_one_network_is_stopped_with_a_sentence(monkeypatc
     assert SEAT not in flooder.session_state
 
 
-def test_markup_in_an_answer_is_kept_as_typed(route):
+def test_markup_in_a_which_tensors_answer_is_refused_in_a_sentence_and_never_tallied(route):
+    """Issue 54: a "which tensors" answer is read among the question's names only; anything else is not stored."""
     teacher, code, key = start_class()
     student = join(code)
     teacher.selectbox(key="class_question").set_value("remaining")
     teacher.button(key="class_ask_send").click().run()
-    typed = "x <img src=x onerror=alert(1)>"
-    assert send(route, student, typed).json()["stored"] == typed  # the stage shows it with textContent: as text
-    assert classroom().teacher_view(code, key).questions[-1].votes[1].answers == {typed: 1}
-    assert follow(route, student)["mine"] == [{"vote": 1, "answer": typed}]
+    refused = send(route, student, "x <img src=x onerror=alert(1)>")
+    assert refused.status_code == 400 and refused.json()["error"].startswith("Only this question's tensors are read")
+    assert "onerror" not in refused.json()["error"]  # what was typed is not said back
+    assert classroom().teacher_view(code, key).questions[-1].votes[1].answers == {}
+    assert follow(route, student)["mine"] == []
 
 
 def test_the_report_says_where_each_question_was_asked_as_the_stage_does():
@@ -409,3 +411,33 @@ def test_the_playground_is_told_in_a_sentence_when_no_class_may_start(monkeypatc
     play.button(key="playground_teach").click().run()
     assert not play.exception and "class_teacher" not in play.session_state
     assert play.error[0].value.startswith("This page started 0 classes this hour, the limit")
+
+
+def test_a_class_that_only_stepped_can_be_ended_from_the_start():
+    teacher, code, key = start_class()
+    student = join(code)
+    assert "No question was asked yet" in texts(teacher)
+    assert teacher.button(key="class_end").disabled  # one click never deletes a class
+    teacher.checkbox(key="class_end_sure").check().run()
+    teacher.button(key="class_end").click().run()
+    assert "class_teacher" not in teacher.session_state and teacher.button(key="class_start_send")
+    student.run()
+    assert "This class has ended" in student.info[0].value
+
+
+def test_the_stage_knows_the_phase_its_controls_are_for_and_the_room_sees_vote_1s_answers_only_when_asked(route):
+    teacher, code, key = start_class()
+    join(code)
+    assert stage_payload(teacher)["classroom"]["phase"] == "none"
+    teacher.selectbox(key="class_question").set_value(x_gradient_key()[0])
+    teacher.button(key="class_ask_send").click().run()
+    asked = classroom().teacher_view(code, key).questions[-1].question
+    link = stage_payload(teacher)["classroom"]
+    assert (link["phase"], link["histogram"]) == (f"{asked.id}:vote1", False)
+    assert not [t for t in teacher.toggle if t.key == f"class_histogram_{asked.id}"]  # an open vote: no histogram
+    teacher.button(key="class_close").click().run()
+    shown = teacher.toggle(key=f"class_histogram_{asked.id}")
+    assert shown.label == "Show the room vote 1's answers" and shown.value is False  # off until the teacher asks
+    assert stage_payload(teacher)["classroom"]["phase"] == f"{asked.id}:discuss"
+    shown.set_value(True).run()
+    assert stage_payload(teacher)["classroom"]["histogram"] is True

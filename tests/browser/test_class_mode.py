@@ -1,9 +1,11 @@
 """Class mode end to end in Chromium (issues 27 and 43): a teacher and three students, each in their own browser
 context, on a server whose class store is an SQLite file or a real PostgreSQL. The students join by the link on the
 teacher's page, follow three steps, vote in their stage's question box (no page rerun: counted); the teacher's press
-during the vote is refused; the teacher sees the tally and the mistake groups on the graph, opens a second vote,
-reveals (each student sees the worked answer and their own result), asks the transfer question with a countdown (a
-late answer refused), exports the report and the CSV and ends the class."""
+during the vote is refused; the teacher's stage shows how many answered, and who is right and the mistake groups
+only in its folded "Only on your screen" part until the reveal (issue 54), opens a second vote, reveals (each student
+sees the worked answer and their own result; the stage's tally and badge now say who is right), asks the transfer
+question with a countdown (a late answer refused, a stored one then said to be final), exports the report and the
+CSV and ends the class."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from postgres import new_database
 
 from classroom.rooms import LATE_GRACE_S
 
+from .class_answers import answer_from_code, seed_answers
 from .class_student import form_drawn, send_answer
 from .conftest import choose, download, screenshot
 from .harness import streamlit_server
@@ -99,12 +102,19 @@ def tally(teacher) -> str:
     return teacher.locator(".class-tally").inner_text()
 
 
-def wait_for_tally(teacher, *words: str) -> str:
+def wait_for_tally(teacher, *words: str, where: str = ".class-tally") -> str:
     deadline = time.monotonic() + 10
-    while not all(w in (seen := tally(teacher)) for w in words):
+    seen = teacher.locator(where).inner_text()
+    while not all(w in seen for w in words):
         assert time.monotonic() < deadline, (words, seen)
         time.sleep(0.05)
+        seen = teacher.locator(where).inner_text()
     return seen
+
+
+def wait_for_own(teacher, *words: str) -> str:
+    """The teacher's own part, "Only on your screen: who is right" (opened by the test), once it says `words`."""
+    return wait_for_tally(teacher, *words, where=".class-own")
 
 
 def download_csv(teacher) -> list[dict[str, str]]:
@@ -193,18 +203,23 @@ def test_a_class_end_to_end(browser, class_url, request):
     teacher.locator(".stage-controls button", has_text="Next ▶").click()
     teacher.locator(".class-status", has_text="A question is open on this step").wait_for()
     assert scrub_text(teacher) == step_now and all(scrub_text(p) == step_now for p in students.values())
-    vote_1 = {"large": "5, 7", "phone": "1, 2", "small": "2, 4"}
+    seed = seed_answers(teacher)  # the room's own numbers (issue 54): x, read from the code beside the stage
+    right, forward, one_path = seed.right, seed.forward, seed.one_path
+    vote_1 = {"large": right, "phone": forward, "small": one_path}
     for name, text in vote_1.items():
         answer(students[name], 1, text)
-    words = wait_for_tally(teacher, "3 of 3 answered, 1 right.")
-    assert words.startswith("Vote 1. In vote 1, 3 of 3 answered, 1 right.")
-    bars = sorted(teacher.locator(".class-bar").all_inner_texts())
-    assert bars == ["1, 2: 1", "2, 4: 1", "5, 7: 1 (right)"]
-    assert "1 used the forward value instead of the gradient" in words
-    assert "1 left out a path" in words
+    words = wait_for_tally(teacher, "3 of 3 answered.")
+    assert words == "Vote 1. In vote 1, 3 of 3 answered."  # what the room may see while it votes: a count
     badge = teacher.locator("g.class-badge")
-    assert badge.locator("text").text_content() == "3 answered · 1 right"
-    assert badge.locator("rect.class-badge-bar").count() == 3
+    assert badge.locator("text").text_content() == "3 answered"
+    assert badge.locator("rect.class-badge-bar").count() == 0
+    # who is right, on the teacher's own screen only: folded, and opened here
+    teacher.locator(".class-own summary", has_text="Only on your screen: who is right").click()
+    own = wait_for_own(teacher, "In vote 1, 1 of 3 right.")
+    bars = sorted(teacher.locator(".class-own .class-bar").all_inner_texts())
+    assert bars == sorted([f"{forward}: 1", f"{one_path}: 1", f"{right}: 1 (right)"])
+    assert "1 used the forward value instead of the gradient" in own
+    assert "1 left out a path" in own
     x_node = teacher.locator(".stage svg g.node").filter(has=teacher.locator("text", has_text=re.compile("^x$")))
     assert on_top_of(badge.bounding_box(), x_node.bounding_box())
     others = [box for box in (n.bounding_box() for n in teacher.locator(".stage svg g.node").all()) if box]
@@ -226,34 +241,46 @@ def test_a_class_end_to_end(browser, class_url, request):
     teacher.get_by_role("button", name="Vote again").click()
     for page in students.values():
         form_drawn(page, 2).wait_for()
-    wait_for_tally(teacher, "Vote 2. In vote 1, 3 of 3 answered, 1 right.")
+    wait_for_tally(teacher, "Vote 2. In vote 2, 0 of 3 answered.")
     frames_before = len(teacher_frames)
     assert frames_before > 0  # the listener hears the teacher's page (its clicks so far)
-    for name, text, words in [
-        ("phone", "5, 7", "Vote 2. In vote 2, 1 of 3 answered, 1 right."),
-        ("large", "1, 2", "Vote 2. In vote 2, 2 of 3 answered, 1 right."),  # talked out of it in the discussion
-        ("small", "2, 4", "Vote 2. In vote 2, 3 of 3 answered, 1 right."),
-        ("small", "5, 7", "Vote 2. In vote 2, 3 of 3 answered, 2 right."),  # changed before the vote closes
+    for name, text, words, own in [
+        ("phone", right, "Vote 2. In vote 2, 1 of 3 answered.", "In vote 2, 1 of 1 right."),
+        ("large", forward, "Vote 2. In vote 2, 2 of 3 answered.", "In vote 2, 1 of 2 right."),  # talked out of it
+        ("small", one_path, "Vote 2. In vote 2, 3 of 3 answered.", "In vote 2, 1 of 3 right."),
+        ("small", right, "Vote 2. In vote 2, 3 of 3 answered.", "In vote 2, 2 of 3 right."),  # changed in time
     ]:
         answer(students[name], 2, text)
         wait_for_tally(teacher, words)
-    assert sorted(teacher.locator(".class-bar").all_inner_texts()) == ["1, 2: 1", "5, 7: 2 (right)"]
-    assert "Wrong answers show: 1 used the forward value instead of the gradient." in tally(teacher)
-    assert teacher.locator("g.class-badge text").text_content() == "3 answered · 2 right"
+        wait_for_own(teacher, own)
+    assert sorted(teacher.locator(".class-own .class-bar").all_inner_texts()) == sorted(
+        [f"{forward}: 1", f"{right}: 2 (right)"]
+    )
+    assert "Wrong answers show: 1 used the forward value instead of the gradient." in wait_for_own(teacher)
+    assert "right" not in tally(teacher) and teacher.locator(".class-tally .class-bar").count() == 0
+    assert teacher.locator("g.class-badge text").text_content() == "3 answered"
     assert len(teacher_frames) == frames_before  # the teacher's page asked for no rerun: its stage drew each change
 
     # reveal: the right answer worked out path by path, and each student's own result
     teacher.get_by_role("button", name="Reveal the answer").click()
-    teacher.get_by_text(f"{QUESTION} The answer: [5.0, 7.0].").wait_for()
+    teacher.get_by_text(f"{QUESTION} The answer: {seed.answer}.").wait_for()
+    words = wait_for_tally(teacher, "Revealed. In vote 2, 3 of 3 answered, 2 right.")  # now the whole room sees it
+    assert sorted(teacher.locator(".class-tally .class-bar").all_inner_texts()) == sorted(
+        [f"{forward}: 1", f"{right}: 2 (right)"]
+    )
+    assert "Wrong answers show: 1 used the forward value instead of the gradient." in words
+    assert teacher.locator("g.class-badge text").text_content() == "3 answered · 2 right"
+    assert teacher.locator("g.class-badge rect.class-badge-bar.right").count() == 1
+    assert teacher.locator(".class-own").is_hidden()  # nothing is only the teacher's any more
     results = {
-        "phone": "Your answer 5, 7 was right.",
-        "small": "Your answer 5, 7 was right.",
-        "large": "Your answer 1, 2 was not right: you used the forward value instead of the gradient.",
+        "phone": f"Your answer {right} was right.",
+        "small": f"Your answer {right} was right.",
+        "large": f"Your answer {forward} was not right: you used the forward value instead of the gradient.",
     }
     for name, page in students.items():
-        page.locator(".class-answer-is").get_by_text("The answer: [5.0, 7.0].").wait_for()
+        page.locator(".class-answer-is").get_by_text(f"The answer: {seed.answer}.").wait_for()
         worked = page.locator(".class-worked").inner_text()
-        assert worked.endswith("[3.0, 3.0] + [1.0, 2.0] + [1.0, 2.0] = [5.0, 7.0].") or "= [5.0, 7.0]" in worked
+        assert f"= {seed.answer}" in worked and worked.count(" + ") == 2, worked  # x·x's two paths and 3x's
         page.get_by_text(results[name]).wait_for()
         others = set(results.values()) - {results[name]}
         assert all(page.get_by_text(other).count() == 0 for other in others)
@@ -281,10 +308,14 @@ def test_a_class_end_to_end(browser, class_url, request):
         assert page.locator(".class-code").inner_text().strip()  # the program it is about, beside it
     assert teacher.get_by_role("button", name="Vote again").count() == 0
     assert teacher.get_by_role("button", name="Close vote 1").count() == 0  # answered alone, once
-    transfer_answer = right_transfer_answer(students["phone"])
+    transfer_answer = answer_from_code(
+        students["phone"].locator(".class-code").inner_text(), students["phone"].locator(".class-prompt").inner_text()
+    )
     send_answer(students["phone"], transfer_answer)
     late = students["small"]
     late.locator(".class-countdown", has_text="Time is up").wait_for(timeout=40_000)
+    final = f"Stored: {transfer_answer}. Time is up: this answer is final."  # no longer "you can change it"
+    students["phone"].locator(".class-receipt").get_by_text(final, exact=True).wait_for()
     assert late.get_by_role("button", name="Send my answer").is_disabled()
     late.wait_for_timeout((LATE_GRACE_S + 0.5) * 1000)  # an answer sent as time ran out still counts: later, none
     refused = late.evaluate(LATE_ANSWER)
@@ -314,22 +345,22 @@ def test_a_class_end_to_end(browser, class_url, request):
     transfer_rows = [r for r in every if r["transfer_of"]]
     assert [(r["answer"], r["right"]) for r in transfer_rows] == [(transfer_answer, "true")]
     rows = [r for r in every if r["kind"] == "leaf_grad" and not r["transfer_of"]]
-    assert sorted((r["vote"], r["answer"], r["right"], r["mistake"]) for r in rows) == [
-        ("1", "1, 2", "false", "forward_value"),
-        ("1", "2, 4", "false", "one_path"),
-        ("1", "5, 7", "true", ""),
-        ("2", "1, 2", "false", "forward_value"),
-        ("2", "5, 7", "true", ""),
-        ("2", "5, 7", "true", ""),
-    ]
+    assert sorted((r["vote"], r["answer"], r["right"], r["mistake"]) for r in rows) == sorted(
+        [
+            ("1", forward, "false", "forward_value"),
+            ("1", one_path, "false", "one_path"),
+            ("1", right, "true", ""),
+            ("2", forward, "false", "forward_value"),
+            ("2", right, "true", ""),
+            ("2", right, "true", ""),
+        ]
+    )
     by_student = {}
     for r in rows:
         by_student.setdefault(r["student"], {})[r["vote"]] = r["answer"]
-    assert sorted((v["1"], v["2"]) for v in by_student.values()) == [
-        ("1, 2", "5, 7"),
-        ("2, 4", "5, 7"),
-        ("5, 7", "1, 2"),
-    ]
+    assert sorted((v["1"], v["2"]) for v in by_student.values()) == sorted(
+        [(forward, right), (one_path, right), (right, forward)]
+    )
     assert all("Ann" not in value for r in rows for value in r.values())
     teacher.get_by_text("Include nicknames in the CSV").click()
     named = download_csv(teacher)
@@ -340,7 +371,7 @@ def test_a_class_end_to_end(browser, class_url, request):
         named = download_csv(teacher)
     assert list(named[0])[-1] == "nickname"
     assert sorted({r["nickname"] for r in named}) == ["", NICKNAME]  # as plain text, exactly as typed
-    assert [r["answer"] for r in named if r["nickname"] == NICKNAME and r["kind"] == "leaf_grad"] == ["2, 4", "5, 7"]
+    assert [r["answer"] for r in named if r["nickname"] == NICKNAME and r["kind"] == "leaf_grad"] == [one_path, right]
 
     assert teacher.get_by_role("button", name="End the class").is_disabled()  # one click never deletes a class
     teacher.get_by_text("Yes: delete this class's answers and end it").click()
@@ -368,25 +399,6 @@ LATE_ANSWER = """async () => {
     body: JSON.stringify({question: question.id, answer: "1"})});
   return {status: sent.status, error: (await sent.json()).error};
 }"""
-
-
-def right_transfer_answer(page) -> str:
-    """The transfer's right answer, worked out by the course from its stored key (never sent to a stage)."""
-    from course.grading import right_answer
-    from course.transfer import question_for_transfer_key
-
-    key = page.evaluate(
-        """async () => {
-          const kept = JSON.parse(localStorage.getItem("autodiff-class-seat"));
-          const seat = {"X-Class-Seat": kept.seat};
-          const r = await fetch(`class/api/follow?room=${kept.room}`, {headers: seat});
-          return (await r.json()).question.key;
-        }"""
-    )
-    found = question_for_transfer_key(key)
-    assert found is not None, key
-    values = right_answer(found[1]).strip("[]")
-    return ", ".join(f"{float(v):g}" for v in values.split(","))
 
 
 def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:

@@ -1,6 +1,7 @@
 """The teacher's projector (issue 43): at 1280x720 in presenter mode, with the sidebar open and closed, the whole
 graph, the answers' badge on the asked node, the room code and the question's controls are in view together through
-a whole question (asked, discussed, asked again, revealed), with no scrolling."""
+a whole question (asked, discussed, asked again, revealed), with no scrolling. What it shows of the answers (issue
+54): how many answered until the reveal, who is right after it; a second teacher device follows the room's phase."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 
 import pytest
 
+from .class_student import form_drawn, send_answer
 from .conftest import choose, screenshot
 
 pytestmark = pytest.mark.browser
@@ -76,7 +78,7 @@ def test_the_graph_its_badges_and_the_controls_share_one_projector_screen(browse
         choose(page, "Ask the room", "What is x's gradient after the backward?")
         page.get_by_role("button", name="Ask", exact=True).click()
         page.get_by_role("button", name="Reveal the answer").click()
-        page.get_by_text(re.compile(r"= \[5\.0, 7\.0\]")).first.wait_for()
+        page.get_by_text(re.compile(r"each of its 3 paths sends")).first.wait_for()  # the room's own numbers
         everything_in_view(page, "Ask")
         screenshot(page, f"class_projector_revealed_sidebar_{sidebar}")
     finally:
@@ -107,3 +109,130 @@ def test_a_teachers_click_just_before_the_stage_reports_its_step_is_never_lost(b
             page.get_by_text(re.compile(r"The answer: ")).first.wait_for()
     finally:
         context.close()
+
+
+RIGHT_OR_WRONG = re.compile(r"\bright\b|\bwrong\b|mistake|unchanged|local derivative", re.IGNORECASE)
+# a send that is the same whatever the room's inputs: x·3 sends x its upstream [1, 1] times 3
+QUESTION, RIGHT, WRONG = "What does the step of x·3 send to x?", "3, 3", "1, 1"  # wrong: the local derivative forgot
+
+
+def marks_on_the_projector(page) -> list[str]:
+    """Every sign of who is right the projector shows: a word (the page's text, the badge's), a bar marked right, bars
+    in more than one colour (the beside-the-graph bars, the badge's), the teacher's own part. Empty before the
+    reveal."""
+    signs = RIGHT_OR_WRONG.findall(page.locator("body").inner_text() + page.locator("g.class-badge").inner_html())
+    marked = page.locator(".class-bar.right, .class-badge-bar.right").count()
+    signs += [f"{marked} bars marked right"] if marked else []
+    for bars, colour in ((".class-bar-fill", "backgroundColor"), (".class-badge-bar", "fill")):
+        colours = set(page.locator(bars).evaluate_all(f"els => els.map(e => getComputedStyle(e).{colour})"))
+        signs += [f"{bars} in {sorted(colours)}"] if len(colours) > 1 else []
+    return signs + (["the teacher's own part"] if page.locator(".class-own").count() else [])
+
+
+def join_as_student(browser, join_url: str):
+    page = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True).new_page()
+    page.set_default_timeout(30_000)
+    page.goto(join_url)
+    page.get_by_role("button", name="Join").click()
+    page.locator(".class-status", has_text="Following the teacher: ").wait_for()
+    return page
+
+
+def test_the_projector_shows_who_answered_and_who_is_right_only_after_the_reveal(browser, app_url):
+    """Issue 54: one right and one wrong answer; until the reveal the projector says how many answered (and, once
+    vote 1 is closed and the teacher chooses it, vote 1's answers without a mark); after it, who is right."""
+    context = browser.new_context(viewport=PROJECTOR)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    students = []
+    try:
+        page.goto(f"{app_url}/class")
+        page.get_by_text("Presenter mode").click()
+        page.get_by_role("button", name="Start a class").click()
+        page.locator(".class-status", has_text="0 students joined").wait_for()
+        join_url = re.search(r"join at (\S+)", page.get_by_text(re.compile(r"join at ")).first.inner_text()).group(1)
+        students = [join_as_student(browser, join_url) for _ in range(2)]
+        page.locator(".class-status", has_text="2 students joined").wait_for()
+        for _ in range(3):  # to the step before x·3's
+            page.locator(".stage-controls button[data-act=next]").click()
+        choose(page, "Ask the room", QUESTION)
+        page.get_by_role("button", name="Ask", exact=True).click()
+        for student, text in zip(students, (RIGHT, WRONG), strict=True):
+            form_drawn(student, 1).wait_for()
+            send_answer(student, text)
+        page.locator(".class-tally", has_text="Vote 1. In vote 1, 2 of 2 answered.").wait_for()
+        assert page.locator("g.class-badge text").text_content() == "2 answered"
+        assert page.locator(".class-bar, .class-badge-bar").count() == 0  # an open vote: no histogram either
+        assert marks_on_the_projector(page) == []
+        screenshot(page, "class_projector_vote_1")
+
+        page.get_by_role("button", name="Close vote 1").click()
+        page.locator(".class-tally", has_text="Discussion after vote 1. In vote 1, 2 of 2 answered.").wait_for()
+        assert page.locator(".class-bar, .class-badge-bar").count() == 0 and marks_on_the_projector(page) == []
+        page.get_by_text("Show the room vote 1's answers").click()  # the teacher's choice: the histogram, unmarked
+        page.locator(".class-tally .class-bar").nth(1).wait_for()
+        assert sorted(page.locator(".class-bar").all_inner_texts()) == [f"{WRONG}: 1", f"{RIGHT}: 1"]
+        assert page.locator("g.class-badge .class-badge-bar").count() == 2
+        assert marks_on_the_projector(page) == []
+        everything_in_view(page, "Vote again", "Reveal the answer")
+
+        page.get_by_role("button", name="Vote again").click()
+        for student, text in zip(students, (RIGHT, WRONG), strict=True):
+            form_drawn(student, 2).wait_for()
+            send_answer(student, text)
+        page.locator(".class-tally", has_text="Vote 2. In vote 2, 2 of 2 answered.").wait_for()
+        assert marks_on_the_projector(page) == []
+
+        page.get_by_role("button", name="Reveal the answer").click()
+        tally = page.locator(".class-tally", has_text="Revealed. In vote 2, 2 of 2 answered, 1 right.")
+        tally.wait_for()
+        assert "Wrong answers show: 1 passed the upstream gradient on unchanged" in tally.inner_text()
+        assert sorted(page.locator(".class-bar").all_inner_texts()) == [f"{WRONG}: 1", f"{RIGHT}: 1 (right)"]
+        assert page.locator("g.class-badge text").text_content() == "2 answered · 1 right"
+        assert page.locator(".class-bar.right").count() == page.locator(".class-badge-bar.right").count() == 1
+        fills = page.locator(".class-badge-bar").evaluate_all("els => els.map(e => getComputedStyle(e).fill)")
+        assert len(set(fills)) == 2  # the right answer's bar in its own colour
+        everything_in_view(page, "Ask")
+        screenshot(page, "class_projector_revealed")
+    finally:
+        for student in students:
+            student.context.close()
+        context.close()
+
+
+def test_a_second_teacher_device_shows_the_controls_of_the_rooms_phase(browser, app_url):
+    """Issue 54: the private teacher link opened on a second device follows the room, as a student's stage does:
+    Close, Vote again and Reveal appear there as the first device moves the room on, and the reverse."""
+    first = browser.new_context(viewport=PROJECTOR).new_page()
+    second = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    for page in (first, second):
+        page.set_default_timeout(30_000)
+    try:
+        first.goto(f"{app_url}/class")
+        first.get_by_role("button", name="Start a class").click()
+        first.locator(".class-status", has_text="0 students joined").wait_for()
+        first.get_by_text("After the class: the report, the CSV, and ending the class").click()
+        first.get_by_role("button", name="End the class").wait_for()  # from the start (issue 54)
+        first.locator("[data-testid=stSidebar]").get_by_text("Your teacher link (private)").click()
+        teacher_link = first.locator("[data-testid=stSidebar] [data-testid=stCode] code").inner_text().strip()
+        second.goto(teacher_link)
+        second.locator(".class-status", has_text="0 students joined").wait_for()
+        second.get_by_role("button", name="Ask", exact=True).wait_for()
+
+        first.get_by_role("button", name="Ask", exact=True).click()
+        second.get_by_role("button", name="Close vote 1").wait_for()
+        second.get_by_role("button", name="Reveal the answer").wait_for()
+        assert second.get_by_role("button", name="Ask", exact=True).count() == 0
+        first.get_by_role("button", name="Close vote 1").click()
+        second.get_by_role("button", name="Vote again").wait_for()
+        second.get_by_role("button", name="Vote again").click()  # the other way round
+        first.get_by_role("button", name="Vote again").wait_for(state="detached")  # the page drew vote 2's controls
+        first.locator(".class-tally", has_text="Vote 2.").wait_for()
+        first.get_by_role("button", name="Reveal the answer").wait_for()
+        second.get_by_role("button", name="Reveal the answer").click()
+        first.get_by_text(re.compile(r"The answer: ")).first.wait_for()
+        first.get_by_role("button", name="Ask", exact=True).wait_for()
+        first.get_by_role("button", name="Reveal the answer").wait_for(state="detached")
+    finally:
+        first.context.close()
+        second.context.close()

@@ -30,8 +30,9 @@ def follow(client: TestClient, code: str, seat: str, since: str = ""):
     return client.get("/class/api/follow", params={"room": code, "since": since}, headers={"X-Class-Seat": seat})
 
 
-def watch(client: TestClient, code: str, key: str, since: str = ""):
-    return client.get("/class/api/watch", params={"room": code, "since": since}, headers={"X-Class-Teacher": key})
+def watch(client: TestClient, code: str, key: str, since: str = "", **params: str):
+    query = {"room": code, "since": since, **params}
+    return client.get("/class/api/watch", params=query, headers={"X-Class-Teacher": key})
 
 
 def step(client: TestClient, code: str, key: str, body: object):
@@ -67,8 +68,43 @@ def test_the_teacher_steps_the_room_and_sees_joins_and_answers_as_they_come(clie
     told = watch(client, room.code, room.teacher_key, seen["since"]).json()
     vote = told["question"]["votes"]["1"]
     assert told["students"] == 1 and told["question"]["phase"] == "vote1"
-    assert vote["answered"] == 1 and vote["right"] == 0
-    assert vote["answers"] == [["1, 2", 1, False]] and vote["mistakes"] == [["forward_value", 1]]
+    assert vote["answered"] == 1 and vote["answers"] is None and vote["graded"] is None  # a projector: a count only
+    own = watch(client, room.code, room.teacher_key, "", graded="1").json()["question"]["votes"]["1"]
+    assert own["answers"] == [["1, 2", 1]]  # the teacher's own screen: the histogram and who is right
+    assert own["graded"] == {"right": 0, "right_answers": [], "mistakes": [["forward_value", 1]]}
+
+
+def test_a_projector_is_told_who_is_right_only_after_the_reveal(client, classroom):
+    """Vote 1's answers reach the projector's page once vote 1 closes, without a mark; who is right (the count, the
+    right texts, the mistakes) once the answer is revealed, for both votes."""
+    room = classroom.create_room("seed", 40)
+    seats = [classroom.join(room.code, f"10.0.0.{k}").token for k in (1, 2)]
+    asked = classroom.open_question(room.code, room.teacher_key, 0, "leaf_grad", "grad:0")
+    given = [("5, 7", True, None), ("1, 2", False, "forward_value")]
+    for seat, (text, right, mistake) in zip(seats, given, strict=True):
+        classroom.answer(room.code, seat, asked.id, text, right=right, mistake=mistake)
+
+    def votes() -> dict:
+        return watch(client, room.code, room.teacher_key).json()["question"]["votes"]
+
+    def marks(body: dict) -> list[str]:
+        text = json.dumps(body)
+        return [word for word in ("right_answers", "forward_value", "true", "false") if word in text]
+
+    assert votes()["1"] == {"answered": 2, "answers": None, "others": 0, "graded": None}
+    classroom.close_vote(room.code, room.teacher_key, asked.id)
+    discussed = votes()
+    assert sorted(discussed["1"]["answers"]) == [["1, 2", 1], ["5, 7", 1]] and discussed["1"]["graded"] is None
+    classroom.open_second_vote(room.code, room.teacher_key, asked.id, None)
+    classroom.answer(room.code, seats[1], asked.id, "5, 7", right=True, mistake=None)
+    second = votes()
+    assert second["2"] == {"answered": 1, "answers": None, "others": 0, "graded": None}
+    assert marks(discussed) == marks(second) == []
+    classroom.reveal(room.code, room.teacher_key, asked.id)
+    revealed = votes()
+    assert revealed["1"]["graded"] == {"right": 1, "right_answers": ["5, 7"], "mistakes": [["forward_value", 1]]}
+    assert revealed["2"]["graded"] == {"right": 1, "right_answers": ["5, 7"], "mistakes": []}
+    assert revealed["2"]["answers"] == [["5, 7", 1]]
 
 
 def test_a_student_sees_no_answer_of_anyone_and_no_tally(client, classroom):
@@ -268,3 +304,19 @@ def test_the_client_counted_is_the_one_nginx_saw_and_nobody_elses_claim():
     assert client_address("127.0.0.1", "10.9.8.7, 192.0.2.5") == "192.0.2.5"  # deploy/'s nginx adds the last
     assert client_address("192.0.2.9", "10.9.8.7") == "192.0.2.9"  # a browser's own header is not believed
     assert client_address("", "") == "unknown"
+
+
+def test_a_which_tensors_answer_outside_the_questions_names_is_refused_and_never_tallied(client, classroom):
+    room = classroom.create_room("seed", 40)
+    seat = classroom.join(room.code, "10.0.0.1").token
+    asked = classroom.open_question(room.code, room.teacher_key, 0, "remaining", "remaining")
+    choices = follow(client, room.code, seat).json()["question"]["choices"]
+    refused = answer(client, room.code, seat, {"question": asked.id, "answer": "x, <img src=x onerror=alert(1)>"})
+    assert refused.status_code == 400
+    assert refused.json()["error"].endswith(
+        f"tensors are read: {', '.join(choices)}, or none. Your answer was not stored."
+    )
+    assert classroom.student_view(room.code, seat).answers == ()
+    own = watch(client, room.code, room.teacher_key, graded="1").json()["question"]["votes"]["1"]
+    assert own["answered"] == 0 and own["answers"] == [] and "onerror" not in json.dumps(own)
+    assert answer(client, room.code, seat, {"question": asked.id, "answer": "x"}).json() == {"stored": "x", "vote": 1}

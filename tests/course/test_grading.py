@@ -3,11 +3,13 @@ losses, and each mistake the graph explains is recognized from a wrong answer wo
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from autodiff import BackwardRecorder, Device, Tensor
-from course.grading import MISTAKES, Question, grade, parse_numbers, questions
+from course.grading import MISTAKES, Question, grade, parse_numbers, questions, right_answer
 from course.programs import PROGRAMS as LESSONS
 from course.programs import record_program
 
@@ -276,3 +278,42 @@ def test_remaining_is_worked_out_as_who_keeps_a_gradient_and_why():
     assert "unused asked for one, but no path from the loss reaches it" in worked
     mlp = {q.key: q for q in _lesson("mlp")[1]}["remaining"].worked
     assert "b1, w1 and w2 keep their gradients" in mlp and "batch and target never asked" in mlp
+
+
+# -- one wording, the question's own names, and the answer in its worked line's shape (issue 54) -------------------
+
+
+def test_every_leaf_question_has_one_wording_whether_or_not_a_path_reaches_the_leaf():
+    for key in LESSONS:
+        leaves = [q for q in _lesson(key)[1] if q.kind == "leaf_grad"]
+        for q in leaves:  # the prompt never says which answers to expect: "(numbers, or None)" told the unreached
+            assert re.fullmatch(r"What is .+'s gradient after the backward\?( \(NodeId\(\d+\)\))?", q.prompt), q.prompt
+    seed = {q.key: q for q in _lesson("seed")[1]}
+    unreached = next(q for q in seed.values() if q.kind == "leaf_grad" and q.values is None)
+    assert unreached.prompt == "What is unused's gradient after the backward?"
+    assert seed["grad:0"].prompt == "What is x's gradient after the backward?"
+
+
+def test_a_which_tensors_answer_is_read_only_among_the_questions_names():
+    run, asked = _lesson("seed")
+    remaining = asked[-1]
+    assert remaining.choices == frozenset(run.names.values())
+    assert grade(remaining, "x").right is True and grade(remaining, "x, unused").right is False
+    assert grade(remaining, "none").right is False
+    for stranger in ("x, <b>banana</b>", "X", "x none", "=cmd|' /C calc'!A0"):
+        refused = grade(remaining, stranger)
+        assert refused.right is None, stranger  # not an answer: the route stores none of it
+        assert refused.words == "Only this question's tensors are read: h, loss, unused, x, or none.", stranger
+
+
+def test_the_right_answer_is_written_in_the_shape_its_worked_line_ends_with():
+    for key in LESSONS:
+        for q in _lesson(key)[1]:
+            if q.values is None:
+                continue
+            answer, ends = right_answer(q), re.split(r" = |: ", q.worked)[-1]  # what the worked line ends with
+            depth = len(answer) - len(answer.lstrip("["))
+            assert depth == q.values.ndim and depth == len(ends) - len(ends.lstrip("[")), (key, q.key, answer, ends)
+            assert grade(q, answer, limit=10_000).right is True, (key, q.key)
+    neuron = {q.key: q for q in _lesson("neuron")[1]}["sends:2:0"]  # the transfer of the seed's first step
+    assert right_answer(neuron) == "[[1.0]]" and neuron.worked.endswith("= [[1.0]].")
