@@ -55,6 +55,10 @@ def classroom() -> Classroom:
 Revisions = tuple[int, int]  # a room's (revision, tally): see classroom.store.room_revisions
 
 
+class Evicted(Exception):
+    """A waiting visitor gave its place back to another room's (`RoomWatcher.evict`): its page asks again."""
+
+
 class RoomWatcher:
     """Waiting visitors per room, woken when the room's revisions change (or it ends)."""
 
@@ -64,6 +68,7 @@ class RoomWatcher:
         self.known: dict[str, Revisions | None] = {}  # None: the room ended
         self.waiting: Counter[str] = Counter()
         self.changed: dict[str, asyncio.Event] = {}
+        self.evicting: Counter[str] = Counter()  # places a room gives back: that many of its visitors stop waiting
         self.nudged = asyncio.Event()  # a change made here: poll now
 
     @property
@@ -72,11 +77,14 @@ class RoomWatcher:
 
     async def wait(self, code: str, moved: Callable[[Revisions], bool], timeout_s: float) -> Revisions | None:
         """The room's revisions once `moved` says they differ from what the visitor has (at once if they already
-        do), or when `timeout_s` passes; None when the room ended."""
+        do), or when `timeout_s` passes; None when the room ended. Raises `Evicted` when its place is given back."""
         self.waiting[code] += 1
         try:
             with anyio.move_on_after(timeout_s):
                 while True:
+                    if self.evicting[code]:
+                        self.evicting[code] -= 1
+                        raise Evicted
                     if code in self.known:
                         current = self.known[code]
                         if current is None or moved(current):
@@ -87,6 +95,7 @@ class RoomWatcher:
             self.waiting[code] -= 1
             if not self.waiting[code]:
                 del self.waiting[code]
+                self.evicting.pop(code, None)
                 self.known.pop(code, None)  # nobody here follows it: stop polling it, and forget it
                 self.changed.pop(code, None)
 
@@ -102,6 +111,13 @@ class RoomWatcher:
                 event = self.changed.pop(code, None)
                 if event is not None:
                     event.set()
+
+    def evict(self, code: str) -> None:
+        """One of room `code`'s visitors stops waiting (its page asks again at once), giving its place back."""
+        self.evicting[code] += 1
+        event = self.changed.pop(code, None)
+        if event is not None:
+            event.set()
 
     def nudge(self) -> None:
         """This server changed a room: poll now rather than at the end of the period."""

@@ -7,8 +7,9 @@ answer form, the countdown and, once revealed, their own result and the worked a
 posts the answer to `answer`, graded here (`classroom.asking.Questions`, given by the app): a class event reruns no
 student's page. Each request carries the room's own secret
 in a header (never in the URL, which proxies log): `X-Class-Seat` (a student's token) or `X-Class-Teacher` (the
-teacher key). Every refusal is a sentence in `{"error": ...}`; a missing room and a wrong key get the same one, and
-count as a wrong room code from the client's address.
+teacher key). Every refusal is a sentence in `{"error": ...}`; a missing room and a wrong key get the same one. They
+are not counted as wrong room codes (the joins' limit): a probe here learns nothing of which rooms exist, and a flood
+of them from a school's address must not keep its students from joining.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, TypedDict
 
 import anyio
@@ -26,7 +27,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from classroom.asking import AskedJson, Questions
-from classroom.clients import client_address
 from classroom.errors import (
     ClassroomError,
     InvalidInput,
@@ -36,12 +36,12 @@ from classroom.errors import (
     TooManyAttempts,
     VoteClosed,
 )
-from classroom.live import Revisions, RoomWatcher, classroom, sweep_forever
+from classroom.live import Evicted, Revisions, RoomWatcher, classroom, sweep_forever
 from classroom.rooms import Classroom, secret_hash  # the route counts by it: never a secret
 from classroom.views import OPEN_VOTE, REVEALED, VOTE1, Question, QuestionTally, StudentView, VoteTally
 
 WAIT_S = 20.0  # a long poll's longest wait; the browser asks again at once
-MAX_WAITING = 1000  # visitors one server holds waiting at once
+MAX_WAITING = 1000  # visitors one server holds waiting at once; when all are taken, shared evenly by the rooms waiting
 MAX_WAITING_PER_SECRET = 4  # long polls one seat (or teacher key) holds at once: a few tabs, never the server's places
 MAX_WAITING_PER_ROOM = 600  # one room's (500 seats and their teacher): one class never holds every place
 ANSWERS_PER_MINUTE = 20  # answers one seat may send a minute: changing one's mind, not a flood of writes
@@ -51,6 +51,7 @@ TOP_ANSWERS = 6  # the histogram's bars: the most given answers
 
 STATUS = {RoomNotFound: 404, NotAllowed: 404, TooManyAttempts: 429, InvalidInput: 400}
 # a missing room and a wrong key get one answer: a probe learns nothing of which rooms exist
+SERVER_FULL = "This server is following as many visitors as it can; your page tries again in a moment."
 NO_SUCH_SECRET = "This class has ended, or this page's key is not one of its own; join again with the room code."
 
 
@@ -285,7 +286,8 @@ class ClassRoutes:
             if isinstance(waited, Response):
                 return waited
             if not waited:
-                return Response(status_code=204)  # the visitor left: nobody reads this
+                # the visitor left (nobody reads this), or its place went to another room: its page asks again
+                return Response(status_code=204, headers={"Cache-Control": "no-store"})
             now = waited[0]
             if now is None:  # told only to a visitor whose key the room took
                 return JSONResponse(
@@ -297,7 +299,7 @@ class ClassRoutes:
             body["since"] = ".".join(str(part) for part in pick(now))
             return JSONResponse(body, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return await self._refused(request, error)
+            return _refused(error)
 
     async def _checked_wait(
         self, request: Request, header: str, code: str, secret: str, moved: Callable[[Revisions], bool]
@@ -305,25 +307,30 @@ class ClassRoutes:
         """The wait of a visitor whose secret the room takes, while places are left (else the refusal's answer)."""
         # refused before it may wait: a visitor without the room's secret holds nothing (one query, not the view)
         await anyio.to_thread.run_sync(self.rooms().check_secret, code, secret, header == "X-Class-Teacher")
-        if self.watcher.visitors >= MAX_WAITING:
-            return JSONResponse(
-                {"error": "This server is following as many visitors as it can; your page tries again in a moment."},
-                status_code=503,
-            )
         if self.watcher.waiting[code] >= MAX_WAITING_PER_ROOM:
             raise TooManyAttempts("This class has as many pages following it as it may; reload in a moment.")
+        if self.watcher.visitors >= MAX_WAITING:
+            # a full server shares its places evenly among the rooms waiting: a room below its share takes one back
+            # from the room holding the most (above its share, then), whose visitor asks again; a room at its share
+            # waits for a place
+            rooms = len(self.watcher.waiting) + (code not in self.watcher.waiting)
+            if self.watcher.waiting[code] >= MAX_WAITING // rooms:
+                return JSONResponse({"error": SERVER_FULL}, status_code=503)
+            self.watcher.evict(max(self.watcher.waiting, key=self.watcher.waiting.__getitem__))
         return await self._wait_while_connected(request, code, moved)
 
     async def _wait_while_connected(
         self, request: Request, code: str, moved: Callable[[Revisions], bool]
     ) -> list[Revisions | None]:
-        """The watcher's wait (its answer in a list), or an empty list as soon as the visitor's connection closes:
-        a page that left frees its place at once, and a stopping server does not wait out its long polls."""
+        """The watcher's wait (its answer in a list), or an empty list as soon as the visitor's connection closes (or
+        its place goes to another room): a page that left frees its place at once, and a stopping server does not wait
+        out its long polls."""
         waited: list[Revisions | None] = []
         async with anyio.create_task_group() as tasks:
 
             async def wait() -> None:
-                waited.append(await self.watcher.wait(code, moved, self.wait_s))
+                with suppress(Evicted):  # its place went to another room: answered as a visitor that left, and the
+                    waited.append(await self.watcher.wait(code, moved, self.wait_s))  # page asks again
                 tasks.cancel_scope.cancel()
 
             tasks.start_soon(wait)
@@ -375,7 +382,7 @@ class ClassRoutes:
             self.watcher.nudge()  # the students on this server see the press at once
             return JSONResponse({"step": step}, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return await self._refused(request, error)
+            return _refused(error)
 
     async def answer(self, request: Request) -> Response:
         """A student's answer to the open vote, `{"question": id, "answer": text}`: graded here, stored with the
@@ -392,16 +399,7 @@ class ClassRoutes:
             self.watcher.nudge()  # the teacher, if on this server, sees the answer at once
             return JSONResponse(receipt, headers={"Cache-Control": "no-store"})
         except ClassroomError as error:
-            return await self._refused(request, error)
-
-    async def _refused(self, request: Request, error: ClassroomError) -> JSONResponse:
-        """The refusal's answer; a missing room or a wrong key counts as a wrong room code from the client's address
-        (the joins' limit), as a probe for rooms it is."""
-        if isinstance(error, (RoomNotFound, NotAllowed)):
-            peer = request.client.host if request.client else ""
-            client = client_address(peer, request.headers.get("X-Forwarded-For", ""))
-            await anyio.to_thread.run_sync(self.rooms().note_guess, client)
-        return _refused(error)
+            return _refused(error)
 
     def _count_answer(self, seat: str, now: float) -> None:
         """Refused past ANSWERS_PER_MINUTE from one seat; the record of a seat that stopped answering is dropped."""
