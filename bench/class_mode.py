@@ -70,6 +70,7 @@ from bench.classroom import agent_api, new_student, p95, served, write_trivial_p
 from classroom.live import DATABASE_ENV  # noqa: E402
 from classroom.rooms import Classroom, secret_hash  # noqa: E402
 from classroom.store import answers, open_store, students  # noqa: E402
+from course.class_numbers import class_run  # noqa: E402
 from course.grading import Question, questions, right_answer  # noqa: E402
 from course.programs import record_program  # noqa: E402
 from tests.browser.harness import AgentSession, cpu_seconds, streamlit_server, texts  # noqa: E402
@@ -218,11 +219,12 @@ class ClassRun:
 
     def __init__(self, url: str, room: Classroom, count: int, answer_window_s: float) -> None:
         self.url, self.room, self.answer_window_s = url, room, answer_window_s
-        run = record_program(PROGRAM)
-        self.question = next(q for q in questions(run.before, run.recorder, run.names) if q.kind == "leaf_grad")
-        self.events = len(run.recorder.events)
+        self.events = len(record_program(PROGRAM).recorder.events)
         made = room.create_room(PROGRAM, self.events - 1)  # as the page does
         self.code, self.key = made.code, made.teacher_key
+        seed = room.seed(self.code)
+        run = record_program(PROGRAM) if seed is None else class_run(PROGRAM, seed)  # the room's own numbers
+        self.question = next(q for q in questions(run.before, run.recorder, run.names) if q.kind == "leaf_grad")
         self.students: list[Student] = []
         for number in range(count):
             agent = new_student(url, number)
