@@ -18,6 +18,7 @@ from urllib.parse import urlencode, urlsplit
 
 import segno
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from autodiff.stage import ClassroomLink, in_classroom, redacted
 from classroom.errors import ClassroomError, RoomNotFound
@@ -184,6 +185,7 @@ def teacher_page(code: str, key: str) -> None:
     bar = st.container(key="stage_bar") if compact else st.container()
     with bar:
         class_header(view, replay, join_url, compact)
+    room_lock(view, key, st.sidebar if compact else bar)  # a projector's bar keeps its row for the graph
     link: ClassroomLink = {
         "role": "teacher",
         "room": view.code,
@@ -202,6 +204,20 @@ def teacher_page(code: str, key: str) -> None:
     _stage(replay, link, index, "class_teacher_stage")
     after_class(view, key, replay)
     teacher_link(view.code, key)
+
+
+def room_lock(view: TeacherView, key: str, where: DeltaGenerator) -> None:
+    """Close the room to new seats once everyone is in, as polling tools do (one person could otherwise take seat after
+    seat), and reopen it for a late student: a join is refused in a sentence while it is closed."""
+    with where:
+        if view.locked:
+            st.caption("The room is closed to new students: a late one is told so. Reopen it to let them join.")
+        if press.button(
+            "Reopen the room to new students" if view.locked else "Close the room to new students",
+            "class_lock",
+            help="Once everyone is in: nobody else can take a seat until you reopen it.",
+        ):
+            _teacher_act(lambda: classroom().lock_room(view.code, key, not view.locked))
 
 
 def class_header(view: TeacherView, replay: ClassReplay, join_url: str | None, compact: bool) -> None:

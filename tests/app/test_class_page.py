@@ -441,3 +441,23 @@ def test_the_stage_knows_the_phase_its_controls_are_for_and_the_room_sees_vote_1
     assert stage_payload(teacher)["classroom"]["phase"] == f"{asked.id}:discuss"
     shown.set_value(True).run()
     assert stage_payload(teacher)["classroom"]["histogram"] is True
+
+
+def test_a_room_the_teacher_closed_refuses_a_late_student_in_a_sentence_until_reopened():
+    """Issue 54, finding 4: clearing the browser's storage and pressing Join gave one tab 60 seats."""
+    teacher, code, key = start_class()
+    seated = join(code)
+    teacher.button(key="class_lock").click().run()
+    assert classroom().teacher_view(code, key).locked
+    assert teacher.button(key="class_lock").label == "Reopen the room to new students"
+    assert "The room is closed to new students" in texts(teacher)
+    late = opened(code)
+    late.button(key="class_link_join").click().run()
+    assert late.error[0].value.startswith("This class is closed to new students: your teacher closed it once everyone")
+    assert SEAT not in late.session_state and not late.exception
+    assert seat_of(seated)[0] == code and classroom().student_view(*seat_of(seated)).code == code  # kept
+    teacher.button(key="class_lock").click().run()
+    assert not classroom().teacher_view(code, key).locked
+    assert teacher.button(key="class_lock").label == "Close the room to new students"
+    join(code)
+    assert classroom().teacher_view(code, key).students == 2

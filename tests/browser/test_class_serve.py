@@ -1,8 +1,9 @@
 """A class on `python -m classroom.serve`, in Chromium, as in a classroom: the teacher opens the app at localhost on
 their laptop and starts a class; the join link and the QR code (decoded from the image the page shows) name the
 machine's network address, never localhost; a student in another browser context opens the decoded address, joins
-and follows the teacher's step through the push route. The app's own config applies under Hypercorn (its theme, its
-XSRF cookie). One server and one browser for the module."""
+and follows the teacher's step through the push route; the teacher closes the room, and a late student is told so in
+a sentence. The app's own config applies under Hypercorn (its theme, its XSRF cookie). One server and one browser for
+the module."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ def test_the_join_link_and_qr_code_name_the_network_address_and_a_student_joins_
     errors: list[str] = []
     teacher_context = browser.new_context(viewport={"width": 1440, "height": 900})
     student_context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    late_context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     try:
         teacher = teacher_context.new_page()
         teacher.set_default_timeout(30_000)
@@ -92,7 +94,20 @@ def test_the_join_link_and_qr_code_name_the_network_address_and_a_student_joins_
         while student.locator(scrub).get_attribute("aria-valuetext") != now:
             assert time.monotonic() < deadline, "the student's stage did not follow"
             student.wait_for_timeout(50)
+
+        # issue 54, finding 4: once everyone is in, the room takes no new seat
+        teacher.get_by_role("button", name="Close the room to new students").click()
+        teacher.get_by_role("button", name="Reopen the room to new students").wait_for()
+        late = late_context.new_page()
+        late.set_default_timeout(30_000)
+        late.goto(join_url)
+        late.get_by_role("button", name="Join").click()
+        late.get_by_text(
+            "This class is closed to new students: your teacher closed it once everyone was in."
+        ).wait_for()
+        teacher.locator(".class-status", has_text="1 student joined").wait_for()
         assert not errors, errors
     finally:
         teacher_context.close()
         student_context.close()
+        late_context.close()
