@@ -124,9 +124,15 @@ def marks_on_the_projector(page) -> list[str]:
     marked = page.locator(".class-bar.right, .class-badge-bar.right").count()
     signs += [f"{marked} bars marked right"] if marked else []
     for bars, colour in ((".class-bar-fill", "backgroundColor"), (".class-badge-bar", "fill")):
-        colours = set(page.locator(bars).evaluate_all(f"els => els.map(e => getComputedStyle(e).{colour})"))
+        colours = colours_of(page, bars, colour)
         signs += [f"{bars} in {sorted(colours)}"] if len(colours) > 1 else []
     return signs + (["the teacher's own part"] if page.locator(".class-own").count() else [])
+
+
+def colours_of(page, bars: str, colour: str) -> set[str]:
+    """The colours `bars` are drawn in; a bar the stage redrew while it was read (detached: no colour) is not one."""
+    found = page.locator(bars).evaluate_all(f"els => els.map(e => e.isConnected ? getComputedStyle(e).{colour} : '')")
+    return set(found) - {""}
 
 
 def join_as_student(browser, join_url: str):
@@ -155,6 +161,9 @@ def test_the_projector_shows_who_answered_and_who_is_right_only_after_the_reveal
         page.locator(".class-status", has_text="2 students joined").wait_for()
         for _ in range(3):  # to the step before x·3's
             page.locator(".stage-controls button[data-act=next]").click()
+        # a class's stage says a leaf is not reached only once the backward finished: a leaf question's own answer
+        unused = page.locator(".stage svg g.node", has_text="unused")
+        assert "no gradient yet" in unused.text_content() and "not reached" not in unused.text_content()
         choose(page, "Ask the room", QUESTION)
         page.get_by_role("button", name="Ask", exact=True).click()
         for student, text in zip(students, (RIGHT, WRONG), strict=True):
@@ -190,10 +199,14 @@ def test_the_projector_shows_who_answered_and_who_is_right_only_after_the_reveal
         assert sorted(page.locator(".class-bar").all_inner_texts()) == [f"{WRONG}: 1", f"{RIGHT}: 1 (right)"]
         assert page.locator("g.class-badge text").text_content() == "2 answered · 1 right"
         assert page.locator(".class-bar.right").count() == page.locator(".class-badge-bar.right").count() == 1
-        fills = page.locator(".class-badge-bar").evaluate_all("els => els.map(e => getComputedStyle(e).fill)")
-        assert len(set(fills)) == 2  # the right answer's bar in its own colour
+        deadline = time.monotonic() + 15  # the badge is drawn anew with each tally: read once it stands
+        while len(fills := colours_of(page, ".class-badge-bar", "fill")) != 2 and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+        assert len(fills) == 2, fills  # the right answer's bar in its own colour
         everything_in_view(page, "Ask")
         screenshot(page, "class_projector_revealed")
+        page.locator(".stage-controls button[data-act=last]").click()  # the backward's end: now it is said
+        unused.filter(has_text="not reached: no gradient").wait_for()
     finally:
         for student in students:
             student.context.close()
