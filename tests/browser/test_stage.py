@@ -113,11 +113,24 @@ def test_every_control_and_key_steps_the_replay(page, app_url):
     screenshot(page, "stage_seed")
 
 
+def _settled(page, sent: list[str], quiet_ms: int = 1000, timeout_ms: int = 20_000) -> None:
+    """Wait for the stage's first report, then for a second without a frame sent (a loaded machine reports late:
+    a fixed wait let the first report land among the presses)."""
+    waited = quiet = 0
+    seen = len(sent)
+    while waited < timeout_ms and not (sent and quiet >= quiet_ms):
+        page.wait_for_timeout(250)
+        waited += 250
+        quiet = 0 if len(sent) != seen else quiet + 250
+        seen = len(sent)
+    assert sent, "the stage never reported its first step"
+
+
 def test_positions_never_move_and_steps_cost_the_server_nothing(page, app_url):
     sent: list[str] = []
     page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append("frame")))
     total = open_stage(page, app_url, "mlp")
-    page.wait_for_timeout(1500)  # the page settles (its first report included)
+    _settled(page, sent)  # the page settles: its first report sent, then nothing for a second
     before = positions(page)
     sent.clear()
     for _ in range(total - 1):
