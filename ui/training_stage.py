@@ -3,6 +3,8 @@ training_stage.js's JSDoc, checked by tests/app/test_training_stage.py), and wha
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,16 +158,39 @@ def frame_wire(training: Training, frame: Frame) -> FrameWire:
     }
 
 
+# the preview of an untrained network depends only on its inputs, and every visitor who opens the page with the
+# default points asks for the same one: kept per server (a forward is most of the page's cost at open)
+PREVIEWS_KEPT = 32
+_previews: OrderedDict[tuple[object, ...], PreviewWire] = OrderedDict()
+_previews_lock = threading.Lock()
+
+
 def preview_wire(training: Training) -> PreviewWire | None:
     """Before the first iteration, the graph it builds (its forward values): what the stage draws at open."""
     if training.iterations or not len(training.labels):
         return None
+    parameters = training.model.values()
+    key = (
+        training.backend,
+        training.points.tobytes(),
+        training.labels.tobytes(),
+        *((name, value.dtype.str, value.shape, value.tobytes()) for name, value in parameters.items()),
+    )
+    with _previews_lock:
+        if key in _previews:
+            _previews.move_to_end(key)
+            return _previews[key]
     frame, tape = training.preview()
-    return {
+    wire: PreviewWire = {
         "nodes": [node_wire(n) for n in frame.nodes],
         "tape": tape,
         "parameters": {k: exact(v) for k, v in frame.parameters.items()},
     }
+    with _previews_lock:
+        _previews[key] = wire
+        while len(_previews) > PREVIEWS_KEPT:
+            _previews.popitem(last=False)
+    return wire
 
 
 def extent(training: Training) -> float:

@@ -10,7 +10,7 @@ from apptest import app, code_blocks, open_link, stages
 
 from course.own_data import to_link
 from course.training import Training, make_dataset
-from ui.training_stage import AHEAD, LiveTraining, TrainingPayload, grid
+from ui.training_stage import AHEAD, LiveTraining, TrainingPayload, grid, preview_wire
 
 PAGE = "pages/train/training_loop.py"
 
@@ -106,6 +106,19 @@ def test_at_open_the_stage_has_the_first_iterations_graph_before_it_runs():
     emptied = app(PAGE)
     command(emptied, "clear")
     assert payload(emptied)["iterations"] == 0 and payload(emptied)["preview"] is None  # no points: nothing to draw
+
+
+def test_the_untrained_preview_is_computed_once_per_server_and_follows_the_points():
+    """Every visitor opening with the default points gets the same preview without a forward each (the page's cost at
+    open); a point added before the first iteration is in the graph drawn."""
+    first, second = Training(), Training()
+    assert preview_wire(first) is preview_wire(second)
+    second.use_points(np.vstack([second.points, [[0.5, 0.5]]]), np.append(second.labels, 1))
+    grown = preview_wire(second)
+    assert grown is not preview_wire(first)
+    assert {tuple(n["shape"]) for n in grown["nodes"] if n["name"] == "points"} == {(len(second.labels), 2)}
+    other = preview_wire(Training(seed=1))  # other parameters: another graph's values
+    assert other["parameters"]["w1"] != preview_wire(first)["parameters"]["w1"]
 
 
 def test_a_command_a_visitor_forges_changes_nothing():
