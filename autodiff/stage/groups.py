@@ -25,7 +25,7 @@ import numpy as np
 
 from autodiff import BackwardRecorder, NodeSnapshot, Requirement
 from autodiff.printing import format_array
-from autodiff.trace import BackwardFinished, GradientRegistered, StepStarted, SweepFreed
+from autodiff.trace import BackwardFinished, GradientConsumed, GradientRegistered, StepStarted, SweepFreed
 
 from .format import Exact, compact
 from .naming import name_or_id, op_kind
@@ -51,7 +51,7 @@ class GroupRun(TypedDict):
     last: int  # the last event of its last step
     steps: int
     came_in: list[GroupFlow]  # the gradients its steps consumed that came from outside it
-    sent: list[GroupFlow]  # what it sent to each node outside it, added up
+    sent: list[GroupFlow]  # what it sent to each node outside it and to each leaf (kept in its container), added up
 
 
 class StageGroup(TypedDict):
@@ -198,8 +198,11 @@ def _by_statements(group: _Group, spans: Mapping[int, tuple[int, int]], statemen
 
 
 def _adopt_inputs(root: _Group, by_id: Mapping[int, NodeSnapshot], users: Mapping[int, set[int]]) -> None:
-    """An input (a leaf) that only one part uses goes into that part, as a layer holds its own weights: the deepest
-    group around every node that uses it, below the one it was made in."""
+    """An input (a leaf) that only one part uses goes into that part: the deepest group around every node that uses
+    it, below the one it was made in; but a parameter (a leaf that asked for its gradient: a layer's weights, a
+    neuron's) stays where it was made, so the part folded still shows what the student asks about and what the
+    part sends it. A leaf made in one iteration of a loop for a later one (a training loop's `w =
+    Tensor.from_inner(...)` at its end) goes into the iteration that uses it: the iterations are not chained."""
     chains: dict[int, list[_Group]] = {}
 
     def walk(group: _Group, chain: list[_Group]) -> None:
@@ -221,6 +224,13 @@ def _adopt_inputs(root: _Group, by_id: Mapping[int, NodeSnapshot], users: Mappin
             while k < min(len(common), len(other)) and common[k] is other[k]:
                 k += 1
             common = common[:k]
+        if _next_iterations_input(by_id[node_id], common):
+            chain[-1].children.remove(node_id)
+            common[-1].children.insert(0, node_id)
+            chains[node_id] = common
+            continue
+        if by_id[node_id].requirement is Requirement.Grad:
+            continue
         inside = common[len(chain) :]
         if not inside or common[: len(chain)] != chain:  # it goes only deeper, inside where it was made
             continue
@@ -229,6 +239,15 @@ def _adopt_inputs(root: _Group, by_id: Mapping[int, NodeSnapshot], users: Mappin
         chain[-1].children.remove(node_id)
         common[-1].children.insert(0, node_id)
         chains[node_id] = common
+
+
+def _next_iterations_input(leaf: NodeSnapshot, users_groups: list[_Group]) -> bool:
+    """Whether `leaf` was made in one iteration of a loop and is used only inside another iteration of that loop."""
+    made_in = {frame.key for frame in leaf.group}
+    return any(
+        group.kind == "iteration" and group.key not in made_in and group.key.rpartition("/")[0] in made_in
+        for group in users_groups
+    )
 
 
 def _fold(group: _Group, by_id: Mapping[int, NodeSnapshot], called: Mapping[int, str]) -> None:
@@ -397,6 +416,8 @@ def group_runs(
                 sends.append((k, source, int(event.node_id), event.value))
     if len(ends) < len(step_at):
         ends.append(len(events) - 1)
+    # a leaf that asked for its gradient keeps what it gets: sent to it is sent out of the part, even from inside
+    kept = {int(e.node_id) for e in events if isinstance(e, GradientConsumed) and e.kept}
     sent_at = [k for k, *_ in sends]
     open_runs: dict[str, tuple[int, list[int]]] = {}  # group -> (the step index its run ended at, its steps)
     runs: dict[str, list[list[int]]] = {}
@@ -424,7 +445,7 @@ def group_runs(
             # the gradients sent between the run's first event and its last, found by bisection: a walk over all
             # of them for each run of each group is the events times the groups' depth
             for _, source, node_id, value in sends[bisect_left(sent_at, first) : bisect_right(sent_at, last)]:
-                if source in inside and node_id not in inside:
+                if source in inside and (node_id not in inside or node_id in kept):
                     sent.setdefault(node_id, []).append(value)
             index[element]["runs"].append(
                 GroupRun(

@@ -8,11 +8,12 @@ import re
 import numpy as np
 import pytest
 
-from autodiff import Device, Distribution, Tensor, scope
+from autodiff import Device, Distribution, Requirement, Tensor, scope
 from autodiff.stage import replay_payload, static_payload
 from autodiff.stage.groups import MAX_CHILDREN, group_tree
 from autodiff.structure import GroupFrame
-from course.programs import record_program
+from autodiff.trace import GradientRegistered
+from course.programs import PROGRAMS, record_program
 from playground import Limits
 from playground.examples import EXAMPLES
 from playground.sandbox import run_program
@@ -150,3 +151,91 @@ def test_a_static_graph_folds_too():
         x = (x * 1.0).sin()
     payload = static_payload(ad.snapshot(), {})
     assert payload["groups"] and max(children(payload).values()) <= MAX_CHILDREN
+
+
+def playground_payload(source: str):
+    result = run_program(source, Limits(seconds=60))
+    assert result.error is None, result.error
+    run = result.backward
+    return run, replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+
+
+def lesson_payload(key: str):
+    run = record_program(key)
+    return run, replay_payload(run.before, run.recorder, run.names, source=PROGRAMS[key].source, lines=run.lines)
+
+
+def parameters(run) -> dict[int, str]:
+    """The leaves that asked for their gradients (the weights a student asks about), by NodeId."""
+    return {int(n.id): run.names[int(n.id)] for n in run.before.nodes if n.requirement is Requirement.Grad}
+
+
+def kept_gradient(run, node_id: int) -> np.ndarray:
+    return np.ravel(
+        next(
+            e.total
+            for e in reversed(run.recorder.events)
+            if isinstance(e, GradientRegistered) and int(e.node_id) == node_id
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "program", ["mlp3", "Three-layer MLP, one function per layer", "CS231n's neuron, with w[0]", "neuron"]
+)
+def test_a_folded_part_leaves_the_weights_it_uses_drawn_beside_it(program):
+    """Folded, a layer (or CS231n's neuron's one statement) is one box: its weights are drawn beside it, at the top,
+    never hidden in it, and what it sends each of them adds up to the gradient the engine keeps."""
+    run, payload = lesson_payload(program) if program in PROGRAMS else playground_payload(EXAMPLES[program])
+    weights = parameters(run)
+    assert len(weights) >= 2, weights
+    by_id = {node["id"]: node for node in payload["nodes"]}
+    assert {name: by_id[node_id]["group"] for node_id, name in weights.items()} == {
+        name: "" for name in weights.values()
+    }
+    top = [g for g in payload["groups"] if g["parent"] == ""]
+    for node_id in weights:
+        if any(g["nodes"] for g in top):  # the program folds: the parts' runs send each weight its whole gradient
+            sent = [numbers(f["value"]) for g in top for r in g["runs"] for f in r["sent"] if f["node"] == node_id]
+            assert sent and np.allclose(sum(sent), kept_gradient(run, node_id), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("program", ["mlp3", "Three-layer MLP, one function per layer"])
+def test_every_press_on_a_folded_layer_says_what_it_sends(program):
+    """A folded part's card reads "It sends nothing out of itself" only when it sends nothing: each run of mlp3's
+    layers sends its weights their gradients (the leaves' own steps, which only keep them, run outside the layers)."""
+    run, payload = lesson_payload(program) if program in PROGRAMS else playground_payload(EXAMPLES[program])
+    runs = [(g["name"], r) for g in payload["groups"] for r in g["runs"]]
+    assert runs and all(r["sent"] for _, r in runs), [name for name, r in runs if not r["sent"]]
+    weights = parameters(run)
+    for name, r in runs:
+        if name.startswith("layer"):
+            assert {weights.get(f["node"]) for f in r["sent"]} >= {f"w{name[-1]}", f"b{name[-1]}"}, (name, r["sent"])
+
+
+# the Playground's gradient descent, a fresh leaf each step through `from_inner`, with a forward long enough to fold
+TRAINING = (
+    EXAMPLES["Gradient descent"]
+    .replace("range(20)", "range(5)")
+    .replace("loss = ((w - 3.0) ** 2).sum()", "loss = ((w - 3.0) ** 2).sum() + (w * w).exp().sum()")
+)
+
+
+def test_a_training_loops_iterations_are_parts_of_their_own_not_a_chain():
+    """Each iteration's fresh `w` (made at the end of the one before, through `from_inner`) is drawn in the iteration
+    that uses it: no edge runs from one iteration into the next, and the last one replays whole, sending its `w` the
+    gradient the engine keeps."""
+    run, payload = playground_payload(TRAINING)
+    group_of = {node["id"]: node["group"] for node in payload["nodes"]}
+    iterations = {g["element"]: g for g in payload["groups"] if g["kind"] == "iteration"}
+    assert [g["name"] for g in iterations.values()] == ["step = 3", "step = 4"]  # the graph holds the last two
+    for edge in payload["edges"]:
+        tail, head = group_of[edge["source"]], group_of[edge["target"]]
+        assert tail == head or not {tail, head} <= set(iterations), edge  # never from one iteration into another
+    leaves = [n for n in run.before.nodes if n.op == "from_inner"]
+    assert leaves and all(group_of[int(n.id)] in iterations for n in leaves)
+    last = next(g for g in iterations.values() if g["name"] == "step = 4")
+    assert [r["steps"] for r in last["runs"]] == [last["steps"] + 1]  # its ops and its w's own step, one press
+    w = int(leaves[-1].id)
+    (sent,) = [f for f in last["runs"][0]["sent"] if f["node"] == w]
+    assert np.allclose(numbers(sent["value"]), kept_gradient(run, w), rtol=1e-6)
