@@ -110,7 +110,16 @@ def brief(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exact
 def _nested(values: object) -> str:
     if isinstance(values, list):
         return "[" + ", ".join(_nested(v) for v in values) + "]"
-    return f"{float(values):.4g}"  # type: ignore[arg-type]
+    return four_digits(float(values))  # type: ignore[arg-type]
+
+
+def four_digits(value: float) -> str:
+    """`value` to four significant digits: `0.8506`, `0.5`, and `11.00` for 10.996227, never `11`, which reads as
+    a whole number print would not show. Trailing zeros go only where the value is that number (in float32)."""
+    text = f"{value:.4g}"
+    if np.float32(float(text)) == np.float32(value):
+        return text
+    return f"{value:#.4g}"
 
 
 def _short(value: float) -> str:  # a summary statistic, as float32 prints it

@@ -6,6 +6,8 @@ import re
 from autodiff import Device, Distribution, NodeStatus, Tensor
 from autodiff.stage import PAYLOAD_KEYS, STAGE_JS, replay_payload, static_payload
 from autodiff.stage.graph_dot import Overlay, graph_dot, picture
+from autodiff.stage.naming import node_names
+from autodiff.stage.recording import recorded_backward
 from course.programs import PROGRAMS, memory_forward, record_program
 
 NODE = re.compile(r"^\s+(n\d+|order\d+) \[id=", re.M)
@@ -115,3 +117,18 @@ def test_a_class_stages_link_is_named_alike_on_both_sides():
 
     typedef = re.search(r"@typedef \{\{(role:.*?)\}\} ClassroomLink", STAGE_JS, re.S).group(1)
     assert set(re.findall(r"(\w+):", typedef)) == set(ClassroomLink.__annotations__)
+
+
+def test_the_picture_writes_four_significant_digits_never_fewer():
+    """w1's gradient was drawn `11` where print gives 10.996227: the picture's short numbers keep four significant
+    digits (`11.00`), and drop zeros only where the value is that number (`0.5`)."""
+    ad = Device.numpy().autodiff(keep_values=True)
+    w1 = Tensor.from_floats([[1.0, 2.0, 3.0, 4.0], [0.5, 0.25, -1.0, 10.996227]], ad).require_grad()
+    loss = (w1 * 10.996227).sum()
+    run = recorded_backward(loss)
+    payload = replay_payload(run.before, run.recorder, node_names({"w1": w1, "loss": loss}))
+    (node,) = [n for n in payload["nodes"] if n["name"] == "w1"]
+    assert node["value"] == "value [[1, 2, 3, 4], [0.5, 0.25, -1, 11.00]]"
+    (sent,) = [e for e in payload["events"] if e["kind"] == "GradientRegistered" and e["node"] == int(w1.node_id)]
+    assert sent["value"] == "[[11.00, 11.00, 11.00, 11.00], [11.00, 11.00, 11.00, 11.00]]"
+    assert sent["total_full"].count("10.996227") == 8  # the card and the container keep every digit
