@@ -239,3 +239,14 @@ def test_a_training_loops_iterations_are_parts_of_their_own_not_a_chain():
     w = int(leaves[-1].id)
     (sent,) = [f for f in last["runs"][0]["sent"] if f["node"] == w]
     assert np.allclose(numbers(sent["value"]), kept_gradient(run, w), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "example", ["micrograd's README example", "micrograd's MLP, with classes", "CS231n's neuron, with w[0]"]
+)
+def test_every_name_a_folded_picture_draws_is_the_programs_never_an_id(example):
+    """Boxes, parts, and what a part's card says came in and went out: a variable, or an expression as written."""
+    _, payload = playground_payload(EXAMPLES[example])
+    drawn = [n["title"] for n in payload["nodes"]] + [g["name"] for g in payload["groups"]]
+    drawn += [f["name"] for g in payload["groups"] for r in g["runs"] for f in r["came_in"] + r["sent"]]
+    assert payload["groups"] and not [text for text in drawn if re.search(r"#\d|NodeId", text)], drawn

@@ -291,3 +291,39 @@ def test_micrograds_mlp_folds_by_its_objects_reads_at_12_px_and_names_its_weight
         screenshot(page, f"mlp-{screen[0]}x{screen[1]}")
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("program", ["Three-layer MLP, one function per layer", "CS231n's neuron, with w[0]"])
+def test_a_folded_part_shows_the_weights_it_uses_and_its_card_what_it_sends_them(laptop, tmp_path, program):
+    """Folded, mlp3's layers (and CS231n's neuron's one statement) leave their weights drawn beside them, and each
+    press on a folded layer says what it sends its weights, never "It sends nothing out of itself"."""
+    source = EXAMPLES[program]
+    result = run_program(source)
+    assert result.error is None, result.error
+    run = result.backward
+    payload = replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+    weights = sorted(run.names[int(n.id)] for n in run.before.nodes if n.requirement.name == "Grad")
+    page = laptop
+    load(page, tmp_path, "weights", payload)
+    parts = [g for g in payload["groups"] if g["parent"] == ""]
+    for part in parts:  # every part folded
+        button = page.get_by_role("button", name=re.compile(rf"^{re.escape(part['name'])}: "))
+        if button.get_attribute("aria-expanded") == "true":
+            button.click()
+        page.locator(f".stage-svg g.node.group#{part['element']}").wait_for()
+    titles = page.evaluate(
+        "() => [...document.querySelectorAll('.stage-svg g.node:not(.group) text')].map(t => t.textContent)"
+    )
+    assert set(weights) <= set(titles), (weights, titles)
+    cards = []
+    for _ in range(len(payload["events"])):
+        page.keyboard.press("ArrowRight")
+        card = page.locator(".stage-step").inner_text()
+        if any(card.startswith(part["name"]) for part in parts):
+            cards.append(card)
+        if page.locator(".stage-caption").inner_text().startswith("Step ") and "finished" in card.lower():
+            break
+    assert cards and not [card for card in cards if "nothing out of itself" in card], cards
+    for weight in weights:
+        assert any(f"to {weight}:" in card for card in cards), (weight, cards)
+    screenshot(page, f"folded-weights-{'mlp3' if 'MLP' in program else 'neuron'}")
