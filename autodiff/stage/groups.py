@@ -6,6 +6,9 @@ The tree comes from each node's `group` path (what made it, recorded by `autodif
 - the frames every node shares are left out (the function that built the whole graph is not a part of it);
 - a group of one node is that node;
 - a level with many nodes of its own groups each statement's nodes (the program's lines);
+- an input (a leaf) only one part uses goes into it, but a parameter stays where it was made (a folded layer leaves
+  its weights drawn beside it), and a leaf made in one iteration for the next (a training loop's fresh `w`) goes into
+  the iteration that uses it;
 - consecutive groups of the same shape (the same ops in the same order) fold into one box with a count;
 - a level with more than `MAX_CHILDREN` boxes splits into ranges, so no unfolded group lists more.
 
