@@ -1,6 +1,6 @@
 """Predict-then-reveal: the student enters a value before the app shows it, and keeps a score. A replay's steps are
-asked in the stage itself (autodiff/stage/stage.js checks the numbers with RTOL and ATOL and reports each answer); the
-tables' questions are asked here."""
+asked in the stage itself (autodiff/stage/js/features/exercise.mjs checks the numbers with RTOL and ATOL and reports
+each answer); the tables' questions are asked here."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ import html
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import streamlit as st
 
@@ -39,48 +40,10 @@ TEXT_SHARE = 0.3  # of the theme's text colour in each band's colour: 3:1 agains
 WIDTH, HEIGHT = 720, 240  # the plot's coordinates (it stretches to the page's width)
 SMALLEST = 0.004  # bands under this share of the peak are stacked but not drawn (too thin to see or to point at)
 
-# The markup changes only when the run does: replaced then, so a focused band keeps its focus across reruns. A band
-# focused or clicked selects its node on the page's graph (a click on the stage's node, as a student's would: the
-# stage lights the node and its program line); a node clicked on the graph marks its bands. Both components render
-# in open shadow roots of one document, so a click's composed path reaches the node.
-_JS = """const HOSTS = "[data-testid=stBidiComponentIsolated]";
-const inside = (selector) => [...document.querySelectorAll(HOSTS)]
-  .flatMap((host) => (host.shadowRoot ? [...host.shadowRoot.querySelectorAll(selector)] : []));
-function markBands(node) {
-  inside(".memtl .band").forEach((band) => band.classList.toggle("linked", band.dataset.node === node));
-}
-function selectNode(node) {
-  const box = inside(`.stage g.node#n${node}`)[0];
-  if (box) box.dispatchEvent(new MouseEvent("click", { bubbles: true, composed: true }));
-  else markBands(node);
-}
-if (!window.__memoryTimelineLinked) {
-  window.__memoryTimelineLinked = true;
-  document.addEventListener("click", (event) => {
-    const box = event.composedPath().find((el) => el.matches && el.matches(".stage g.node"));
-    if (box && /^n\\d+$/.test(box.id)) markBands(box.id.slice(1));
-  });
-}
-export default function ({ data, parentElement }) {
-  let root = parentElement.querySelector(".memtl-root");
-  if (!root) {
-    root = document.createElement("div");
-    root.className = "memtl-root";
-    parentElement.append(root);
-    const chosen = (event) => {
-      const band = event.target.closest && event.target.closest(".band[data-node]");
-      if (band) selectNode(band.dataset.node);
-    };
-    root.addEventListener("focusin", chosen);
-    root.addEventListener("click", chosen);
-  }
-  const markup = new TextDecoder().decode(data);
-  if (root.markup !== markup) {
-    root.innerHTML = markup;
-    root.markup = markup;
-  }
-}"""
-TIMELINE = st.components.v2.component("memory_timeline", html="", css="", js=_JS)
+# the component that shows the markup and links its bands with the stage's nodes (ui/memory_timeline.js)
+TIMELINE = st.components.v2.component(
+    "memory_timeline", html="", css="", js=(Path(__file__).resolve().parent / "memory_timeline.js").read_text()
+)
 
 
 @dataclass(frozen=True)

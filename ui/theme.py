@@ -71,8 +71,8 @@ _FOCUS = (
 
 # A page's bar that stays above the stage while the page scrolls (the Class page's teacher controls in presenter
 # mode: the room code, ask, close and reveal in view with the whole graph on one projector screen). Under Streamlit's
-# toolbar; the stage paints it with the page's background and fits the rest of the screen below it (stage.js
-# `stickyBar`).
+# toolbar; the stage paints it with the page's background and fits the rest of the screen below it
+# (js/view/viewport.mjs `stickyBar`).
 _STAGE_BAR = ".st-key-stage_bar {position: sticky; top: 3.75rem; z-index: 990; padding-bottom: 0.25rem;}"
 
 # The class page's secret reader (ui/class_secret.py) draws nothing: its empty box takes no gap above the title.

@@ -2,8 +2,9 @@
 exported HTML file and a notebook widget (`autodiff.notebook`) show one picture.
 
 Python makes the payload (`payload.py`: what each node and edge says, each step's chain rule in numbers, the program
-beside the graph); `stage.js` draws and plays it in the browser, laying the graph out with the pinned Graphviz in
-WebAssembly (`vendor/`). Not imported by `import autodiff`: the engine alone stays as cheap to import as before.
+beside the graph); the browser modules in `js/` (one module per host, made by `bundle.py`) draw and play it, laying
+the graph out with the pinned Graphviz in WebAssembly (`vendor/`). Not imported by `import autodiff`: the engine
+alone stays as cheap to import as before.
 """
 
 from .payload import (

@@ -4,7 +4,7 @@ received times each input's local derivative is what it sends; where paths meet,
 Written in the program's names with their values plugged in (`∂h/∂x = x = [1.0, 2.0]`, `[1.0, 1.0] × [1.0, 2.0] =
 [1.0, 2.0]`), never in the engine's operand letters. The local derivatives are worked out here from the forward
 values, independently of the engine's rules, so a test can check that upstream × derivative is what the engine sent.
-Plain data only: the stage draws it (stage.js)."""
+Plain data only: the stage draws it (js/view/panels.mjs)."""
 
 from __future__ import annotations
 

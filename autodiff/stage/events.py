@@ -1,7 +1,8 @@
-"""The stage's events: one TypedDict per kind of trace event, the contract with `stage.js`.
+"""The stage's events: one TypedDict per kind of trace event, the contract with the browser's stage.
 
-Each is tagged by `kind`, the trace event's declared `kind` (autodiff/trace.py), and mirrored in stage.js by a
-JSDoc typedef of the same name; tests/app/test_stage_contract.py checks both sides and the trace's classes agree.
+Each is tagged by `kind`, the trace event's declared `kind` (autodiff/trace.py), and mirrored in
+js/model/contract.mjs by a JSDoc typedef of the same name; tests/app/test_stage_contract.py checks both sides and the
+trace's classes agree.
 """
 
 from __future__ import annotations
@@ -145,7 +146,9 @@ def stage_event(
         return SweepFreedEvent(kind=event.kind, text=text, nodes=[int(n) for n in event.node_ids])
     if isinstance(event, BackwardFinished):
         return BackwardFinishedEvent(kind=event.kind, text=text)
-    raise TypeError(f"The stage has no event kind for {event!r}: add one to autodiff/stage/events.py and stage.js.")
+    raise TypeError(
+        f"The stage has no event kind for {event!r}: add one to autodiff/stage/events.py and js/model/contract.mjs."
+    )
 
 
 def _shape(values: Any) -> tuple[int, ...]:

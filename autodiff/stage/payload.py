@@ -2,7 +2,8 @@
 
 `static_payload` draws a snapshot as it is (memory lessons, the cross-check, a refused backward);
 `replay_payload` adds a recorded backward, stepped in the browser. Both return a `StagePayload`: the one contract
-between Python and `stage.js` beside it (mirrored there as a JSDoc typedef, and checked on both sides by tests).
+between Python and the stage's browser modules beside it (`js/`; mirrored in `js/model/contract.mjs` as a JSDoc
+typedef, and checked on both sides by tests).
 Element ids come from `graph_dot.py`; the replay's state machine is the browser's alone. `export_html` writes
 the same player and data, with Graphviz inline, into one file that plays offline.
 """
@@ -23,13 +24,14 @@ from typing import Literal, TypedDict
 from autodiff import BackwardRecorder, GraphSnapshot, Requirement
 from autodiff.trace import GradientRegistered, StepStarted
 
+from .bundle import bundle
 from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
 from .code import Segment, code_lines, token_rules
 from .events import StageEvent, stage_event
 from .format import ArrayTexts
 from .graph_dot import SIZES, STATE_WORDS, Overlay, Picture, picture
 from .groups import GroupRun, StageGroup, group_runs, group_tree
-from .naming import GraphNames, graph_names
+from .naming import GraphNames, constants_first, graph_names
 from .palette import BY_KEY, EDGE_LEGEND, stage_css
 from .source_lines import node_lines
 
@@ -44,12 +46,12 @@ GRAPHVIZ_SHA256 = "550d9cd6ff429f5bd225316fe1faed4f852038c3e1ec609ce113af1f9379c
 # widths, which Graphviz lays a label out with, so a label fits its box whatever fonts a machine has. Weight -> URL.
 GRAPH_FONT = "app/static/vendor/liberation-sans-2.1.5/LiberationSans-{}.ttf"
 GRAPH_FONTS = {"400": GRAPH_FONT.format("Regular"), "700": GRAPH_FONT.format("Bold")}
-STAGE_JS = (HERE / "stage.js").read_text()
+STAGE_JS = bundle("streamlit")  # the stage as Streamlit's component runs it (bundle.py)
 STAGE_CSS = "\n".join([stage_css(), token_rules(":where(.stage) .stage-code"), (HERE / "stage.css").read_text()])
-STREAMLIT_ENTRY = "export default function (component) {"
 RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and keeps the one that reads larger
 # what travels compressed (gzip, then base64) from Python to the browser: a 5,000-node replay is 7 MB of JSON, and
-# mostly the same words again; the browser unpacks it before anything else reads it (`wire`, `unpack` in stage.js)
+# mostly the same words again; the browser unpacks it before anything else reads it (`wire`; `unpack` in
+# js/model/contract.mjs)
 PACKED_KEYS = ("nodes", "edges", "events", "cards", "sums", "groups", "program")
 RTOL, ATOL = 1e-3, 1e-4  # an answer to a prediction is right within these (the stage checks, and the app's tables)
 
@@ -168,7 +170,10 @@ def replay_payload(
     `source`, the stage shows it beside the graph and lights the line of the running step: `lines` says which
     statement made each node (watched while it ran, `course.programs.traced_build`), else it is read from the
     text (`source_lines`)."""
-    named = graph_names(before.nodes, names)  # once: the picture, events, cards, sums and groups all read them
+    if lines is None and source is not None:
+        lines = node_lines(source, before.nodes, names)
+    # once: the picture, events, cards, sums and groups all read them; `1 + c` as the program wrote it
+    named = graph_names(before.nodes, names, constants_first(before.nodes, source, lines))
     called = named.called
     exact = ArrayTexts()  # every recorded gradient's numbers written once, wherever the payload shows them
     pic = picture(before, names, titles=named.titles)
@@ -407,7 +412,7 @@ def export_html(payload: StagePayload, title: str) -> str:
     network request, so it plays offline in any browser (slides, course pages)."""
     module = GRAPHVIZ.read_text().replace("</script", "<\\/script")
     data = json.dumps(wire({**payload, "index": 0})).replace("<", "\\u003c")  # no `</script` nor `<!--` in it
-    player = hosted_module("")
+    player = bundle("page")  # js/hosts/page.mjs: mounts the stage from the two elements above it
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{_escape(title)}</title>
@@ -417,32 +422,17 @@ def export_html(payload: StagePayload, title: str) -> str:
 <script type="text/plain" id="graphviz-module">{module}</script>
 <script type="application/json" id="replay-data">{data}</script>
 <script type="module">
-{player}
-const data = JSON.parse(document.getElementById("replay-data").textContent);
-const source = document.getElementById("graphviz-module").textContent;
-const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
-const component = {{ data, parentElement: document.querySelector("main"), setStateValue() {{}} }};
-mountStage(component, () => loadGraphvizFrom(url));
-</script></main>
+{player}</script></main>
 </body></html>
 """
 
 
 def wire(payload: StagePayload) -> dict[str, object]:
     """`payload` as it travels to the browser: `PACKED_KEYS` gzip-compressed in one base64 text, `packed` (the
-    rest stays readable: the host's reruns compare and update it). stage.js's `unpack` restores the payload."""
+    rest stays readable: the host's reruns compare and update it). contract.mjs's `unpack` restores the payload."""
     heavy = {key: payload[key] for key in PACKED_KEYS}  # type: ignore[literal-required]
     text = base64.b64encode(gzip.compress(json.dumps(heavy, separators=(",", ":")).encode(), 6, mtime=0)).decode()
     return {**{k: v for k, v in payload.items() if k not in PACKED_KEYS}, "packed": text}
-
-
-def hosted_module(entry: str) -> str:
-    """stage.js for a host other than Streamlit: its Streamlit entry point (the default export, last in the file)
-    replaced by `entry`, the host's own code, which calls `mountStage` and `loadGraphvizFrom`."""
-    body, found, _ = STAGE_JS.rpartition(STREAMLIT_ENTRY)
-    if not found:
-        raise RuntimeError(f"stage.js has no `{STREAMLIT_ENTRY}`: hosted_module cannot replace its entry point")
-    return body + entry
 
 
 def _escape(text: str) -> str:

@@ -63,7 +63,7 @@ def code_blocks(at: AppTest) -> list[str]:
 
 def unpacked(data: dict) -> dict:
     """The stage's data as the browser reads it once unpacked (`wire` in autodiff/stage/payload.py, `unpack` in
-    stage.js): the packed part, gzip-compressed JSON in base64, restored."""
+    js/model/contract.mjs): the packed part, gzip-compressed JSON in base64, restored."""
     rest = {k: v for k, v in data.items() if k != "packed"}
     return {**json.loads(gzip.decompress(base64.b64decode(data["packed"]))), **rest} if "packed" in data else rest
 

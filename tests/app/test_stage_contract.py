@@ -1,5 +1,5 @@
 """The stage's contract, checked at every level: the trace's event classes, the Python TypedDicts that carry them
-to the browser (autodiff/stage/: payload.py, events.py, chain_rule.py) and the JSDoc typedefs of its stage.js
+to the browser (autodiff/stage/: payload.py, events.py, chain_rule.py) and the JSDoc typedefs of its browser modules
 name the same event kinds, the same keys and the same nested types. Renaming a trace class fails here."""
 
 import re
@@ -20,8 +20,8 @@ TRACE_EVENTS = typing.get_args(trace.Event)
 
 
 def js_typedefs(source: str = STAGE_JS) -> dict[str, str]:
-    """Each `@typedef {type} Name` of a script's first JSDoc block (stage.js's by default): Name -> its type, the
-    comment's `*` removed."""
+    """Each `@typedef {type} Name` of a script's first JSDoc block (the stage's bundle, by default): Name -> its
+    type, the comment's `*` removed."""
     doc = re.search(r"/\*\*(.*?)\*/", source, re.S).group(1)
     doc = re.sub(r"\n\s*\*", " ", doc)
     typedefs = {}

@@ -62,7 +62,7 @@ def test_replay_is_the_cells_value_and_its_state_holds_the_backward():
     x_id = next(n["id"] for n in payload["nodes"] if n["name"] == "x")
     last = [e for e in payload["events"] if e["kind"] == "GradientRegistered" and e["node"] == x_id][-1]
     assert json.loads(last["total_full"]) == [5.0, 7.0]
-    # the module is the app's stage.js; Graphviz is the kernel's one model, which the stage names: no network
+    # the module is the app's stage (bundled); Graphviz is the kernel's one model, which the stage names: no network
     esm = model["state"]["_esm"]
     assert "function mountStage" in esm and "export default {" in esm and GRAPHVIZ.read_text()[:4000] not in esm
     graphviz = state[model["state"]["graphviz"].removeprefix("IPY_MODEL_")]["state"]

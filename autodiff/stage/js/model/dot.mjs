@@ -1,0 +1,115 @@
+// The DOT of a view, DOM-free: each box's lines, wrapped and summarised, as the Graphviz input of what is drawn.
+
+import { isGroup } from "./parts.mjs";
+
+export const WRAP = 48;  // a value or gradient longer than this goes on several lines: a wide box would shrink every box
+const HTML_ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
+
+export function wrap(text, width = WRAP) {
+  // `text` in lines of about `width` characters, broken after spaces (a tensor's values after their commas), never
+  // inside a number or a name
+  if (text.length <= width) return [text];
+  const lines = [];
+  let line = "";
+  for (const part of text.split(/(?<= )/)) {
+    if (line && (line + part).length > width) { lines.push(line.trimEnd()); line = ""; }
+    line += part;
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
+export function labelWidth(stage) {
+  return Math.min(stage.wrapWidth, 24);  // an edge's label is narrower than a box: it sits between the ranks
+}
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"]/g, (c) => HTML_ESCAPES[c]);
+}
+
+export function labelRows(stage, element) {
+  // a box's lines, [point size, text, bold, what it is]: a node's title, value, gradient (as wide as the widest it
+  // will say) and detail; a folded part's name, size, and its output's value and gradient. Each wrapped to the
+  // stage's width of a line; no line is empty (Graphviz draws no text for one, and the gradient's lines are found
+  // by their place)
+  const [title, body, small] = stage.data.fonts;
+  const lines = (size, text, bold, kind) => wrap(text, stage.wrapWidth).map((t) => [size, t, bold, kind]);
+  const part = isGroup(element) ? stage.tree.groups.get(element) : null;
+  const node = part ? stage.tree.byId.get(part.output) : stage.tree.byId.get(Number(element.slice(1)));
+  const rows = part
+    ? [...lines(title, part.name, true, "title"), ...lines(body, part.summary, false, "summary")]
+    : lines(title, node.title, true, "title");
+  const said = part ? summarised : (text) => text;
+  const widest = part ? summarised(node.wide, true) : node.wide;  // room for any numbers the summary will say
+  rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, widest, false, "grad"));
+  if (!part) rows.push(...lines(small, node.detail, false, "detail"));
+  return rows.filter((r) => r[1].trim());
+}
+
+export function summarised(text, room = false) {
+  // a folded part says its output's value and gradient short, as the engine summarises a large tensor
+  // (`value [4, 4] from -0.8 to 0.96`), and so does an edge the value it carries; open, a node says every number
+  const match = text.match(/\[[-\d.e+\[\], ]*\]/);
+  if (!match) return text;
+  let values;
+  try { values = JSON.parse(match[0]); } catch { return text; }
+  const flat = [values].flat(Infinity);
+  if (flat.length <= 4 || flat.some((v) => typeof v !== "number")) return text;
+  const shape = [];
+  for (let v = values; Array.isArray(v); v = v[0]) shape.push(v.length);
+  const low = Math.min(...flat), high = Math.max(...flat);
+  const widest = "-0.0001234";  // four significant digits, a sign and a small exponent's worth
+  const range = room ? `from ${widest} to ${widest}` : low === high ? `all ${low}` : `from ${low} to ${high}`;
+  return text.replace(match[0], `[${shape.join(", ")}] ${range}`);
+}
+
+function htmlLabel(rows) {
+  const cells = rows.map(([size, text, bold]) => {
+    const escaped = escapeHtml(text);
+    return `<TR><TD><FONT POINT-SIZE="${size}">${bold ? `<B>${escaped}</B>` : escaped}</FONT></TD></TR>`;
+  }).join("");
+  return `<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">${cells}</TABLE>>`;
+}
+
+export function dotOf(stage, edges, rankdir, detail) {
+  // the DOT of what is drawn: a folded group is one box (its name, its size, its output's value and gradient), an
+  // open one a frame around its parts. Each gradient line is laid out as wide as the widest it will say
+  const { data, tree } = stage;
+  const body = data.fonts[1];
+  const lines = [
+    "digraph G {",
+    `  graph [rankdir=${rankdir}, bgcolor="transparent", nodesep=0.2, ranksep=0.22, fontname="Helvetica", fontsize=${body}];`,
+    `  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=${body}, margin="0.08,0.03"];`,
+    `  edge [fontname="Helvetica", fontsize=${body}, arrowsize=0.9];`,
+  ];
+  const emit = (container, indent) => {
+    for (const kid of tree.kids.get(container)) {
+      if (kid.node) {
+        const n = kid.node;
+        const rows = labelRows(stage, n.element).filter((r) => detail || r[3] !== "detail");
+        lines.push(`${indent}${n.element} [id="${n.element}", label=${htmlLabel(rows)}];`);
+      } else if (stage.open.has(kid.group.element)) {
+        const g = kid.group;
+        lines.push(`${indent}subgraph cluster_${g.element} {`,
+          `${indent}  id="${g.element}"; label=${htmlLabel([[body, g.name, true]])}; style="rounded,dashed"; labeljust=l;`);
+        emit(g.element, `${indent}  `);
+        lines.push(`${indent}}`);
+      } else {
+        const g = kid.group;
+        lines.push(`${indent}${g.element} [id="${g.element}", peripheries=2, style="filled", label=${htmlLabel(labelRows(stage, g.element))}];`);
+      }
+    }
+  };
+  emit("", "  ");
+  for (const edge of edges) {
+    const attrs = [`id="${edge.element}"`];
+    if (!edge.tracked) attrs.push("style=dashed", "arrowhead=empty");
+    if (edge.label) {  // a long value on several lines: a wide label would push the ranks apart
+      const lines = wrap(summarised(edge.label), labelWidth(stage)).map((t) => `<B>${escapeHtml(t)}</B>`);
+      attrs.push(`label=<${lines.join("<BR/>")}>`);
+    }
+    lines.push(`  ${edge.tail} -> ${edge.head} [${attrs.join(", ")}];`);
+  }
+  lines.push("}");
+  return lines.join("\n");
+}

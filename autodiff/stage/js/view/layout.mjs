@@ -1,0 +1,119 @@
+// The layout search: each view laid out by Graphviz the ways it can be, keeping the one that reads largest,
+// and installed as the picture.
+
+import { MAX_DRAWN, isGroup, placeBoxes, drawnCount } from "../model/parts.mjs";
+import { labelRows, dotOf } from "../model/dot.mjs";
+import { MAX_SCALE, fitScale, place } from "./viewport.mjs";
+
+export function bestLayout(stage) {
+  // this view laid out each way (bottom-up or left-right, with or without each node's `NodeId · op` line, its long
+  // lines wrapped wider or narrower) once, keeping the one that reads largest: the detail line goes first when it
+  // would make the text too small
+  const edges = placeBoxes(stage);
+  const key = [...stage.open].sort().join(",");
+  if (stage.layouts.has(key)) return stage.layouts.get(key);
+  const box = stage.root.querySelector(".stage-svg");
+  const readable = stage.data.presenter ? 16 : 12;
+  const lay = (rankdir, detail, wrapWidth) => {
+    stage.wrapWidth = wrapWidth;
+    const svgText = stage.graphviz.dot(dotOf(stage, edges, rankdir, detail));
+    const svg = new DOMParser().parseFromString(svgText, "image/svg+xml").documentElement;
+    const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
+    const sizes = [...svg.querySelectorAll("g.node text, g.cluster text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14);
+    const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
+    return { svg, w, h, font, scale, detail, wrapWidth, smallest: scale * font };
+  };
+  const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32)])];
+  const compact = stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w))).sort((a, b) => b.scale - a.scale)[0];
+  compact.compact = compact;
+  const detailFont = compact.font * 0.8;  // the detail line is the smallest text, about four fifths of the rest
+  let best = compact;
+  if (compact.scale * detailFont >= readable - 0.01 && stage.data.nodes.some((n) => stage.boxOf.get(n.id) === n.element)) {
+    const withDetail = stage.data.rankdirs.map((r) => lay(r, true, compact.wrapWidth)).sort((a, b) => b.scale - a.scale)[0];
+    withDetail.compact = compact;  // drawn instead when the zoom buttons' corner leaves the detail line too small
+    if (withDetail.smallest >= readable - 0.01) best = withDetail;
+  }
+  stage.wrapWidth = best.wrapWidth;
+  stage.layouts.set(key, best);
+  return best;
+}
+
+export function chooseView(stage) {
+  // the picture opens whole and readable: the deepest level of parts opened whose layout still reads at 12 px
+  // (16 on a projector), else the top level folded (zoom, or open a part, to see more)
+  const { tree } = stage;
+  const readable = stage.data.presenter ? 16 : 12;
+  let fallback = null;
+  for (let d = tree.maxDepth + 1; d >= 0; d--) {
+    const open = new Set([...tree.groups.keys()].filter((e) => tree.depth.get(e) < d));
+    if (d > 0 && drawnCount(stage, open) > MAX_DRAWN) continue;
+    stage.open = open;
+    const best = bestLayout(stage);
+    if (best.smallest >= readable - 0.01) { stage.chosenOpen = new Set(open); return; }
+    if (!fallback || best.smallest > fallback.best.smallest + 0.01) fallback = { open, best };
+  }
+  stage.open = fallback.open;
+  stage.chosenOpen = new Set(fallback.open);
+  placeBoxes(stage);
+}
+
+export function placeReadable(stage) {
+  // fitted, with the zoom buttons' corner kept clear; if that left the detail line under readable size, the layout
+  // without it is drawn instead
+  place(stage, null);
+  const readable = stage.data.presenter ? 16 : 12, drawn = stage.layout;
+  if (drawn && drawn.detail && drawn.compact && stage.scale * drawn.font < readable - 0.01) {
+    installLayout(stage, drawn.compact);
+    place(stage, null);
+  }
+}
+
+export function installLayout(stage, best) {
+  const box = stage.root.querySelector(".stage-svg");
+  const readable = stage.data.presenter ? 16 : 12;
+  const svg = document.importNode(best.svg, true);
+  svg.removeAttribute("width");
+  svg.removeAttribute("height");
+  svg.setAttribute("aria-hidden", "true");
+  svg.querySelectorAll("title").forEach((t) => t.remove());  // Graphviz's ids, not words for a person
+  box.replaceChildren(svg);
+  stage.svg = svg;
+  stage.layout = best;
+  stage.wrapWidth = best.wrapWidth;  // the gradient lines are rewritten at the width they were laid out with
+  stage.badgeView = null;
+  stage.natural = { w: best.w, h: best.h };
+  stage.readableScale = readable / best.font;  // the scale at which its smallest text is just readable
+  stage.root.classList.toggle("no-detail", !best.detail);
+  stage.nodes = new Map();
+  stage.edges = new Map();
+  stage.gradText = new Map();
+  stage.labelText = new Map();
+  svg.querySelectorAll("g.node").forEach((g) => stage.nodes.set(g.id, g));
+  svg.querySelectorAll("g.edge").forEach((g) => stage.edges.set(g.id, g));
+  stage.nodes.forEach((g, id) => {
+    // a node's lines: its title, its value, its gradient, its detail; a group's: its name, its size, its output's
+    // value and gradient. The gradient's lines are rewritten as the replay goes
+    const rows = labelRows(stage, id);
+    const texts = [...g.querySelectorAll("text")];
+    const from = rows.findIndex((r) => r[3] === "grad"), count = rows.filter((r) => r[3] === "grad").length;
+    if (from >= 0 && texts.length >= from + count) stage.gradText.set(id, texts.slice(from, from + count).map((t) => centred(g, t)));
+    if (isGroup(id)) g.classList.add("group");
+  });
+  svg.querySelectorAll("g.cluster").forEach((g) => g.classList.add("part"));
+  const tracked = new Map([...placeBoxesEdges(stage)]);
+  stage.edges.forEach((g, id) => {
+    const labels = [...g.querySelectorAll("text")];
+    if (labels.length) stage.labelText.set(id, labels.map((t) => centred(g, t)));
+    if (tracked.get(id) === false) g.classList.add("untracked");
+  });
+}
+
+function centred(g, text) {
+  // Graphviz places text from its own font metrics: centre it on its box, so rewritten text stays centred
+  const box = text.getBBox ? text.getBBox() : null;
+  if (box && box.width) {
+    text.setAttribute("text-anchor", "middle");
+    text.setAttribute("x", String(box.x + box.width / 2));
+  }
+  return text;
+}
