@@ -56,7 +56,7 @@ class NodeRecord(weakref.ref[Handle]):
     server is told when it goes if it asked (one object per node, not a record and a reference). Made by
     `GraphMemoryManagement.track`, which sets every field."""
 
-    __slots__ = ("node", "op", "input_nodes", "forward", "outcome", "outcome_in", "users", "removed")
+    __slots__ = ("node", "op", "input_nodes", "forward", "outcome", "outcome_in", "users", "uses_constants", "removed")
     node: Node
     op: str
     # the nodes of every input, tracked or not, in argument order (the op's own tuple: no copy per op)
@@ -67,6 +67,7 @@ class NodeRecord(weakref.ref[Handle]):
     # a constant's: records that list it among their inputs (it is forgotten once none does and it is dropped);
     # no other node's is counted, so an op on tracked tensors looks nothing up
     users: int
+    uses_constants: bool  # a constant is among its inputs: forgetting it counts that constant's users down
     # Burn removes a node from its graph when its step is consumed with no tensor referring to it, or freed:
     # steps that need it can never run again, and the next cleanup frees them (unavailable). Never a leaf: a
     # leaf has no step to run, so a path through it needs nothing that was consumed.
@@ -192,11 +193,14 @@ class GraphMemoryManagement:
         record.node, record.op, record.input_nodes = node, op, inputs
         # `outcome_in` is set with `outcome`, and read only after
         record.forward, record.outcome, record.users, record.removed = forward, None, 0, False
+        uses_constants = False
         for input_node in inputs:
             if input_node.order == 0 and input_node.requirement is _UNTRACKED:  # only a constant's users count
                 used = records.get(input_node.id)
                 if used is not None:
                     used.users += 1
+                    uses_constants = True
+        record.uses_constants = uses_constants
         if self.observer is not NO_OBSERVER:
             self.observer.tracked(node_id, value)
 
@@ -237,11 +241,11 @@ class GraphMemoryManagement:
         record = self.records.pop(node_id)
         if self.observer is not NO_OBSERVER:
             self.observer.forgotten(node_id)
-        if record.input_nodes:
+        if record.uses_constants:
             self._forget_inputs(record)
 
     def _forget_inputs(self, record: NodeRecord) -> None:
-        inputs, record.input_nodes = record.input_nodes, ()
+        inputs, record.input_nodes, record.uses_constants = record.input_nodes, (), False
         for input_node in inputs:
             if input_node.order == 0 and input_node.requirement is _UNTRACKED:  # counted in `track`
                 used = self.records.get(input_node.id)

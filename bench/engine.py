@@ -20,7 +20,8 @@
     pure-Python peer (target: at most 1.0), and to PyTorch (reported: a C++ engine's cost per op is below what a
     CPython engine keeping Burn's bookkeeping can reach, issue 37); the chain at 100 and 100,000 ops, the flatness
     ratio (target: at most 1.2). Measured with the cyclic collector on, as a program runs: in a process with torch
-    loaded, a 5,000-op graph waiting for its backward makes the collector walk torch's heap too.
+    loaded, a 5,000-op graph waiting for its backward makes the collector walk torch's heap too. Each function's
+    round starts from a collection (`timing.best_of_each`): none walks the young objects another left.
 (j) memory retained per recorded op while a 20,000-op chain waits for its backward: the process's resident memory
     for the engine and for PyTorch (the same measure), and the Python heap the engine holds (tracemalloc).
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 
@@ -19,10 +20,13 @@ def best_of(fn: Callable[[], object], repeat: int, number: int) -> float:
 
 def best_of_each(fns: list[Callable[[], object]], repeat: int, number: int) -> list[float]:
     """`best_of` for several functions measured in turns, round by round, so that each sees the same
-    machine state (allocator, caches, clock): side by side in the strict sense."""
+    machine state (allocator, caches, clock): side by side in the strict sense. The collector stays on while a
+    function runs (its own collections are in its time); before each function's round it collects, so every
+    function starts from the same collector state, none walking the young objects the previous one left."""
     best = [float("inf")] * len(fns)
     for _ in range(repeat):
         for k, fn in enumerate(fns):
+            gc.collect()
             start = time.perf_counter()
             for _ in range(number):
                 fn()
