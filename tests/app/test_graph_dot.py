@@ -9,6 +9,8 @@ from autodiff.stage.graph_dot import Overlay, graph_dot, picture
 from autodiff.stage.naming import node_names
 from autodiff.stage.recording import recorded_backward
 from course.programs import PROGRAMS, memory_forward, record_program
+from playground.examples import EXAMPLES
+from playground.sandbox import run_program
 
 NODE = re.compile(r"^\s+(n\d+|order\d+) \[id=", re.M)
 EDGE = re.compile(r"^\s+(\w+) -> (\w+)", re.M)
@@ -132,3 +134,18 @@ def test_the_picture_writes_four_significant_digits_never_fewer():
     (sent,) = [e for e in payload["events"] if e["kind"] == "GradientRegistered" and e["node"] == int(w1.node_id)]
     assert sent["value"] == "[[11.00, 11.00, 11.00, 11.00], [11.00, 11.00, 11.00, 11.00]]"
     assert sent["total_full"].count("10.996227") == 8  # the card and the container keep every digit
+
+
+def test_the_stage_names_micrograds_nodes_as_the_program_wrote_them():
+    """The Playground's micrograd: `c += 1 + c + (-a)` is drawn `c = c + (1 + c + (−a))`, `3 * d` is `3·d`, and the
+    events and cards say the same names as the boxes."""
+    source = EXAMPLES["micrograd's README example"]
+    result = run_program(source)
+    assert result.error is None, result.error
+    run = result.backward
+    payload = replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+    titles = {node["title"] for node in payload["nodes"]}
+    assert {"1 + c", "1 + c + (−a)", "c = c + (1 + c + (−a))", "3·d", "d = d + (3·d + relu(b − a))"} <= titles
+    assert not {"c + 1 + −a", "d·3", "c = c + c + 1 + −a"} & titles, titles
+    sentences = " ".join(event["text"] for event in payload["events"])
+    assert "1 + c + (−a)" in sentences and "c + 1 + −a" not in sentences
