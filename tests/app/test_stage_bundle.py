@@ -5,6 +5,7 @@ the stage on the wire is no larger than the single file it was made from."""
 
 from __future__ import annotations
 
+import ast
 import gzip
 import re
 import shutil
@@ -143,3 +144,27 @@ def test_the_build_puts_each_module_after_the_ones_it_imports(tmp_path):
         },
     )
     assert bundled(entry) == "const a = 1;\n\nfunction b(x) { return x + a; }\n\nexport default b(a);\n"
+
+
+def test_no_javascript_lives_in_a_python_string_of_the_app():
+    # the app's JavaScript is in files of its own (the stage's modules, ui/*.js), read or bundled from there; the
+    # tests' and benchmarks' Playwright probes are not the app's
+    # a string is code when it has two of these (one alone is a docstring naming a piece of JavaScript)
+    marks = [
+        r"\bexport default\b",
+        r"=>\s*[{(]",
+        r"\bdocument\.\w",
+        r"addEventListener\(",
+        r"\b(const|let) \w+ = ",
+        r"\bfunction \w*\([^)]*\)\s*\{",
+    ]
+    sources = [ROOT / "app.py", ROOT / "frame.py"]
+    for folder in ("autodiff", "ui", "pages", "lessons", "classroom", "course", "playground"):
+        sources += sorted((ROOT / folder).rglob("*.py"))
+    found = []
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+            if sum(1 for mark in marks if re.search(mark, text)) >= 2:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert len(sources) > 50 and not found, found

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from autodiff.stage import replay_payload
 from course.programs import PROGRAMS, record_program
 from ui.navigation import LESSONS
 
@@ -235,3 +236,37 @@ def test_exercise_mode_in_the_browser(page, app_url):
         assert page.locator(".stage-answer").count() == 0
     no_exception(page)
     screenshot(page, "backward_traversal_exercise")
+
+
+def test_an_exercise_answer_typed_with_the_minus_sign_is_read_as_negative(page, app_url):
+    # the chain-rule cards print "−" (U+2212), and a student copies it: the stage reads "−0.67" as -0.67, as the
+    # server's grading does (one grammar: tests/fixtures/answer_grammar.json)
+    run = record_program("mlp")
+    payload = replay_payload(run.before, run.recorder, run.names, source=PROGRAMS["mlp"].source, lines=run.lines)
+    open_page(page, app_url, "traversal?program=mlp")
+    page.locator(STAGE_NODES).first.wait_for()
+    plain = re.search(r"Step 0 of (\d+)", page.locator(".stage-caption", has_text="Step 0 of").inner_text()).group(1)
+    page.get_by_text("Exercise: predict each step").click()
+    # the exercise is on once the stage counts its questions' stops too
+    page.locator(".stage-caption", has_text=re.compile(rf"^Step 0 of (?!{plain}\.)\d+\.")).wait_for()
+    answers = page.locator(".stage-answer")
+    for _ in range(12):
+        page.keyboard.press("ArrowRight")
+        if answers.count():
+            break
+    asked = re.match(r"Step \d+ of \d+\. (.*) What will it send", page.locator(".stage-caption").inner_text())
+    assert asked, "no question was asked"
+    # what the asked step sends, input by input, as Python recorded it: typed with the cards' minus sign
+    start = next(k for k, e in enumerate(payload["events"]) if e["kind"] == "StepStarted" and e["text"] == asked[1])
+    node, sent = payload["events"][start]["node"], []
+    for event in payload["events"][start + 1 :]:
+        if event["kind"] == "StepStarted":
+            break
+        if event["kind"] == "GradientRegistered" and event["source"] == node:
+            sent.append(event["numbers"])
+    assert answers.count() == len(sent) and any(v < 0 for numbers in sent for v in numbers)  # a minus sign to type
+    for box, numbers in zip(answers.all(), sent, strict=True):
+        box.fill(", ".join(f"{v:.6g}".replace("-", "−") for v in numbers))
+    page.get_by_role("button", name="Check my prediction").click()
+    page.get_by_text("Right: every value matches.").wait_for()  # before: "Enter numbers separated by commas…"
+    no_exception(page)
