@@ -144,17 +144,32 @@ def join_as_student(browser, join_url: str):
     return page
 
 
+def teacher_link_of_a_new_class(laptop, app_url: str) -> str:
+    """Starts a class on `laptop` (not in presenter mode) and returns its private teacher link, from the sidebar.
+    End the class is offered from the start (issue 54)."""
+    laptop.goto(f"{app_url}/class")
+    laptop.get_by_role("button", name="Start a class").click()
+    laptop.locator(".class-status", has_text="0 students joined").wait_for()
+    laptop.get_by_text("After the class: the report, the CSV, and ending the class").click()
+    laptop.get_by_role("button", name="End the class").wait_for()
+    laptop.locator("[data-testid=stSidebar]").get_by_text("Your teacher link (private)").click()
+    return laptop.locator("[data-testid=stSidebar] [data-testid=stCode] code").inner_text().strip()
+
+
 def test_the_projector_shows_who_answered_and_who_is_right_only_after_the_reveal(browser, app_url):
     """Issue 54: one right and one wrong answer; until the reveal the projector says how many answered (and, once
-    vote 1 is closed and the teacher chooses it, vote 1's answers without a mark); after it, who is right."""
+    vote 1 is closed and the teacher chooses it, vote 1's answers without a mark); after it, who is right. The class
+    is started on the teacher's laptop and put on the projector by its private teacher link (in presenter mode): each
+    of the two follows the room's phase, its controls appearing as the other moves the room on."""
+    laptop = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     context = browser.new_context(viewport=PROJECTOR)
     page = context.new_page()
-    page.set_default_timeout(30_000)
     students = []
+    for device in (laptop, page):
+        device.set_default_timeout(30_000)
     try:
-        page.goto(f"{app_url}/class")
-        page.get_by_text("Presenter mode").click()
-        page.get_by_role("button", name="Start a class").click()
+        link, key = teacher_link_of_a_new_class(laptop, app_url).split("#", 1)
+        page.goto(f"{link}&present=1#{key}")  # the projector: presenter mode from its address
         page.locator(".class-status", has_text="0 students joined").wait_for()
         join_url = re.search(r"join at (\S+)", page.get_by_text(re.compile(r"join at ")).first.inner_text()).group(1)
         students = [join_as_student(browser, join_url) for _ in range(2)]
@@ -166,6 +181,9 @@ def test_the_projector_shows_who_answered_and_who_is_right_only_after_the_reveal
         assert "no gradient yet" in unused.text_content() and "not reached" not in unused.text_content()
         choose(page, "Ask the room", QUESTION)
         page.get_by_role("button", name="Ask", exact=True).click()
+        laptop.get_by_role("button", name="Close vote 1").wait_for()  # the laptop follows the projector's Ask
+        laptop.get_by_role("button", name="Reveal the answer").wait_for()
+        assert laptop.get_by_role("button", name="Ask", exact=True).count() == 0
         for student, text in zip(students, (RIGHT, WRONG), strict=True):
             form_drawn(student, 1).wait_for()
             send_answer(student, text)
@@ -177,6 +195,7 @@ def test_the_projector_shows_who_answered_and_who_is_right_only_after_the_reveal
 
         page.get_by_role("button", name="Close vote 1").click()
         page.locator(".class-tally", has_text="Discussion after vote 1. In vote 1, 2 of 2 answered.").wait_for()
+        laptop.get_by_role("button", name="Vote again").wait_for()  # and its Close
         assert page.locator(".class-bar, .class-badge-bar").count() == 0 and marks_on_the_projector(page) == []
         page.get_by_text("Show the room vote 1's answers").click()  # the teacher's choice: the histogram, unmarked
         page.locator(".class-tally .class-bar").nth(1).wait_for()
@@ -185,16 +204,21 @@ def test_the_projector_shows_who_answered_and_who_is_right_only_after_the_reveal
         assert marks_on_the_projector(page) == []
         everything_in_view(page, "Vote again", "Reveal the answer")
 
-        page.get_by_role("button", name="Vote again").click()
+        laptop.get_by_role("button", name="Vote again").click()  # the other way round: the projector follows
+        page.get_by_role("button", name="Vote again").wait_for(state="detached")  # the page drew vote 2's controls
+        page.locator(".class-tally", has_text="Vote 2.").wait_for()
+        page.get_by_role("button", name="Reveal the answer").wait_for()
         for student, text in zip(students, (RIGHT, WRONG), strict=True):
             form_drawn(student, 2).wait_for()
             send_answer(student, text)
         page.locator(".class-tally", has_text="Vote 2. In vote 2, 2 of 2 answered.").wait_for()
         assert marks_on_the_projector(page) == []
 
-        page.get_by_role("button", name="Reveal the answer").click()
+        laptop.get_by_role("button", name="Reveal the answer").click()
         tally = page.locator(".class-tally", has_text="Revealed. In vote 2, 2 of 2 answered, 1 right.")
         tally.wait_for()
+        page.get_by_role("button", name="Ask", exact=True).wait_for()
+        page.get_by_role("button", name="Reveal the answer").wait_for(state="detached")
         assert "Wrong answers show: 1 passed the upstream gradient on unchanged" in tally.inner_text()
         assert sorted(page.locator(".class-bar").all_inner_texts()) == [f"{WRONG}: 1", f"{RIGHT}: 1 (right)"]
         assert page.locator("g.class-badge text").text_content() == "2 answered · 1 right"
@@ -211,41 +235,4 @@ def test_the_projector_shows_who_answered_and_who_is_right_only_after_the_reveal
         for student in students:
             student.context.close()
         context.close()
-
-
-def test_a_second_teacher_device_shows_the_controls_of_the_rooms_phase(browser, app_url):
-    """Issue 54: the private teacher link opened on a second device follows the room, as a student's stage does:
-    Close, Vote again and Reveal appear there as the first device moves the room on, and the reverse."""
-    first = browser.new_context(viewport=PROJECTOR).new_page()
-    second = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-    for page in (first, second):
-        page.set_default_timeout(30_000)
-    try:
-        first.goto(f"{app_url}/class")
-        first.get_by_role("button", name="Start a class").click()
-        first.locator(".class-status", has_text="0 students joined").wait_for()
-        first.get_by_text("After the class: the report, the CSV, and ending the class").click()
-        first.get_by_role("button", name="End the class").wait_for()  # from the start (issue 54)
-        first.locator("[data-testid=stSidebar]").get_by_text("Your teacher link (private)").click()
-        teacher_link = first.locator("[data-testid=stSidebar] [data-testid=stCode] code").inner_text().strip()
-        second.goto(teacher_link)
-        second.locator(".class-status", has_text="0 students joined").wait_for()
-        second.get_by_role("button", name="Ask", exact=True).wait_for()
-
-        first.get_by_role("button", name="Ask", exact=True).click()
-        second.get_by_role("button", name="Close vote 1").wait_for()
-        second.get_by_role("button", name="Reveal the answer").wait_for()
-        assert second.get_by_role("button", name="Ask", exact=True).count() == 0
-        first.get_by_role("button", name="Close vote 1").click()
-        second.get_by_role("button", name="Vote again").wait_for()
-        second.get_by_role("button", name="Vote again").click()  # the other way round
-        first.get_by_role("button", name="Vote again").wait_for(state="detached")  # the page drew vote 2's controls
-        first.locator(".class-tally", has_text="Vote 2.").wait_for()
-        first.get_by_role("button", name="Reveal the answer").wait_for()
-        second.get_by_role("button", name="Reveal the answer").click()
-        first.get_by_text(re.compile(r"The answer: ")).first.wait_for()
-        first.get_by_role("button", name="Ask", exact=True).wait_for()
-        first.get_by_role("button", name="Reveal the answer").wait_for(state="detached")
-    finally:
-        first.context.close()
-        second.context.close()
+        laptop.context.close()
