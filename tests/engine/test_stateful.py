@@ -28,6 +28,7 @@ class EngineMachine(RuleBasedStateMachine):
         super().__init__()
         # the heap as it is set aside (gc.freeze): the invariant's scan walks only what this run made, which holds
         # every buffer of this run's pool (made below); over a worker's heap of earlier modules, 3,000 scans took 108 s
+        self.thaw = gc.get_freeze_count() == 0  # a heap the app froze in this process (frame.py) stays frozen
         gc.freeze()
         self.ad = Device.numpy().autodiff(self.policy)
         self.pool = self.ad.backend.pool
@@ -112,7 +113,8 @@ class EngineMachine(RuleBasedStateMachine):
             assert self.ad.memory_usage().bytes_in_use == 0
             assert not self.ad.server.steps
         finally:
-            gc.unfreeze()
+            if self.thaw:
+                gc.unfreeze()
 
 
 class EagerEngineMachine(EngineMachine):
