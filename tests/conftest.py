@@ -17,6 +17,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         layer = Path(item.fspath).relative_to(ROOT / "tests").parts[0]
         if layer in LAYERS:
             item.add_marker(getattr(pytest.mark, layer))
+    # the browser's modules first: they are the longest (a server and a browser each), and xdist hands modules out in
+    # this order, so the short ones fill the workers' ends instead of one long module running alone at the end
+    items.sort(key=lambda item: "browser" not in item.keywords)
 
 
 @pytest.fixture(scope="session", autouse=True)
