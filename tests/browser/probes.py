@@ -56,8 +56,13 @@ def checkpointing_sessions(url: str, pid: int, sessions: int = 150, settle_s: fl
         visitor.close()
         peak = max(peak, rss_mib(pid))
     opened = time.monotonic() - start
-    time.sleep(15)  # the sessions' reruns finish
-    peak = max(peak, rss_mib(pid))
+    used, deadline = cpu_seconds(pid), time.monotonic() + 30.0
+    while time.monotonic() < deadline:  # the sessions' reruns finish: the server idle for a second
+        time.sleep(1.0)
+        peak, now = max(peak, rss_mib(pid)), cpu_seconds(pid)
+        if now - used < 0.03:
+            break
+        used = now
     settled, deadline = rss_mib(pid), time.monotonic() + settle_s  # the session TTL, then the next trim
     while settled > baseline + 100 and time.monotonic() < deadline:
         time.sleep(5)
