@@ -1,6 +1,6 @@
 """The stage module on its own page, as the exported HTML hosts it: mounted and unmounted 50 times, it leaves no
 listener, stage or memory behind; it never writes to its payload; it refuses an event kind it does not know, in
-words on the page."""
+words on the page. Its ES modules run as they are too, unbundled: each imports every name it uses."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from autodiff.stage import GRAPHVIZ, STAGE_CSS, STAGE_JS, replay_payload, static_payload
-from course.programs import record_program
+from autodiff.stage.bundle import JS
+from course.programs import PROGRAMS, record_program
 
 pytestmark = pytest.mark.browser
 MOUNTS = 50
@@ -53,6 +54,12 @@ def stage_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     static = {**static_payload(run.before, run.names), "graphviz_url": "graphviz.js"}  # a notebook's graph(t)
     (site / "static.json").write_text(json.dumps(static))
     (site / "index.html").write_text(PAGE.format(css=STAGE_CSS))
+    # the modules as they are, imported by the browser one by one (a name a module uses but does not import fails)
+    shutil.copytree(JS, site / "js")
+    (site / "modules.html").write_text(PAGE.format(css=STAGE_CSS).replace('"./stage.js"', '"./js/hosts/streamlit.mjs"'))
+    run = record_program("mlp3")  # folded into parts: opening one draws a new layout
+    parts = replay_payload(run.before, run.recorder, run.names, source=PROGRAMS["mlp3"].source, lines=run.lines)
+    (site / "parts.json").write_text(json.dumps({**parts, "graphviz_url": "graphviz.js"}))
     handler = functools.partial(QuietHandler, directory=str(site))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)  # loopback, a free port
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -197,4 +204,29 @@ def test_a_static_graph_fits_a_box_narrower_than_a_phone_whole_and_uncovered(pag
     page.wait_for_function("document.querySelector('.stage').classList.contains('slim')")
     fit = page.evaluate(FITS_AND_UNCOVERED)
     assert fit == {"inside": True, "covered": 0, "nodes": 6}, fit
+    page.evaluate("stop()")
+
+
+def test_the_modules_run_unbundled_as_the_bundle_does(page, stage_site):
+    """Each host runs the bundle, one scope; the modules are real ES modules too (node's tests import the model's):
+    loaded one by one, a name a module uses without importing it fails. Every path a press takes is walked."""
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(stage_site.replace("index.html", "modules.html"))
+    page.wait_for_function("window.ready === true")
+    page.evaluate("async () => { window.stop = mountOnce(await (await fetch('./parts.json')).json()); }")
+    page.locator(".stage svg g.node").first.wait_for()
+    for key in ["ArrowRight", "ArrowRight", "End", "Home", "+", "0"]:
+        page.keyboard.press(key)
+    part = page.locator(".stage-part").first
+    part.click()  # opened in place: a layout of its own, drawn at the current event
+    page.locator(".stage-part[aria-expanded='true']").first.wait_for()
+    page.select_option(".stage-by", "event")
+    page.locator(".stage-follow").check()
+    page.keyboard.press("ArrowRight")
+    page.locator(".stage-table summary").click()
+    page.locator(".stage-table tbody tr").first.wait_for()
+    page.locator(".stage-code .line.makes").first.click()
+    assert page.locator(".stage-refused").count() == 0 and errors == [], errors
+    assert page.locator(".stage-caption").inner_text().startswith("Event ")
     page.evaluate("stop()")

@@ -71,7 +71,7 @@ export function drawnCount(stage, open, container = "") {
   return count;
 }
 
-function placeBoxesEdges(stage) {
+export function placeBoxesEdges(stage) {
   // each drawn edge's element -> whether a gradient can flow along it
   const out = new Map();
   for (const edge of stage.data.edges) {

@@ -1,7 +1,7 @@
 // The layout search: each view laid out by Graphviz the ways it can be, keeping the one that reads largest,
 // and installed as the picture.
 
-import { MAX_DRAWN, isGroup, placeBoxes, drawnCount } from "../model/parts.mjs";
+import { MAX_DRAWN, isGroup, placeBoxes, drawnCount, placeBoxesEdges } from "../model/parts.mjs";
 import { labelRows, dotOf } from "../model/dot.mjs";
 import { MAX_SCALE, fitScale, place } from "./viewport.mjs";
 
