@@ -14,6 +14,8 @@
  * @typedef {{signature: string, iterations: number, frames: FrameWire[], preview: (PreviewWire|null), losses: number[], points: number[][], labels: number[], extent: number, learningRate: number, rate: number, playing: boolean, canPlay: boolean, message: (string|null), serverRuns: number, presenter: boolean, answered: number}} TrainingPayload
  */
 
+import { fourDigits } from "../autodiff/stage/js/model/numbers.mjs";
+
 const SVG = "http://www.w3.org/2000/svg";
 const CELLS = 40; // the boundary's grid, cells a side
 const UNIT_CELLS = 16;
@@ -25,11 +27,7 @@ const el = (tag, attrs = {}, text) => {
   if (text !== undefined) node.textContent = text;
   return node;
 };
-const fmt = (v) => {  // 4 significant digits, no trailing zeros
-  if (!Number.isFinite(v)) return String(v);
-  const a = Math.abs(v);
-  return (a !== 0 && (a < 1e-3 || a >= 1e4) ? v.toExponential(2) : String(Number(v.toPrecision(4)))).replace("-", "−");
-};
+const fmt = (v) => fourDigits(v).replace("-", "−");  // as the stage and Python write it: 11.00 for 10.996227
 const short = (v) => {  // a number in a cell: at most 6 characters
   const a = Math.abs(v);
   const text = a === 0 ? "0" : a < 0.01 || a >= 1000 ? v.toExponential(0).replace("e", "e") : v.toPrecision(a < 1 ? 2 : 3);

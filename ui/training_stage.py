@@ -13,6 +13,7 @@ from typing import TypedDict
 import numpy as np
 import streamlit as st
 
+from autodiff.stage.bundle import bundled
 from autodiff.stage.palette import BACKGROUND, BY_KEY, EDGE, TEXT
 from course.training import MAX_POINTS, Frame, IterationReplay, LiveNode, Training, replay_iteration
 
@@ -40,7 +41,7 @@ def palette_css() -> str:
     return "\n".join(rules)
 
 
-TRAINING_JS = (HERE / "training_stage.js").read_text()
+TRAINING_JS = bundled(HERE / "training_stage.js")  # with the stage's number format (js/model/numbers.mjs)
 TRAINING_CSS = palette_css() + "\n" + (HERE / "training_stage.css").read_text()
 STAGE = st.components.v2.component("training_stage", html="", css=TRAINING_CSS, js=TRAINING_JS)
 DIGITS = 4  # significant digits of a value or gradient in the graph's grids (a cell shows 2 or 3)

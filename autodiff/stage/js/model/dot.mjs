@@ -1,5 +1,6 @@
 // The DOT of a view, DOM-free: each box's lines, wrapped and summarised, as the Graphviz input of what is drawn.
 
+import { fourDigits } from "./numbers.mjs";
 import { isGroup } from "./parts.mjs";
 
 export const WRAP = 48;  // a value or gradient longer than this goes on several lines: a wide box would shrink every box
@@ -57,10 +58,21 @@ export function summarised(text, room = false) {
   if (flat.length <= 4 || flat.some((v) => typeof v !== "number")) return text;
   const shape = [];
   for (let v = values; Array.isArray(v); v = v[0]) shape.push(v.length);
-  const low = Math.min(...flat), high = Math.max(...flat);
+  const written = match[0].match(/[-\d.e+]+/g);  // each number as Python wrote it, in the order JSON read them
+  const low = extreme(flat, written, (a, b) => a < b), high = extreme(flat, written, (a, b) => a > b);
   const widest = "-0.0001234";  // four significant digits, a sign and a small exponent's worth
   const range = room ? `from ${widest} to ${widest}` : low === high ? `all ${low}` : `from ${low} to ${high}`;
   return text.replace(match[0], `[${shape.join(", ")}] ${range}`);
+}
+
+function extreme(values, written, before) {
+  // the least (or greatest) of `values`, to four significant digits: as Python wrote it when it wrote four
+  // (`11.00` read back is 11, which would say `11`), else rounded here
+  let at = 0;
+  values.forEach((v, k) => { if (before(v, values[at])) at = k; });
+  const text = written[at];
+  const significant = text.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "");
+  return significant.length === 4 ? text : fourDigits(values[at]);
 }
 
 function htmlLabel(rows) {

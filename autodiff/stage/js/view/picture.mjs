@@ -1,7 +1,7 @@
 // The picture at an event: node states and gradients, the values sent along edges, the running line; and the
 // picture saved as a file (SVG with its colours written in, or PNG at twice its size).
 
-import { isGroup } from "../model/parts.mjs";
+import { isGroup, sentIntoParts } from "../model/parts.mjs";
 import { runningPart } from "../model/steps.mjs";
 import { wrap, labelWidth, summarised } from "../model/dot.mjs";
 import { SVG_NS } from "./dom.mjs";
@@ -29,8 +29,9 @@ export function drawPicture(stage, state, animate, period) {
     if (texts) fillLines(texts, wrap(part ? summarised(view.grad) : view.grad, stage.wrapWidth));
   });
   svg.querySelectorAll(".flow-dot").forEach((el) => el.remove());
-  const sent = new Map();  // each drawn edge -> the last value sent along it (an edge into a folded part too)
+  const sent = new Map();  // each drawn edge -> the last value sent along it; into a folded part, all it sent added up
   if (state) state.sent.forEach((value, edge) => { if (stage.edgeShown.has(edge)) sent.set(stage.edgeShown.get(edge), value); });
+  if (state) sentIntoParts(stage, stage.index).forEach((value, edge) => sent.set(edge, value));
   stage.edges.forEach((g, id) => {
     g.classList.remove("flow", "sent");
     const labels = stage.labelText.get(id);

@@ -1,0 +1,46 @@
+// Numbers as the picture writes them, DOM-free: four significant digits, as autodiff/stage/format.py's four_digits
+// writes them in Python (both read tests/fixtures/four_digits.json).
+
+const SIGNIFICANT = 4;
+
+export function fourDigits(value) {
+  // `value` as Python's `format(value, ".4g")`, but `11.00` for 10.996227, never `11`, which reads as a whole number
+  // print would not show: trailing zeros go only where the value is that number (in float32)
+  if (Number.isNaN(value)) return "nan";
+  if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
+  const text = pythonGeneral(value, false);
+  return Math.fround(Number(text)) === Math.fround(value) ? text : pythonGeneral(value, true);
+}
+
+function pythonGeneral(value, keepZeros) {
+  // Python's "g" format to four digits ("#" when `keepZeros`): fixed from 1e-4 up to 1e4, else an exponent of at
+  // least two digits
+  const sign = value < 0 || Object.is(value, -0) ? "-" : "";
+  const [digits, exponent] = roundedDigits(Math.abs(value));
+  const trim = (fraction) => (keepZeros ? fraction : fraction.replace(/0+$/, ""));
+  const joined = (whole, fraction) => (fraction || keepZeros ? `${whole}.${fraction}` : whole);
+  if (-4 <= exponent && exponent < SIGNIFICANT) {
+    const padded = exponent < 0 ? "0".repeat(-exponent) + digits : digits;
+    const point = Math.max(exponent, 0) + 1;
+    return sign + joined(padded.slice(0, point), trim(padded.slice(point)));
+  }
+  const power = `${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
+  return `${sign}${joined(digits[0], trim(digits.slice(1)))}e${power}`;
+}
+
+function roundedDigits(magnitude) {
+  // the first four significant digits of `magnitude` and its exponent, rounded half to even on its exact decimal
+  // value as Python rounds (`toPrecision` rounds a tie up: 10.125 would read 10.13, Python says 10.12). A double's
+  // exact value is long, but one that is not a tie is told from it well within 100 digits
+  if (magnitude === 0) return ["0".repeat(SIGNIFICANT), 0];
+  const [mantissa, power] = magnitude.toExponential(99).split("e");
+  const all = mantissa.replace(".", "");
+  let digits = all.slice(0, SIGNIFICANT), exponent = Number(power);
+  const rest = all.slice(SIGNIFICANT);
+  const tie = /^50*$/.test(rest);
+  if (rest[0] > "5" || (rest[0] === "5" && !tie) || (tie && Number(digits.at(-1)) % 2 === 1)) {
+    digits = String(Number(digits) + 1);
+    if (digits.length > SIGNIFICANT) { digits = digits.slice(0, SIGNIFICANT); exponent += 1; }
+  }
+  return [digits, exponent];
+}

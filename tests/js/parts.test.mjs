@@ -1,0 +1,86 @@
+// The edges into and out of a folded part without a browser, on real payloads (tests/js/stage_fixtures.py): each
+// has room for a label, and an edge from a node into a part says what the part sent that node over the runs of its
+// steps played so far, added up (groups.py added up each run), to four significant digits.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
+import { isGroup, placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
+
+const FOLDER = process.env.STAGE_FIXTURES;
+
+async function folded(name) {
+  // the program with its top level folded, as a stage draws it
+  assert.ok(FOLDER, "STAGE_FIXTURES names no folder: run tests/js/stage_fixtures.py FOLDER first");
+  const data = await unpack(JSON.parse(readFileSync(join(FOLDER, `${name}.json`), "utf8")).payload);
+  const stage = { data, tree: programTree(data), open: new Set() };
+  return { data, stage, edges: placeBoxes(stage) };
+}
+
+const numbersOf = (text) => text.match(/-?[\d.]+(?:e[-+]\d+)?/g).map(Number);
+const longest = (texts) => texts.reduce((a, b) => (b.length > a.length ? b : a), "");
+
+function sentBy(group, node, until) {
+  // what `group`'s runs that ended by event `until` sent `node`, added up from Python's values
+  const runs = group.runs.filter((run) => run.last <= until);
+  const values = runs.flatMap((run) => run.sent.filter((f) => f.node === node).map((f) => JSON.parse(f.value).flat(Infinity)));
+  return values.length ? values.reduce((sum, v) => sum.map((s, k) => s + v[k])) : null;
+}
+
+for (const name of ["loop", "mlp3"]) {
+  test(`${name}, folded: an edge into a part has the room of the longest it says at a press, one out of it its longest edge's`, async () => {
+    const { data, stage, edges } = await folded(name);
+    const into = edges.filter((e) => !isGroup(e.tail) && isGroup(e.head));
+    const out = edges.filter((e) => isGroup(e.tail));
+    assert.ok(into.length >= 2 && out.length >= 1, "the folded program has edges into and out of its parts");
+    const presses = [...new Set(data.groups.flatMap((g) => g.runs.map((r) => r.last)))];
+    for (const edge of into) {
+      const said = presses.map((k) => sentIntoParts(stage, k).get(edge.element) || "");
+      assert.ok(edge.label, `${edge.element}: the part sends its node something`);
+      assert.ok(said.includes(edge.label), edge.element);
+      assert.equal(edge.label.length, longest(said).length, `${edge.element}: room for the longest`);
+    }
+    for (const edge of out) {
+      const mapped = data.edges.filter((e) => stage.edgeShown.get(e.element) === edge.element).map((e) => e.label);
+      assert.ok(mapped.length >= 1);
+      assert.equal(edge.label, longest(mapped), edge.element);
+    }
+  });
+
+  test(`${name}, folded: an edge into a part says what the part sent its node so far, added up`, async () => {
+    const { data, stage, edges } = await folded(name);
+    const into = edges.filter((e) => !isGroup(e.tail) && isGroup(e.head));
+    const ends = [...new Set(data.groups.filter((g) => g.parent === "").flatMap((g) => g.runs.map((r) => r.last)))];
+    let checked = 0;
+    for (const index of [...ends, data.events.length - 1]) {
+      const said = sentIntoParts(stage, index);
+      for (const edge of into) {
+        const expected = sentBy(stage.tree.groups.get(edge.head), Number(edge.tail.slice(1)), index);
+        if (!expected) { assert.equal(said.get(edge.element), undefined, `${edge.element} at ${index}: nothing yet`); continue; }
+        const got = numbersOf(said.get(edge.element));
+        assert.equal(got.length, expected.length, edge.element);
+        got.forEach((v, k) => assert.ok(Math.abs(v - expected[k]) <= 5e-4 * Math.abs(expected[k]) + 1e-12,
+          `${edge.element} at ${index}: ${said.get(edge.element)} for ${expected}`));
+        checked++;
+      }
+    }
+    assert.ok(checked >= 4, `${checked} sums checked`);
+  });
+}
+
+test("loop, folded: w1 -> the loop stands for its 30 iterations' edges and says their sum", async () => {
+  const { data, stage } = await folded("loop");
+  const loop = data.groups.find((g) => g.kind === "loop" && g.parent === "");
+  const w1 = data.nodes.find((n) => n.name === "w1");
+  const element = `b_${w1.element}_${loop.element}`;
+  const along = data.edges.filter((e) => stage.edgeShown.get(e.element) === element);
+  assert.equal(along.length, 30);
+  const events = data.events.filter((e) => e.kind === "GradientRegistered" && along.some((a) => a.element === e.edge));
+  assert.equal(events.length, 30);
+  const sum = events.reduce((s, e) => s.map((v, k) => v + e.numbers[k]), events[0].numbers.map(() => 0));
+  const said = numbersOf(sentIntoParts(stage, data.events.length - 1).get(element));
+  said.forEach((v, k) => assert.ok(Math.abs(v - sum[k]) <= 5e-4 * Math.abs(sum[k]), `${v} for ${sum[k]}`));
+});
