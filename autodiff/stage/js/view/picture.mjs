@@ -29,6 +29,7 @@ export function drawPicture(stage, state, animate, period) {
     if (texts) fillLines(texts, wrap(part ? summarised(view.grad) : view.grad, stage.wrapWidth));
   });
   svg.querySelectorAll(".flow-dot").forEach((el) => el.remove());
+  stage.labelText.forEach((texts) => texts.forEach((t) => t.removeAttribute("visibility")));  // a dot cut short
   const sent = new Map();  // each drawn edge -> the last value sent along it; into a folded part, all it sent added up
   if (state) state.sent.forEach((value, edge) => { if (stage.edgeShown.has(edge)) sent.set(stage.edgeShown.get(edge), value); });
   if (state) sentIntoParts(stage, stage.index).forEach((value, edge) => sent.set(edge, value));
@@ -46,13 +47,15 @@ export function drawPicture(stage, state, animate, period) {
     if (!edge) continue;
     edge.classList.add("flow");
     const path = edge.querySelector("path");
-    if (path && animate && !stage.reduceMotion) travel(stage, edge, path, flow.value, Math.min(period * 0.7, 900));
+    if (path && animate && !stage.reduceMotion) travel(stage, edge, path, flow.value, Math.min(period * 0.7, 900), stage.labelText.get(edge.id) || []);
   }
   if (focus) reveal(stage, focus, true);
 }
 
-function travel(stage, edge, path, value, duration) {
-  // the gradient moves from the step's node back along its edge to the input it reaches, carrying its value
+function travel(stage, edge, path, value, duration, labels) {
+  // the gradient moves from the step's node back along its edge to the input it reaches, carrying its value: the
+  // edge's label, which says the same value, waits for it (the value is drawn once)
+  labels.forEach((t) => t.setAttribute("visibility", "hidden"));
   const length = path.getTotalLength();
   const dot = document.createElementNS(SVG_NS, "g");
   dot.setAttribute("class", "flow-dot");
@@ -74,7 +77,10 @@ function travel(stage, edge, path, value, duration) {
     const point = path.getPointAtLength(length * (1 - t));  // edges point input -> node: walk back
     dot.setAttribute("transform", `translate(${point.x} ${point.y})`);
     if (t < 1 && dot.isConnected) next();
-    else dot.remove();
+    else {
+      dot.remove();
+      if (!edge.querySelector(".flow-dot")) labels.forEach((l) => l.removeAttribute("visibility"));  // none left on it
+    }
   };
   next();
 }
@@ -125,6 +131,7 @@ function standaloneSvg(stage) {
     el.setAttribute("style", PAINT.map((p) => `${p}:${style.getPropertyValue(p)}`).join(";"));
   });
   clone.querySelectorAll(".flow-dot").forEach((el) => el.remove());
+  clone.querySelectorAll("[visibility]").forEach((el) => el.removeAttribute("visibility"));  // a label a dot carried
   const { w, h } = stage.natural;
   clone.setAttribute("xmlns", SVG_NS);
   clone.setAttribute("width", String(w));

@@ -1,0 +1,208 @@
+"""The picture of a folded program, in Chromium at 1440x900: an edge into a folded part says what the part sent its
+node, added up over the runs played so far (the 30-sample loop's w1 -> loop stands for 30 edges); no edge label
+overlaps another or a box, at any press; the moving dot carries a value its edge's label does not say twice."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from autodiff.stage import replay_payload
+from playground.examples import EXAMPLES
+from playground.sandbox import run_program
+
+from .conftest import screenshot
+from .test_stage_groups import load
+
+pytestmark = pytest.mark.browser
+
+MLP3 = "Three-layer MLP, one function per layer"
+LOOP = "Per-sample loop (30 samples)"
+MICROGRAD = "micrograd's README example"
+
+# every edge label's box and every node's box, as drawn (a label hidden while the dot carries its value is not drawn)
+BOXES = """() => {
+  const svg = document.querySelector('.stage-svg svg');
+  const nodes = [...svg.querySelectorAll('g.node')]
+    .map((g) => ({ id: g.id, r: g.querySelector('path, polygon').getBoundingClientRect().toJSON() }));
+  const labels = [];
+  svg.querySelectorAll('g.edge').forEach((g) => g.querySelectorAll('text').forEach((t) => {
+    if (t.closest('.flow-dot') || !t.textContent.trim() || t.getAttribute('visibility') === 'hidden') return;
+    labels.push({ id: g.id, text: t.textContent, r: t.getBoundingClientRect().toJSON() });
+  }));
+  return { nodes, labels };
+}"""
+
+
+def payload_of(program: str):
+    source = EXAMPLES[program]
+    result = run_program(source)
+    assert result.error is None, result.error
+    run = result.backward
+    return replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+
+
+def fold_top(page, payload) -> None:
+    """Every part of the program's top level folded, as a student folds it with its button."""
+    for part in [g for g in payload["groups"] if g["parent"] == ""]:
+        button = page.get_by_role("button", name=re.compile(rf"^{re.escape(part['name'])}: "))
+        if button.get_attribute("aria-expanded") == "true":
+            button.click()
+        page.locator(f".stage-svg g.node.group#{part['element']}").wait_for()
+
+
+def open_all(page) -> None:
+    """Every part opened, outermost first, until the program is drawn node by node."""
+    closed = page.locator(".stage-parts button[aria-expanded='false']")
+    while closed.count():
+        before = closed.count()
+        closed.first.click()
+        page.wait_for_function(
+            f"() => document.querySelectorAll(\".stage-parts button[aria-expanded='false']\").length !== {before}"
+        )
+
+
+def at_last_step(page) -> bool:
+    return bool(re.match(r"Step (\d+) of \1\b", page.locator(".stage-caption").inner_text()))
+
+
+def overlaps(seen: dict) -> list:
+    def hit(a, b):  # half a pixel of antialiasing either way
+        return (
+            a["left"] < b["right"] - 0.5
+            and b["left"] < a["right"] - 0.5
+            and a["top"] < b["bottom"] - 0.5
+            and b["top"] < a["bottom"] - 0.5
+        )
+
+    labels, found = seen["labels"], []
+    for k, a in enumerate(labels):
+        found += [
+            (a["id"], a["text"], b["id"], b["text"])
+            for b in labels[k + 1 :]
+            if a["id"] != b["id"] and hit(a["r"], b["r"])
+        ]
+        found += [(a["id"], a["text"], n["id"]) for n in seen["nodes"] if hit(a["r"], n["r"])]
+    return found
+
+
+def numbers(text: str) -> list[float]:
+    return [float(v) for v in re.findall(r"-?\d+\.?\d*(?:e[-+]\d+)?", text)]
+
+
+def says(said: str, total: np.ndarray) -> bool:
+    """Whether an edge's label says `total`: whole, or as its range (`[2, 4] from -88.13 to 48.28`), each number to
+    four significant digits."""
+    match = re.fullmatch(r"\[([\d, ]+)\] (?:from (\S+) to (\S+)|all (\S+))", said)
+    if match:
+        shown = [float(v) for v in match.groups()[1:] if v]
+        expected = [total.min(), total.max()] if match.group(2) else [total.min()]
+    else:
+        shown, expected = numbers(said), list(total)
+    return len(shown) == len(expected) and bool(np.allclose(shown, expected, rtol=6e-4, atol=1e-9))
+
+
+@pytest.mark.parametrize("program", [MLP3, LOOP])
+def test_an_edge_into_a_folded_part_says_what_the_part_sent_its_node_added_up(laptop, tmp_path, program):
+    payload = payload_of(program)
+    page = laptop
+    load(page, tmp_path, "into-parts", payload)
+    fold_top(page, payload)
+    parts = {g["element"]: g for g in payload["groups"] if g["parent"] == ""}
+    edges = [e.get_attribute("id") for e in page.locator(".stage-svg g.edge[id^='b_n']").all()]
+    # each edge from a node into a part: what the part's runs sent the node, added up run after run (groups.py's
+    # values, from the engine's); a press shows one of these running totals, never an earlier one than before
+    totals = {}
+    for element in edges:
+        node, part = re.fullmatch(r"b_n(\d+)_(g\d+)", element).groups()
+        sent = [
+            np.ravel(json.loads(f["value"])) for r in parts[part]["runs"] for f in r["sent"] if f["node"] == int(node)
+        ]
+        totals[element] = list(np.cumsum(sent, axis=0)) if sent else []
+    assert sum(1 for t in totals.values() if t) >= 2, totals
+    reached = dict.fromkeys(edges, 0)  # how many of each edge's runs its label has added up
+    while True:
+        for element in edges:
+            texts = page.locator(f".stage-svg g.edge#{element} text").evaluate_all(
+                "ts => ts.filter((t) => !t.closest('.flow-dot')).map((t) => t.textContent)"  # the label, not the dot
+            )
+            said = " ".join(t.strip() for t in texts if t.strip())
+            if not said:
+                assert reached[element] == 0, (element, "said nothing after saying a total")
+                continue
+            found = [k + 1 for k, total in enumerate(totals[element]) if says(said, total)]
+            assert found and found[-1] >= reached[element], (element, said, totals[element])
+            reached[element] = found[-1]
+        if at_last_step(page):
+            break
+        page.keyboard.press("ArrowRight")
+    assert all(reached[e] == len(t) for e, t in totals.items()), (reached, totals)  # at the end: everything sent
+    if program == LOOP:  # w1 -> the loop: one edge for its 30 iterations' 30
+        w1 = next(n["element"] for n in payload["nodes"] if n["name"] == "w1")
+        loop = next(g["element"] for g in parts.values() if g["kind"] == "loop")
+        assert f"b_{w1}_{loop}" in edges and totals[f"b_{w1}_{loop}"]
+    screenshot(page, f"into-parts-{'loop' if program == LOOP else 'mlp3'}-1440x900")
+
+
+@pytest.fixture
+def laptop(browser):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    yield context.new_page()
+    context.close()
+
+
+@pytest.mark.parametrize("program", [MICROGRAD, MLP3])
+@pytest.mark.parametrize("opened", [False, True], ids=["as-opened", "every-part-open"])
+def test_no_edge_label_overlaps_another_or_a_box_at_any_press(laptop, tmp_path, program, opened):
+    page = laptop
+    payload = payload_of(program)
+    load(page, tmp_path, "labels", payload)
+    if opened:
+        open_all(page)
+    else:
+        fold_top(page, payload)
+    presses, labelled = 0, 0
+    while True:
+        seen = page.evaluate(BOXES)
+        assert not overlaps(seen), (page.locator(".stage-caption").inner_text()[:40], overlaps(seen))
+        labelled = max(labelled, len(seen["labels"]))
+        if at_last_step(page):
+            break
+        page.keyboard.press("ArrowRight")
+        presses += 1
+    assert presses >= 10 and labelled >= 10, (presses, labelled)  # a whole replay, with its labels drawn
+    name = "micrograd" if program == MICROGRAD else "mlp3"
+    screenshot(page, f"labels-{name}-{'open' if opened else 'folded'}-1440x900")
+
+
+# a press, and at once (the dot is on its way): each moving dot's value, and whether its edge's label shows too
+PRESS_AND_LOOK = """() => {
+  document.querySelector('.stage [data-act="next"]').click();
+  return [...document.querySelectorAll('.stage-svg .flow-dot')].map((dot) => {
+    const edge = dot.closest('g.edge');
+    const labels = [...edge.querySelectorAll('text')].filter((t) => !t.closest('.flow-dot') && t.textContent.trim());
+    const shown = labels.filter((t) => t.getAttribute('visibility') !== 'hidden').map((t) => t.textContent);
+    return { edge: edge.id, value: dot.textContent, shown, labels: labels.length };
+  });
+}"""
+
+
+def test_the_moving_dot_carries_a_value_its_edges_label_does_not_say_twice(laptop, tmp_path):
+    page = laptop
+    load(page, tmp_path, "dot", payload_of(MICROGRAD))
+    travelled = 0
+    while not at_last_step(page):
+        dots = page.evaluate(PRESS_AND_LOOK)
+        for dot in dots:
+            assert dot["shown"] == [], dot  # the label waits for the dot: the value is drawn once
+        travelled += sum(1 for dot in dots if dot["labels"])
+        page.locator(".stage-svg .flow-dot").first.wait_for(state="detached")  # arrived
+        for dot in dots:  # and then the label says it
+            shown = page.locator(f".stage-svg g.edge#{dot['edge']} text:not([visibility])").evaluate_all(
+                "ts => ts.map((t) => t.textContent).join(' ')"
+            )
+            assert shown.strip() if dot["labels"] else True, dot
+    assert travelled >= 5, travelled
