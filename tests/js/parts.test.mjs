@@ -36,8 +36,8 @@ for (const name of ["loop", "mlp3"]) {
     const into = edges.filter((e) => !isGroup(e.tail) && isGroup(e.head));
     const out = edges.filter((e) => isGroup(e.tail));
     assert.ok(into.length >= 2 && out.length >= 1, "the folded program has edges into and out of its parts");
-    const presses = [...new Set(data.groups.flatMap((g) => g.runs.map((r) => r.last)))];
     for (const edge of into) {
+      const presses = stage.tree.groups.get(edge.head).runs.map((r) => r.last);  // where a press on the part stops
       const said = presses.map((k) => sentIntoParts(stage, k).get(edge.element) || "");
       assert.ok(edge.label, `${edge.element}: the part sends its node something`);
       assert.ok(said.includes(edge.label), edge.element);

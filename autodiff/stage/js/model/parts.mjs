@@ -60,9 +60,9 @@ export function placeBoxes(stage) {
       seen.label = longest([seen.label, edge.label]);  // out of a folded part: one of its edges' values at a time
     } else drawn.set(element, { element, tail, head, tracked: edge.tracked, label: edge.label });
   }
-  // into a folded part: what the part sent the node in all, as long as it is said after any run of the part's steps
-  const rooms = inflowRooms(stage);
-  drawn.forEach((edge) => { if (intoPart(edge.tail, edge.head)) edge.label = rooms.get(edge.element) || ""; });
+  // into a folded part: what the part sent the node in all, as long as it is said at any press (a run's end)
+  const inflows = inflowsOf(stage);
+  drawn.forEach((edge) => { if (intoPart(edge.tail, edge.head)) edge.label = roomOf(stage, inflows.get(edge.element), edge.head); });
   return [...drawn.values()];
 }
 
@@ -74,57 +74,59 @@ function longest(texts) {
   return texts.reduce((a, b) => (b.length > a.length ? b : a), "");
 }
 
-function addInflows(stage, until, after) {
-  // each drawn edge from a node into a folded part -> what the part has sent that node up to event `until`, added
-  // up: its numbers, or, for a value too large to carry them, its last value. `after(k, sums, element)` is called
-  // after each event, with the edge it added to (or null)
-  const { data } = stage;
-  const sums = new Map();
-  for (let k = 0; k <= until && k < data.events.length; k++) {
-    const e = data.events[k];
+const INFLOWS = new WeakMap();  // a payload -> the groups open -> its view's inflows: each view's worked out once
+
+function inflowsOf(stage) {
+  // each drawn edge from a node into a folded part -> the events that sent the node something from inside the part,
+  // and the running total after each: its numbers, or, for a value too large to carry them, the last value sent
+  const key = [...stage.open].sort().join(",");
+  let views = INFLOWS.get(stage.data);
+  if (!views) INFLOWS.set(stage.data, (views = new Map()));
+  if (views.has(key)) return views.get(key);
+  const out = new Map();
+  stage.data.events.forEach((e, k) => {
     const element = e.kind === "GradientRegistered" && e.edge ? stage.edgeShown.get(e.edge) : null;
-    if (!element || !intoPart(stage.boxOf.get(e.node), stage.boxOf.get(e.source))) {
-      if (after) after(k, sums, null);
-      continue;
-    }
-    const sum = sums.get(element);
-    if (!sum || !sum.numbers || !e.numbers || sum.numbers.length !== e.numbers.length) {
-      sums.set(element, { numbers: sum ? null : e.numbers && [...e.numbers], shape: e.shape, last: e.value });
-    } else {
-      e.numbers.forEach((v, j) => { sum.numbers[j] += v; });
-      sum.last = e.value;
-    }
-    if (after) after(k, sums, element);
-  }
-  return sums;
+    if (!element || !intoPart(stage.boxOf.get(e.node), stage.boxOf.get(e.source))) return;
+    if (!out.has(element)) out.set(element, { at: [], totals: [], shape: e.shape });
+    const flow = out.get(element), before = flow.totals.at(-1);
+    const adds = e.numbers && (!before || (before.numbers && before.numbers.length === e.numbers.length));
+    flow.at.push(k);
+    flow.totals.push({ numbers: adds ? e.numbers.map((v, j) => v + (before ? before.numbers[j] : 0)) : null, last: e.value });
+  });
+  views.set(key, out);
+  return out;
 }
 
-function said(sum) {
-  return sum.numbers ? nested(sum.numbers, JSON.parse(sum.shape)) : sum.last;
+function totalAt(flow, index) {
+  // the running total after the last event at or before `index` (a binary search: a press is not a walk of the
+  // trace), or null before the first
+  let low = 0, high = flow.at.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (flow.at[mid] <= index) low = mid + 1;
+    else high = mid;
+  }
+  if (!low) return null;
+  const total = flow.totals[low - 1];
+  if (total.text === undefined) total.text = total.numbers ? nested(total.numbers, JSON.parse(flow.shape)) : total.last;
+  return total.text;  // written once: a press redraws every label
 }
 
 export function sentIntoParts(stage, index) {
   // each drawn edge from a node into a folded part -> what the part has sent that node up to event `index`, added
   // up (in the 30-sample loop, w1 -> the loop stands for 30 edges: it says their sum)
   const out = new Map();
-  addInflows(stage, index).forEach((sum, element) => out.set(element, said(sum)));
+  inflowsOf(stage).forEach((flow, element) => {
+    const text = totalAt(flow, index);
+    if (text !== null) out.set(element, text);
+  });
   return out;
 }
 
-function inflowRooms(stage) {
-  // each edge into a folded part -> the longest it says at the end of any run of a part's steps (where a press stops)
-  const ends = new Set(stage.data.groups.flatMap((g) => g.runs.map((run) => run.last)));
-  const rooms = new Map(), changed = new Set();
-  const measure = (sums) => {
-    changed.forEach((element) => rooms.set(element, longest([rooms.get(element) || "", said(sums.get(element))])));
-    changed.clear();
-  };
-  const sums = addInflows(stage, Infinity, (k, sums, element) => {
-    if (element) changed.add(element);
-    if (ends.has(k)) measure(sums);
-  });
-  measure(sums);
-  return rooms;
+function roomOf(stage, flow, part) {
+  // the longest an edge into `part` says at the end of any run of the part's steps, where a press stops
+  if (!flow) return "";
+  return longest(stage.tree.groups.get(part).runs.map((run) => totalAt(flow, run.last) || ""));
 }
 
 function nested(flat, shape) {
