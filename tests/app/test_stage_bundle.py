@@ -168,3 +168,17 @@ def test_no_javascript_lives_in_a_python_string_of_the_app():
             if sum(1 for mark in marks if re.search(mark, text)) >= 2:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert len(sources) > 50 and not found, found
+
+
+def test_the_bundle_drops_comment_lines_but_never_a_templates_text(tmp_path):
+    template = "const dot = `digraph {\n// a line of the template, not a comment\n${`nested ${{ a: 1 }.a}`}\n}`;\n"
+    entry = write(
+        tmp_path,
+        {
+            "entry.mjs": (
+                "// what this module is for\n/** @typedef {number} Kept */\nexport default 1;\n"
+                '  // a comment inside code\nconst s = "// a string";\n' + template
+            )
+        },
+    )
+    assert bundled(entry) == '/** @typedef {number} Kept */\nexport default 1;\nconst s = "// a string";\n' + template
