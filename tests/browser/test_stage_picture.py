@@ -166,6 +166,7 @@ def test_no_edge_label_overlaps_another_or_a_box_at_any_press(laptop, tmp_path, 
         fold_top(page, payload)
     presses, labelled = 0, 0
     while True:
+        page.locator(".stage-svg .flow-dot").first.wait_for(state="detached")  # every label shown, the dots arrived
         seen = page.evaluate(BOXES)
         assert not overlaps(seen), (page.locator(".stage-caption").inner_text()[:40], overlaps(seen))
         labelled = max(labelled, len(seen["labels"]))
