@@ -21,7 +21,7 @@ export function bestLayout(stage) {
     const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
     const sizes = [...svg.querySelectorAll("g.node text, g.cluster text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14);
     const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
-    return { svg, w, h, font, scale, detail, wrapWidth, smallest: scale * font };
+    return { svg, w, h, font, scale, detail, wrapWidth, smallest: scale * font, open: new Set(stage.open) };
   };
   const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32)])];
   const compact = stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w))).sort((a, b) => b.scale - a.scale)[0];
@@ -59,13 +59,28 @@ export function chooseView(stage) {
 
 export function placeReadable(stage) {
   // fitted, with the zoom buttons' corner kept clear; if that left the detail line under readable size, the layout
-  // without it is drawn instead
+  // without it is drawn instead. The view the stage opens with is drawn whole; a view the student opened (a part)
+  // that fits only below readable size is zoomed to it instead, scrolled to the part just opened: Fit (or −) still
+  // shows the whole picture
   place(stage, null);
-  const readable = stage.data.presenter ? 16 : 12, drawn = stage.layout;
+  const readable = stage.data.presenter ? 16 : 12, drawn = stage.layout, opened = stage.svg && stage.svg.dataset.opened;
   if (drawn && drawn.detail && drawn.compact && stage.scale * drawn.font < readable - 0.01) {
     installLayout(stage, drawn.compact);
     place(stage, null);
   }
+  if (!stage.layout || stage.layout.opening || stage.scale * stage.layout.font >= readable - 0.01) return;
+  place(stage, stage.readableScale * 1.005);  // just over: rounding never leaves a label a hair under
+  const part = opened && stage.svg.querySelector(`g.cluster#${CSS.escape(opened)}`);
+  if (part) revealPart(stage, part);
+}
+
+function revealPart(stage, part) {
+  // the opened part's frame centred in the box, or from its top left corner (its name is there) when larger
+  const box = stage.root.querySelector(".stage-svg");
+  const r = part.getBoundingClientRect(), b = box.getBoundingClientRect();
+  const left = r.width <= b.width ? (b.width - r.width) / 2 : 8, top = r.height <= b.height ? (b.height - r.height) / 2 : 8;
+  box.scrollLeft += r.left - b.left - left;
+  box.scrollTop += r.top - b.top - top;
 }
 
 export function installLayout(stage, best) {
@@ -75,6 +90,12 @@ export function installLayout(stage, best) {
   svg.removeAttribute("width");
   svg.removeAttribute("height");
   svg.setAttribute("aria-hidden", "true");
+  const opened = stage.layout && [...best.open].find((e) => !stage.layout.open.has(e));  // the part just opened
+  if (opened) svg.dataset.opened = opened;
+  if (!stage.layout) {  // the view the stage opens with (kept: folded back to it, it is drawn whole again)
+    best.opening = true;
+    if (best.compact) best.compact.opening = true;
+  }
   svg.querySelectorAll("title").forEach((t) => t.remove());  // Graphviz's ids, not words for a person
   box.replaceChildren(svg);
   stage.svg = svg;

@@ -4,6 +4,7 @@ export const MAX_SCALE = 1.6;  // a small graph is drawn larger, up to this
 const MAX_ZOOM = 3;  // zoomed in, at most this many times the graph's own size
 export const NARROW = 700;  // below this width the stage stacks and the graph fits the width
 const STACK = 880;  // a stage narrower than this puts its panel below the graph, which then takes the width
+const CARD_ROOM = 220;  // stacked, the panel under the graph is at least this tall: the caption and the card's first lines
 
 export function fitScale(stage, box, w, h) {
   const width = Math.max(box.clientWidth, 200);
@@ -135,13 +136,9 @@ export function fitHeight(stage) {
   root.classList.toggle("stacked", stacked);
   root.classList.toggle("slim", root.clientWidth < NARROW);  // a phone's width in a wider window: zoom goes under
   svgBox.style.height = "";
-  if (stacked && stage.replay) {  // the graph and the player below it fill one screen (the rest of the first)
-    root.style.height = "";
-    const player = root.querySelector(".stage-player");
-    const below = (player ? player.offsetHeight : 0) + 16;
-    svgBox.style.height = `${Math.max(300, screenRoom(stage) - below)}px`;
-    return;
-  }
+  const side = root.querySelector(".stage-side");
+  if (side) side.style.height = "";
+  if (stacked && stage.replay && stackedFits(stage, svgBox, side)) return;
   if (!stage.replay || window.innerWidth < NARROW) { root.style.height = ""; return; }
   if (stage.data.embed) { root.style.height = `${Math.max(360, window.innerHeight - 16)}px`; return; }
   if (stage.data.presenter) {  // one screen: brought up under the toolbar when drawn (bringIntoView)
@@ -153,6 +150,27 @@ export function fitHeight(stage) {
     return;
   }
   root.style.height = `${Math.max(420, screenRoom(stage))}px`;
+}
+
+function stackedFits(stage, svgBox, side) {
+  // stacked, the graph, the player and the card below them fill one screen (the rest of the first; the legend
+  // follows): the card gets its share of it and scrolls itself, so it is on screen with the graph, never a page's
+  // scroll away. The graph keeps almost half the window however tall the player is. A stage stacked only to draw
+  // the graph larger (wide enough for the panel beside it) stays beside it when the rest of the screen cannot hold
+  // both
+  const { root } = stage;
+  root.style.height = "";
+  const room = screenRoom(stage);
+  const player = root.querySelector(".stage-player");
+  const card = Math.max(CARD_ROOM, Math.round(room * 0.36));
+  const graph = room - (player ? player.offsetHeight : 0) - 24 - card, least = Math.max(300, Math.round(window.innerHeight * 0.45));
+  if (graph < least && root.clientWidth >= STACK) {
+    root.classList.remove("stacked");
+    return false;
+  }
+  if (side) side.style.height = `${card}px`;
+  svgBox.style.height = `${Math.max(least, graph)}px`;
+  return true;
 }
 
 export function pageTop(root) {
