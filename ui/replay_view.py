@@ -3,7 +3,7 @@ exercise mode the prediction for the step the stage stopped at. Shared by every 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from contextlib import nullcontext
 
 import streamlit as st
@@ -52,15 +52,16 @@ def replay_view(
     names: dict[int, str],
     key: str,
     file_stem: str,
-    on_index: Callable[[int], None] | None = None,
+    link: str | None = None,
     exercise: bool = False,
     shared: Hashable | None = None,
     source: str | None = None,
     lines: dict[int, tuple[int, int]] | None = None,
 ) -> None:
     """The stage over `recorder`'s events, with the program's `source` beside it. Keys: → / Page Down next,
-    ← / Page Up previous, Home, End, Space play, + - 0 zoom. The event it stops at comes back here (`{key}_index`):
-    links follow it. In an exercise the stage asks each step's sends before it shows them, and its answers are
+    ← / Page Up previous, Home, End, Space play, + - 0 zoom. It opens at `{key}_index` and keeps its position in the
+    browser: a press never reruns the page; with `link`, the stage writes the event it stops at into the page's address
+    (`?<link>=`). In an exercise the stage asks each step's sends before it shows them, and its answers are
     scored here. `shared` names a recording that is the same for every student (a lesson's program on a
     backend): its payload is built once per server."""
     index_key = f"{key}_index"
@@ -76,28 +77,22 @@ def replay_view(
             built = _shared_payload(shared, presenter, source, lines, before, recorder, names)
         cached = st.session_state[f"{key}_payload"] = (recorder, (presenter, source), built)
     payload: StagePayload = {**with_view(cached[2], exercise, embed_mode()), "index": index}
-    # one component per picture (a new program starts a fresh one); only a *new* report from the browser
-    # moves the index, so the index a link or a test sets holds until the student steps
+    # one component per picture (a new program starts a fresh one, at `index`); a rerun keeps the stage where it is
     with st.container(key=EMBEDDED) if embed_mode() else nullcontext():  # `?embed=1` shows this container alone
         reported = stage(
             payload,
             key=f"{key}_stage_{payload['signature']}",
             shared=None if shared is None else (shared, presenter, source),
+            link=link,
         )
-    last_key = f"{key}_reported"
-    if reported.event is not None and reported.event != st.session_state.get(last_key):
-        st.session_state[last_key] = reported.event
-        if 0 <= reported.event < total:
-            index = reported.event
     st.session_state[index_key] = index
-    if on_index is not None:
-        on_index(index)
     if exercise:
         score_answers(reported.answers)
         score_caption()
     if not presenter_mode() and not embed_mode():
         left, middle, right = st.columns(3)
-        # each file built once per content, whoever asks and however often (ui/downloads.py)
+        # each file built once per content, whoever asks and however often (ui/downloads.py); the replay opens where
+        # this page opened the stage (a link's event), not where it stepped to since: presses never reach the server
         replay = ("replay", payload["signature"], payload["index"], payload["exercise"], file_stem)
         left.download_button(
             "Download this replay (HTML)",

@@ -43,13 +43,14 @@ run = st.session_state.get("traversal_run")
 if run is None or run.program.key != key or run.backend != current_backend():
     run = st.session_state.traversal_run = record_program(key, current_backend())
 
+publish(program=key)
 replay_view(
     run.before,
     run.recorder,
     run.names,
     PLAYER,
     file_stem=key,
-    on_index=lambda index: publish(program=key, event=index + 1),
+    link="event",  # the stage writes the event it stops at into the address: a press costs the server nothing
     exercise=exercise,
     shared=("traversal", key, run.backend),  # the same recording for every student
     source=program.source,

@@ -48,6 +48,6 @@ def test_production_settings_are_in_effect():
     assert options["client.showErrorDetails"] == "none"  # no tracebacks for visitors
     assert options["browser.gatherUsageStats"] is False
     assert 0 < options["server.disconnectedSessionTTL"] <= 120
-    # a click and a rerun asked a moment after it are merged, never the click dropped (the projector test lost
-    # "Close vote 1" 1 run in 5 with fast reruns: the second run started at once with only its own message)
-    assert options["runner.fastReruns"] is False
+    # Streamlit's default: a press of the replay stage reruns nothing (tests/browser/test_stage_press_cost.py), and a
+    # click whose run another rerun stops is still read once (ui/press.py; the projector tests pass with it)
+    assert options["runner.fastReruns"] is True

@@ -1,6 +1,7 @@
 // The stage: every graph of the app, laid out once by Graphviz (WebAssembly), and for a recorded backward a player
 // stepped in the browser. Every step only changes classes and text on the laid-out picture: nothing moves, nothing
-// waits on the server. The current event goes back to Python a moment after stepping stops (links, exercises).
+// waits on the server, and nothing is sent to it: the stage keeps its position, and a moment after stepping stops it
+// hands it to its host (`stopped`: the page's address, a notebook's `event`), which never reruns a page for it.
 // All text comes in as data and is set with textContent: nothing here is parsed as HTML.
 // The controller: mounts a stage, keeps it across a host's reruns, shows an event, and disposes of it. Features get
 // `stage.show` as their callback to step.
@@ -26,13 +27,14 @@ import { drawTally } from "./features/tally.mjs";
 const mounted = new WeakMap();
 let keysOwner = null;
 
-function newStage(data, parent, root, setStateValue) {
+function newStage(data, parent, root, setStateValue, stopped) {
   // every field a stage has, in one place; sealed, so a field added anywhere else is an error
   const stage = Object.seal({
     signature: data.signature, data, parent, root, replay: data.mode === "replay", setStateValue,
+    stopped: stopped || null,  // the host's: where the replay stopped (a moment after its last press), or null
     index: Math.max(0, Math.min(data.index || 0, data.events.length - 1)),
     byStep: readBy() !== "event", stops: [], answers: new Map(), selected: null,
-    playing: false, timer: null, reportTimer: null,
+    playing: false, timer: null, stoppedTimer: null,
     svg: null, natural: null, nodes: new Map(), edges: new Map(), gradText: new Map(), labelText: new Map(),
     views: null, current: null, scale: 1, fit: 1, fitted: true, readableScale: 1, maxStatic: 320,
     reduceMotion: window.matchMedia("(prefers-reduced-motion: reduce)").matches,
@@ -49,6 +51,7 @@ function newStage(data, parent, root, setStateValue) {
     timeUp: false,  // the open vote's countdown reached 0: a stored answer is final
     storedAnswer: null,  // a student's answer the server stored for the open vote, as its receipt says it
     roomAsked: "",  // the room's question and phase a teacher's stage last asked its page to draw the controls of
+    controlsStep: data.index,  // the step a teacher's page drew its controls for (it reran with this stage's index)
     badgeView: null,  // the graph's own viewBox, before a badge beside a node made room for itself
     tree: programTree(data),  // the program's parts: each group's children, depth and nodes (groups.py made them)
     open: new Set(),  // the groups drawn unfolded, in place; the others are one box each
@@ -73,7 +76,8 @@ export function mountStage(component, loadGraphviz, pageKeys = true) {
   // mounts the stage in `component.parentElement` and returns its cleanup; mounted again with the same data (a
   // host's rerun), it keeps the picture, position and height and returns the same cleanup. A replay takes the
   // page's keys (`pageKeys`: a lesson page, a slide) or only its own while focus is in it (a notebook, where the
-  // page's keys are the notebook's). The data's heavy part arrives packed: it is unpacked first (`unpack`)
+  // page's keys are the notebook's). The data's heavy part arrives packed: it is unpacked first (`unpack`). The
+  // host's `component.stopped(index)`, if any, gets the event the replay opened at and each it stopped at
   const { data, parentElement } = component;
   const kept = mounted.get(parentElement);
   if (kept && kept.signature === data.signature) {
@@ -102,11 +106,13 @@ function refuse(parentElement, message) {
 
 function remount(kept, component) {
   // the host reran with the same stage: keep everything, take the room and the exercise as it drew them
-  const { data, setStateValue } = component;
+  const { data, setStateValue, stopped } = component;
   kept.setStateValue = setStateValue;
+  kept.stopped = stopped || null;
   calmTyping(kept);
   if (data.classroom) {  // the room as this rerun drew it (its controls' phase, the histogram shown or not)
     kept.data = { ...kept.data, classroom: data.classroom };
+    kept.controlsStep = data.index;
     if (kept.room) drawTally(kept);
   }
   if (kept.data.exercise !== data.exercise) {  // the exercise turned on or off: ask (or not) from here on
@@ -118,14 +124,14 @@ function remount(kept, component) {
 }
 
 function mountUnpacked(component, loadGraphviz, pageKeys) {
-  const { data, parentElement, setStateValue } = component;
+  const { data, parentElement, setStateValue, stopped } = component;
   try {
     checkPayload(data);
   } catch (error) {
     return { disposed: false, unmount: refuse(parentElement, error.message) };
   }
   const root = buildSkeleton(parentElement, data, data.mode === "replay");
-  const stage = newStage(data, parentElement, root, setStateValue);
+  const stage = newStage(data, parentElement, root, setStateValue, stopped);
   mounted.set(parentElement, stage);
   followTheme(stage);
   const { signal } = stage.listeners;
@@ -173,6 +179,7 @@ function mountUnpacked(component, loadGraphviz, pageKeys) {
     fitHeight(stage);
     placeReadable(stage);
     show(stage, stage.index, false, 800, false);
+    if (stage.replay && stage.stopped) stage.stopped(stage.index);  // where it opened (a new program opens at its start)
     // a class's teacher on a projector starts on the room code and QR code above the stage, for the room to join
     const joining = data.classroom && data.classroom.role === "teacher";
     if ((data.presenter || data.embed) && stage.replay && window.innerWidth >= NARROW && !joining) bringIntoView(stage);
@@ -196,7 +203,7 @@ function dispose(stage) {
   }
   if (stage.unmount) { stage.unmount(); return; }
   clearInterval(stage.timer);
-  clearTimeout(stage.reportTimer);
+  clearTimeout(stage.stoppedTimer);
   stage.timeouts.forEach(clearTimeout);
   stage.frames.forEach(cancelAnimationFrame);
   stage.listeners.abort();
@@ -270,8 +277,8 @@ function show(stage, index, animate, period = 800, report = true) {
   }
   if (stage.svg) drawPicture(stage, state, animate, period);
   fillTable(stage);
-  clearTimeout(stage.reportTimer);  // tell Python once stepping stops: links and exercises follow
-  if (report && stage.replay) stage.reportTimer = setTimeout(() => stage.setStateValue("event", index), 700);
+  clearTimeout(stage.stoppedTimer);  // the host keeps the position once stepping stops, not at every press
+  if (report && stage.replay && stage.stopped) stage.stoppedTimer = setTimeout(() => stage.stopped(index), 700);
   if (report && stage.data.classroom && stage.data.classroom.role === "teacher") sendStep(stage, index);
   if (stage.room && stage.svg) drawTally(stage);
 }

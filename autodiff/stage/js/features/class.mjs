@@ -306,6 +306,14 @@ function teacherSees(stage, body) {
   drawTally(stage);
 }
 
+function controlsAt(stage, step) {
+  // the teacher's page drew its controls (what it can ask the room) for the step it last ran at; the room is stored at
+  // another now: the page draws them again, once (the teacher's page reruns, never a student's)
+  if (step === stage.controlsStep) return;
+  stage.controlsStep = step;
+  stage.setStateValue("room", `${stage.data.classroom.phase}@${step}`);
+}
+
 export function sendStep(stage, index) {
   // each press goes to the room at once; presses made while one is on its way are sent after it, the last only
   const link = stage.data.classroom;
@@ -321,6 +329,7 @@ export function sendStep(stage, index) {
           body: JSON.stringify({ step }), cache: "no-store", signal: stage.listeners.signal,
         });
         if (!response.ok) classStatus(stage, (await response.json()).error || "The class did not take this step.");
+        else if (stage.posting.next === null) controlsAt(stage, step);
       } catch (error) {
         if (stage.disposed) return;
         if (stage.posting.next === null) stage.posting.next = step;  // sent again once the room answers

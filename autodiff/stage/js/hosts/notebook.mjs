@@ -71,7 +71,8 @@ export default {
     let cleanup = null;
     const mount = () => {
       if (cleanup) cleanup();
-      cleanup = mountStage({ data: model.get("payload"), parentElement: el, setStateValue: report },
+      const stopped = (index) => { if (model.get("event") !== index) report("event", index); };  // the widget's `event`
+      cleanup = mountStage({ data: model.get("payload"), parentElement: el, setStateValue: report, stopped },
                            graphviz.graphviz, false);
     };
     mount();
