@@ -162,9 +162,10 @@ function stackedFits(stage, svgBox, side) {
   root.style.height = "";
   const room = screenRoom(stage);
   const player = root.querySelector(".stage-player");
-  const card = Math.max(CARD_ROOM, Math.round(room * 0.36));
+  const forReading = root.clientWidth >= STACK;  // it could stay beside: the card takes no more than its least
+  const card = forReading ? CARD_ROOM : Math.max(CARD_ROOM, Math.round(room * 0.36));
   const graph = room - (player ? player.offsetHeight : 0) - 24 - card, least = Math.max(300, Math.round(window.innerHeight * 0.45));
-  if (graph < least && root.clientWidth >= STACK) {
+  if (graph < least && forReading) {
     root.classList.remove("stacked");
     return false;
   }
