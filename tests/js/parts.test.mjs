@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
+import { dotOf, labelWidth, summarised, wrap } from "../../autodiff/stage/js/model/dot.mjs";
 import { isGroup, placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
 
 const FOLDER = process.env.STAGE_FIXTURES;
@@ -84,3 +85,27 @@ test("loop, folded: w1 -> the loop stands for its 30 iterations' edges and says 
   const said = numbersOf(sentIntoParts(stage, data.events.length - 1).get(element));
   said.forEach((v, k) => assert.ok(Math.abs(v - sum[k]) <= 5e-4 * Math.abs(sum[k]), `${v} for ${sum[k]}`));
 });
+
+for (const name of ["loop", "mlp3"]) {
+  test(`${name}, folded: what an edge into a part says at any press fits the label laid out for it`, async () => {
+    const { stage, edges } = await folded(name);
+    stage.wrapWidth = 48;  // the widest a stage lays out
+    const width = labelWidth(stage);
+    const dot = dotOf(stage, edges, "BT", false);
+    let checked = 0;
+    for (const edge of edges.filter((e) => !isGroup(e.tail) && isGroup(e.head) && e.label)) {
+      // the lines Graphviz lays the label out with
+      const label = dot.match(new RegExp(`id="${edge.element}"[^\\n]*label=<(.*)>\\];`))[1];
+      const room = label.split("<BR/>").map((l) => l.replace(/<\/?B>/g, ""));
+      for (const run of stage.tree.groups.get(edge.head).runs) {
+        const said = sentIntoParts(stage, run.last).get(edge.element);
+        if (!said) continue;
+        const lines = wrap(summarised(said), width);  // as the picture writes it
+        assert.ok(lines.length <= room.length, `${edge.element}: ${lines} in ${room}`);
+        assert.ok(Math.max(...lines.map((l) => l.length)) <= Math.max(...room.map((l) => l.length)), `${edge.element}: ${lines} in ${room}`);
+        checked++;
+      }
+    }
+    assert.ok(checked >= 3, `${checked} presses checked`);
+  });
+}

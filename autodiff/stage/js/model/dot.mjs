@@ -117,7 +117,9 @@ export function dotOf(stage, edges, rankdir, detail) {
     const attrs = [`id="${edge.element}"`];
     if (!edge.tracked) attrs.push("style=dashed", "arrowhead=empty");
     if (edge.label) {  // a long value on several lines: a wide label would push the ranks apart
-      const lines = wrap(summarised(edge.label), labelWidth(stage)).map((t) => `<B>${escapeHtml(t)}</B>`);
+      // an edge into or out of a folded part says other values press by press: a summary's room is its widest
+      const room = isGroup(edge.tail) || isGroup(edge.head);
+      const lines = wrap(summarised(edge.label, room), labelWidth(stage)).map((t) => `<B>${escapeHtml(t)}</B>`);
       attrs.push(`label=<${lines.join("<BR/>")}>`);
     }
     lines.push(`  ${edge.tail} -> ${edge.head} [${attrs.join(", ")}];`);
