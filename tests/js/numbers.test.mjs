@@ -1,5 +1,5 @@
-// Numbers on the picture without a browser: the stage's fourDigits writes every case of tests/fixtures/four_digits.json
-// as Python's four_digits does (tests/app/test_four_digits.py), and a folded part's summary says its least and
+// Numbers on the picture without a browser: the stage's fourDigits (and float32Text) writes every case of
+// tests/fixtures/four_digits.json as Python's four_digits (and format_float) does (tests/app/test_four_digits.py), and a folded part's summary says its least and
 // greatest values with four significant digits, never `all 11` for 10.996227.
 
 import assert from "node:assert/strict";
@@ -7,13 +7,20 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { summarised } from "../../autodiff/stage/js/model/dot.mjs";
-import { fourDigits } from "../../autodiff/stage/js/model/numbers.mjs";
+import { float32Text, fourDigits } from "../../autodiff/stage/js/model/numbers.mjs";
 
-const CASES = JSON.parse(readFileSync(new URL("../fixtures/four_digits.json", import.meta.url), "utf8")).cases;
+const FIXTURE = JSON.parse(readFileSync(new URL("../fixtures/four_digits.json", import.meta.url), "utf8"));
+const CASES = FIXTURE.cases;
 
 for (const { value, text } of CASES) {
   test(`${Object.is(value, -0) ? "-0" : value} is written ${text}`, () => {
     assert.equal(fourDigits(value), text);
+  });
+}
+
+for (const { value, text } of FIXTURE.float32) {
+  test(`the float32 ${Object.is(value, -0) ? "-0" : value} is written ${text}, as the engine prints it`, () => {
+    assert.equal(float32Text(value), text);
   });
 }
 

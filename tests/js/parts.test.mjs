@@ -109,3 +109,15 @@ for (const name of ["loop", "mlp3"]) {
     assert.ok(checked >= 3, `${checked} presses checked`);
   });
 }
+
+test("mlp3, folded: four numbers or fewer into a part are said as the engine prints them, as its card says them", async () => {
+  const { data, stage, edges } = await folded("mlp3");
+  let checked = 0;
+  for (const edge of edges.filter((e) => !isGroup(e.tail) && isGroup(e.head))) {
+    const sent = stage.tree.groups.get(edge.head).runs.flatMap((r) => r.sent).filter((f) => f.node === Number(edge.tail.slice(1)));
+    if (sent.length !== 1 || JSON.parse(sent[0].value).flat(Infinity).length > 4) continue;  // one run: its sum is the total
+    assert.equal(sentIntoParts(stage, data.events.length - 1).get(edge.element), sent[0].value, edge.element);
+    checked++;
+  }
+  assert.ok(checked >= 3, `${checked} edges checked`);
+});

@@ -44,3 +44,23 @@ function roundedDigits(magnitude) {
   }
   return [digits, exponent];
 }
+
+export function float32Text(value) {
+  // a float32 as the engine prints it (numpy's shortest round-trip digits, autodiff/printing.py's format_float):
+  // positional from 1e-4 up to 1e6 with a decimal always (`5.0`, `166.60059`), else with an exponent (`1.306e-05`)
+  const f = Math.fround(value);
+  if (Number.isNaN(f)) return "nan";
+  if (!Number.isFinite(f)) return f > 0 ? "inf" : "-inf";
+  if (f === 0) return Object.is(f, -0) ? "-0.0" : "0.0";
+  let precision = 1;  // the fewest digits that read back as this float32
+  while (precision < 9 && Math.fround(Number(f.toPrecision(precision))) !== f) precision++;
+  const [mantissa, power] = Math.abs(f).toExponential(precision - 1).split("e");
+  const digits = mantissa.replace(".", "").replace(/0+$/, "") || "0", exponent = Number(power);
+  const sign = f < 0 ? "-" : "";
+  if (1e-4 <= Math.abs(f) && Math.abs(f) < 1e6) {
+    if (exponent < 0) return `${sign}0.${"0".repeat(-exponent - 1)}${digits}`;
+    return `${sign}${digits.slice(0, exponent + 1).padEnd(exponent + 1, "0")}.${digits.slice(exponent + 1) || "0"}`;
+  }
+  const power10 = `${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
+  return `${sign}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ""}e${power10}`;
+}

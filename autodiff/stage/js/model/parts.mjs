@@ -1,8 +1,9 @@
 // The program's parts, DOM-free: each group's children, depth and nodes (groups.py made them), and which box shows
 // each node and which edges are drawn with the groups open now, and what an edge into a folded part says.
 
-import { fourDigits } from "./numbers.mjs";
+import { float32Text, fourDigits } from "./numbers.mjs";
 
+const BRIEF_ABOVE = 4;  // a value with more numbers is said to four significant digits each (format.py's BRIEF_ABOVE)
 export const MAX_DRAWN = 48;  // a view with more boxes than this cannot be read whole on a screen: it is not tried first
 
 export function programTree(data) {
@@ -91,7 +92,9 @@ function inflowsOf(stage) {
     const flow = out.get(element), before = flow.totals.at(-1);
     const adds = e.numbers && (!before || (before.numbers && before.numbers.length === e.numbers.length));
     flow.at.push(k);
-    flow.totals.push({ numbers: adds ? e.numbers.map((v, j) => v + (before ? before.numbers[j] : 0)) : null, last: e.value });
+    // added in float32, as the engine adds gradients
+    const numbers = adds ? e.numbers.map((v, j) => Math.fround(v + (before ? before.numbers[j] : 0))) : null;
+    flow.totals.push({ numbers, last: e.value });
   });
   views.set(key, out);
   return out;
@@ -129,12 +132,13 @@ function roomOf(stage, flow, part) {
   return longest(stage.tree.groups.get(part).runs.map((run) => totalAt(flow, run.last) || ""));
 }
 
-function nested(flat, shape) {
-  // a flat row of numbers in the tensor's shape, written as Python writes one (`[[0.5, -1.25]]`), each to four
-  // significant digits
-  if (!shape.length) return fourDigits(flat[0]);
+function nested(flat, shape, write = flat.length > BRIEF_ABOVE ? fourDigits : float32Text) {
+  // a flat row of numbers in the tensor's shape, as Python's `brief` writes one: four numbers or fewer as the engine
+  // prints them (`[166.60059]`, as the cards say it), more each to four significant digits (`[[0.8506, 0.637], …]`)
+  if (!shape.length) return write(flat[0]);
   const size = flat.length / shape[0];
-  return `[${Array.from({ length: shape[0] }, (_, k) => nested(flat.slice(k * size, (k + 1) * size), shape.slice(1))).join(", ")}]`;
+  const rows = Array.from({ length: shape[0] }, (_, k) => nested(flat.slice(k * size, (k + 1) * size), shape.slice(1), write));
+  return `[${rows.join(", ")}]`;
 }
 
 export function drawnCount(stage, open, container = "") {
