@@ -42,17 +42,9 @@ export function labelRows(stage, element) {
     : lines(title, node.title, true, "title");
   const said = part ? summarised : (text) => text;
   const widest = part ? summarised(node.wide, true) : node.wide;  // room for any numbers the summary will say
-  rows.push(...lines(body, said(node.value), false, "value"), ...roomFor(widest, stage.wrapWidth).map((t) => [body, t, false, "grad"]));
+  rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, widest, false, "grad"));
   if (!part) rows.push(...lines(small, node.detail, false, "detail"));
   return rows.filter((r) => r[1].trim());
-}
-
-function roomFor(text, width) {
-  // the gradient's lines as laid out: as many as the widest text wraps into, the first as long as any line can be
-  // (a shorter text breaks elsewhere: "… 0]] · kept" fits a line where "… 0]] · consumed" moved to the next)
-  const rows = wrap(text, width);
-  if (rows.length > 1) rows[0] = text.slice(0, width);
-  return rows;
 }
 
 export function summarised(text, room = false) {
