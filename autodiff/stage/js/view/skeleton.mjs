@@ -68,6 +68,7 @@ export function buildSkeleton(parent, data, replay) {
     const caption = element("p", "stage-caption");
     caption.setAttribute("aria-live", "polite");
     caption.setAttribute("aria-atomic", "true");
+    caption.tabIndex = 0;  // a long caption scrolls in its share of the panel: the keyboard can scroll it too
     if (data.classroom) player.append(classPanel(data));
     if (data.classroom && data.classroom.role === "student") {  // the teacher steps: the player only shows where
       controls.querySelectorAll("button").forEach((b) => { b.disabled = true; });

@@ -4,7 +4,7 @@ export const MAX_SCALE = 1.6;  // a small graph is drawn larger, up to this
 const MAX_ZOOM = 3;  // zoomed in, at most this many times the graph's own size
 export const NARROW = 700;  // below this width the stage stacks and the graph fits the width
 const STACK = 880;  // a stage narrower than this puts its panel below the graph, which then takes the width
-const CARD_ROOM = 220;  // stacked, the panel under the graph is at least this tall: the caption and the card's first lines
+const CARD_ROOM = 260;  // stacked, the panel under the graph is at least this tall: the caption, the card's first lines, the program's
 
 export function fitScale(stage, box, w, h) {
   const width = Math.max(box.clientWidth, 200);
