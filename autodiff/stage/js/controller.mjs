@@ -56,6 +56,7 @@ function newStage(data, parent, root, setStateValue, stopped) {
     tree: programTree(data),  // the program's parts: each group's children, depth and nodes (groups.py made them)
     open: new Set(),  // the groups drawn unfolded, in place; the others are one box each
     boxOf: new Map(),  // NodeId -> the element that shows it now: its own box, or its folded group's
+    folded: false,  // a part is folded in this view: every box speaks short (dot.mjs speaksShort)
     edgeShown: new Map(),  // a payload edge's element -> the edge drawn for it (between boxes), if any
     graphviz: null, layouts: new Map(),  // Graphviz once loaded, and each view's layout once made
     follow: false,  // "follow the step": the part being run is opened while it runs, folded back after

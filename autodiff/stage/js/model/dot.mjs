@@ -40,11 +40,18 @@ export function labelRows(stage, element) {
   const rows = part
     ? [...lines(title, part.name, true, "title"), ...lines(body, part.summary, false, "summary")]
     : lines(title, node.title, true, "title");
-  const said = part ? summarised : (text) => text;
-  const widest = part ? summarised(node.wide, true) : node.wide;  // room for any numbers the summary will say
+  const short = speaksShort(stage, element);
+  const said = short ? summarised : (text) => text;
+  const widest = short ? summarised(node.wide, true) : node.wide;  // room for any numbers the summary will say
   rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, widest, false, "grad"));
   if (!part) rows.push(...lines(small, node.detail, false, "detail"));
   return rows.filter((r) => r[1].trim());
+}
+
+export function speaksShort(stage, element) {
+  // a folded part says a tensor of more than four numbers as its shape and range, and so does every box beside one
+  // (the weights a folded layer uses: written whole, they drew mlp3 at 6 px); with every part open, every number
+  return isGroup(element) || stage.folded;
 }
 
 export function summarised(text, room = false) {

@@ -48,6 +48,7 @@ export function placeBoxes(stage) {
     for (let e = node.group; e; e = tree.groups.get(e).parent) if (!open.has(e)) box = e;
     stage.boxOf.set(node.id, box);
   }
+  stage.folded = [...stage.boxOf.values()].some(isGroup);  // a view with a part folded speaks short (dot.mjs)
   stage.edgeShown = new Map();
   const drawn = new Map();
   for (const edge of data.edges) {

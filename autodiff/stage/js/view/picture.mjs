@@ -3,7 +3,7 @@
 
 import { isGroup, sentIntoParts } from "../model/parts.mjs";
 import { runningPart } from "../model/steps.mjs";
-import { wrap, labelWidth, summarised } from "../model/dot.mjs";
+import { wrap, labelWidth, summarised, speaksShort } from "../model/dot.mjs";
 import { SVG_NS } from "./dom.mjs";
 import { reveal } from "./viewport.mjs";
 
@@ -26,7 +26,7 @@ export function drawPicture(stage, state, animate, period) {
     const selected = stage.selected && stage.selected.includes(id);
     g.setAttribute("class", `node s-${look}${part ? " group" : ""}${selected ? " selected" : ""}`);
     const texts = stage.gradText.get(id);
-    if (texts) fillLines(texts, wrap(part ? summarised(view.grad) : view.grad, stage.wrapWidth));
+    if (texts) fillLines(texts, wrap(speaksShort(stage, id) ? summarised(view.grad) : view.grad, stage.wrapWidth));
   });
   svg.querySelectorAll(".flow-dot").forEach((el) => el.remove());
   stage.labelText.forEach((texts) => texts.forEach((t) => t.removeAttribute("visibility")));  // a dot cut short
