@@ -199,7 +199,8 @@ def replay_payload(
             if along:
                 edge_labels[along] = max(edge_labels.get(along, ""), record["value"], key=len)
             element = f"n{record['node']}"
-            grad_widths[element] = max(grad_widths.get(element, ""), record["total"], key=len)
+            longest = _grad_line(record["total"])
+            grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
         events.append(record)
     payload = _payload("replay", pic, before, names, named, events, presenter, grad_widths, edge_labels, source, lines)
     payload["cards"] = {str(k): card for k, card in step_cards(before, recorder, names, named, exact).items()}
@@ -256,10 +257,10 @@ def redacted(payload: StagePayload, upto: int) -> StagePayload:
     alone (`MASKED_NUMBER` per number). The stage never holds an answer before the room reaches it (`revealed_events`
     fills it in)."""
     events = [e if k <= upto else _blank(e) for k, e in enumerate(payload["events"])]
-    grad_lines: dict[int, list[str]] = {}  # each node's gradient totals, as its events send them
+    grad_lines: dict[int, list[str]] = {}  # each node's gradient lines, as the stage will say them
     for e in payload["events"]:
         if e["kind"] == "GradientRegistered":
-            grad_lines.setdefault(e["node"], []).append(e["total"])
+            grad_lines.setdefault(e["node"], []).append(_grad_line(e["total"]))
     return {
         **payload,
         "events": events,
@@ -279,16 +280,12 @@ def masked_numbers(text: str) -> str:
 def _masked_wide(node: StageNode, grad_lines: list[str]) -> str:
     """The longest line a node's gradient will say, masked: chosen among the masked lines, since which line is longest
     unmasked depends on how wide its numbers are."""
-    leaf = node["grad_kind"] == "leaf"
-    said = [_grad_line(total, leaf) for total in grad_lines]
-    possible = [node["grad"], *said, *(_REPLAY_STATES if node["grad_kind"] != "none" else [])]
+    possible = [node["grad"], *grad_lines, *(_REPLAY_STATES if node["grad_kind"] != "none" else [])]
     return max((masked_numbers(line) for line in possible), key=len)
 
 
-def _grad_line(total: str, leaf: bool) -> str:
-    """A gradient line as the stage says it once `total` has arrived (steps.mjs): the very words, since a box is
-    laid out for its widest line and the same length wrapped elsewhere is another width."""
-    return f"grad {total} · {'kept' if leaf else 'consumed'}"
+def _grad_line(total: str) -> str:
+    return f"grad {total} · consumed"
 
 
 def revealed_events(payload: StagePayload, start: int, end: int) -> RevealedEvents:
@@ -357,9 +354,7 @@ def _payload(
         kind: Literal["leaf", "op", "none"] = "op"
         if requirement is not Requirement.GradInBackward:
             kind = "leaf" if requirement is Requirement.Grad else "none"
-        possible = [node.grad]
-        if node.element in grad_widths:
-            possible.append(_grad_line(grad_widths[node.element], kind == "leaf"))
+        possible = [node.grad, grad_widths.get(node.element, "")]
         if mode == "replay" and kind != "none":
             possible += _REPLAY_STATES
         nodes.append(
