@@ -1,13 +1,14 @@
 """Buttons whose press is never lost.
 
 Streamlit reads a button's press in the run its click starts. If another rerun stops that run before the script
-reaches the button, the press is gone: the click did nothing. With fast reruns on (`.streamlit/config.toml`) a rerun
-asked for during a run stops it at once, and pages still get reruns a person did not click: a class teacher's stage
-asking its page to draw the controls of the room's new step or phase, the Training stage's commands, an exercise's
-answers, Memory growth's ticks (a press of the replay stage no longer reruns anything). Here a click marks its button
-in the session as its run starts (a callback, which runs before the script, so nothing can stop that run first); the
-button reads the mark wherever a run reaches it next, once. A mark that a whole run passed without reading is dropped
-(`forget_unread`, at the end of every run): its button was not drawn (the class moved on), and must not act later.
+reaches the button, the press is gone: the click did nothing. With fast reruns (off in `.streamlit/config.toml`, and
+Streamlit's default) a rerun asked for during a run stops it at once, and pages still get reruns a person did not
+click: a class teacher's stage asking its page to draw the controls of the room's new step or phase, the Training
+stage's commands, an exercise's answers, Memory growth's ticks (a press of the replay stage no longer reruns
+anything). Here a click marks its button in the session as its run starts (a callback, which runs before the script,
+so nothing can stop that run first); the button reads the mark wherever a run reaches it next, once. A mark that a
+whole run passed without reading is dropped (`forget_unread`, at the end of every run): its button was not drawn
+(the class moved on), and must not act later.
 """
 
 from __future__ import annotations
