@@ -60,8 +60,11 @@ def test_zoom_in_out_and_fit_keep_the_running_node_in_view(page, app_url):
     page.get_by_role("button", name="Zoom in").click()
     page.get_by_role("button", name="Zoom out").click()
     page.keyboard.press("0")  # fit: the whole graph again
-    page.wait_for_timeout(300)
-    assert page.locator("[data-act='fit']").get_attribute("aria-pressed") == "true"
+    page.locator("[data-act='fit'][aria-pressed='true']").wait_for()
+    for _ in range(50):  # once its box has scrolled back (smoothly: a loaded machine takes longer)
+        if whole_graph_shown(page):
+            break
+        page.wait_for_timeout(100)
     assert whole_graph_shown(page)
     box = page.locator(".stage-svg").first.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
