@@ -43,9 +43,18 @@ export function labelRows(stage, element) {
   const short = speaksShort(stage, element);
   const said = short ? summarised : (text) => text;
   const widest = short ? summarised(node.wide, true) : node.wide;  // room for any numbers the summary will say
-  rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, widest, false, "grad"));
+  rows.push(...lines(body, said(node.value), false, "value"), ...gradRoom(node, widest, stage.wrapWidth).map((t) => [body, t, false, "grad"]));
   if (!part) rows.push(...lines(small, node.detail, false, "detail"));
   return rows.filter((r) => r[1].trim());
+}
+
+function gradRoom(node, widest, width) {
+  // the gradient's lines as laid out: Python measures the widest with "· consumed", but a leaf says "· kept", and the
+  // shorter text breaks elsewhere ("… 0]] · kept" fits a line "· consumed" left): each line the longer of the two
+  const rows = wrap(widest, width);
+  if (node.grad_kind !== "leaf") return rows;
+  const kept = wrap(widest.replace(/ · consumed$/, " · kept"), width);
+  return rows.map((row, k) => (kept[k] && kept[k].length > row.length ? kept[k] : row));
 }
 
 export function speaksShort(stage, element) {
@@ -83,9 +92,12 @@ function extreme(values, written, before) {
 }
 
 function htmlLabel(rows) {
-  const cells = rows.map(([size, text, bold]) => {
+  const cells = rows.map(([size, text, bold, kind]) => {
     const escaped = escapeHtml(text);
-    return `<TR><TD><FONT POINT-SIZE="${size}">${bold ? `<B>${escaped}</B>` : escaped}</FONT></TD></TR>`;
+    // a value's long numbers (eight digits and more: float32 written whole) draw a little wider than Graphviz
+    // measures them in the served font: their cell keeps a point more around them (test_labels_fit)
+    const cell = kind === "value" && /\d{8}/.test(text) ? `<TD CELLPADDING="2">` : "<TD>";
+    return `<TR>${cell}<FONT POINT-SIZE="${size}">${bold ? `<B>${escaped}</B>` : escaped}</FONT></TD></TR>`;
   }).join("");
   return `<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">${cells}</TABLE>>`;
 }
