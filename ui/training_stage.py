@@ -3,8 +3,6 @@ training_stage.js's JSDoc, checked by tests/app/test_training_stage.py), and wha
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +14,8 @@ import streamlit as st
 from autodiff.stage.bundle import bundled
 from autodiff.stage.palette import BACKGROUND, BY_KEY, EDGE, TEXT
 from course.training import MAX_POINTS, Frame, IterationReplay, LiveNode, Training, replay_iteration
+
+from .state import SHARED_RESULTS
 
 HERE = Path(__file__).parent
 # the pictures' colours are the contrast-tested palette's (each a state's border: 3:1 on the background at least):
@@ -159,15 +159,10 @@ def frame_wire(training: Training, frame: Frame) -> FrameWire:
     }
 
 
-# the preview of an untrained network depends only on its inputs, and every visitor who opens the page with the
-# default points asks for the same one: kept per server (a forward is most of the page's cost at open)
-PREVIEWS_KEPT = 32
-_previews: OrderedDict[tuple[object, ...], PreviewWire] = OrderedDict()
-_previews_lock = threading.Lock()
-
-
 def preview_wire(training: Training) -> PreviewWire | None:
-    """Before the first iteration, the graph it builds (its forward values): what the stage draws at open."""
+    """Before the first iteration, the graph it builds (its forward values): what the stage draws at open. It depends
+    only on the network's inputs, and every visitor who opens the page with the default points asks for the same one:
+    computed once per server (a forward was most of the page's cost at open)."""
     if training.iterations or not len(training.labels):
         return None
     parameters = training.model.values()
@@ -177,21 +172,17 @@ def preview_wire(training: Training) -> PreviewWire | None:
         training.labels.tobytes(),
         *((name, value.dtype.str, value.shape, value.tobytes()) for name, value in parameters.items()),
     )
-    with _previews_lock:
-        if key in _previews:
-            _previews.move_to_end(key)
-            return _previews[key]
-    frame, tape = training.preview()
-    wire: PreviewWire = {
+    return _preview(key, training)
+
+
+@st.cache_resource(show_spinner=False, max_entries=SHARED_RESULTS)
+def _preview(key: tuple[object, ...], _training: Training) -> PreviewWire:
+    frame, tape = _training.preview()
+    return {
         "nodes": [node_wire(n) for n in frame.nodes],
         "tape": tape,
         "parameters": {k: exact(v) for k, v in frame.parameters.items()},
     }
-    with _previews_lock:
-        _previews[key] = wire
-        while len(_previews) > PREVIEWS_KEPT:
-            _previews.popitem(last=False)
-    return wire
 
 
 def extent(training: Training) -> float:
