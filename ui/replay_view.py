@@ -1,5 +1,6 @@
-"""The replay of a recorded backward on a page: the stage (stepped in the browser), the downloads, and in
-exercise mode the prediction for the step the stage stopped at. Shared by every page that replays one."""
+"""The replay of a recorded backward on a page: the stage (stepped in the browser; it saves the picture and its DOT
+itself), the downloads of the replay and its trace, and in exercise mode the prediction for the step the stage
+stopped at. Shared by every page that replays one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import streamlit as st
 
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.stage import StagePayload, export_html, replay_payload, with_view
-from autodiff.stage.graph_dot import graph_dot
 from autodiff.trace import TapeBuilt
 
 from .downloads import NO_RERUN, built_once
@@ -76,7 +76,7 @@ def replay_view(
         else:
             built = _shared_payload(shared, presenter, source, lines, before, recorder, names)
         cached = st.session_state[f"{key}_payload"] = (recorder, (presenter, source), built)
-    payload: StagePayload = {**with_view(cached[2], exercise, embed_mode()), "index": index}
+    payload: StagePayload = {**with_view(cached[2], exercise, embed_mode()), "index": index, "file_stem": file_stem}
     # one component per picture (a new program starts a fresh one, at `index`); a rerun keeps the stage where it is
     with st.container(key=EMBEDDED) if embed_mode() else nullcontext():  # `?embed=1` shows this container alone
         reported = stage(
@@ -90,7 +90,7 @@ def replay_view(
         score_answers(reported.answers)
         score_caption()
     if not presenter_mode() and not embed_mode():
-        left, middle, right = st.columns(3)
+        left, right = st.columns(2)
         # each file built once per content, whoever asks and however often (ui/downloads.py); the replay opens where
         # this page opened the stage (a link's event), not where it stepped to since: presses never reach the server
         replay = ("replay", payload["signature"], payload["index"], payload["exercise"], file_stem)
@@ -101,13 +101,6 @@ def replay_view(
             mime="text/html",
             on_click=NO_RERUN,
             help="One file that plays offline in any browser: for slides and course pages.",
-        )
-        middle.download_button(
-            "Download the graph (DOT)",
-            built_once(("dot", payload["signature"]), lambda: graph_dot(before, names)),
-            file_name=f"{file_stem}.dot",
-            mime="text/vnd.graphviz",
-            on_click=NO_RERUN,
         )
         right.download_button(
             "Download the event trace (JSON)",

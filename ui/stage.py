@@ -26,7 +26,8 @@ def stage(payload: StagePayload, key: str, shared: Hashable | None = None, link:
     if shared is None:
         data = wire(payload)
     else:  # the view's own keys too: an exercise, the stage alone, the event it opens at
-        data = _shared_wire((shared, payload["exercise"], payload["embed"], payload["index"]), payload)
+        view = (payload["exercise"], payload["embed"], payload["index"], payload["file_stem"])
+        data = _shared_wire((shared, *view), payload)
     if link is not None:  # a key of this mount's own, beside the (shared, unwritten) wire data
         data = {**data, "link": link}
     # "room": a class's stage saw its class end, or a teacher's stage saw the room at a phase or step its page drew no

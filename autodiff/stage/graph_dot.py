@@ -1,11 +1,11 @@
-"""A snapshot as a picture: what each node says (its name or expression, its value, its gradient), its state, and
-the DOT text of the whole graph (a download: the stage builds its own DOT of what it draws, folded groups and all).
-Colours live in the stage's stylesheet (`palette.py`), not in the DOT, so the picture follows the viewer's theme;
-node and edge element ids (`n3`, `e0_2_1`) are made here and nowhere else (groups' in `groups.py`)."""
+"""A snapshot as a picture: what each node says (its name or expression, its value, its gradient) and its state,
+and the words a node's gradient line says. The DOT is the stage's alone (js/model/dot.mjs): it writes the DOT of
+what it draws, folded parts and all, and offers that text as the download. Colours live in the stage's stylesheet
+(`palette.py`), so the picture follows the viewer's theme; node and edge element ids (`n3`, `e0_2_1`) are made here
+and nowhere else (groups' in `groups.py`): the payload and the stage read them."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,8 +43,6 @@ class PictureNode:
 @dataclass(frozen=True)
 class PictureEdge:
     element: str
-    tail: str  # element ids
-    head: str
     tracked: bool  # a gradient can flow along it
     source: int  # node ids: the input, and the node that uses it
     target: int
@@ -95,13 +93,28 @@ STATE_WORDS = {  # the words on a node in each state (its gradient line); `none_
     "current": "running now",
     "recomputed": "recomputed now",
 }
+GRAD_LINES = {  # a gradient line once a node holds one (`{}` its value): before its step ends, and after, by its kind
+    "grad_held": "grad {}",
+    "grad_kept": "grad {} · kept",  # a leaf that asked for its gradient
+    "grad_consumed": "grad {} · consumed",  # an op's output: its step took the entry
+}
+ENTRY_WORDS = {  # the Gradients container's Entry column: what becomes of an entry
+    "entry_kept": "kept: a leaf that asked for its gradient",
+    "entry_waiting": STATE_WORDS["pending"],
+    "entry_running": "its step is running",
+}
+
+
+def node_element(node_id: int) -> str:
+    """A node's element id in the SVG: made here alone, read from the payload everywhere else."""
+    return f"n{node_id}"
 
 
 def _grad_line(node: NodeSnapshot, state: str, overlay: Overlay) -> str:
     """A static node's gradient line: what the container beside it holds for a leaf, else its state's words."""
     if state == "leaf" and overlay.gradients is not None:
         entry = overlay.gradients.get(int(node.id))
-        return f"grad {entry} · kept" if entry is not None else "no gradient now: its entry was removed"
+        return GRAD_LINES["grad_kept"].format(entry) if entry is not None else "no gradient now: its entry was removed"
     return STATE_WORDS[state]
 
 
@@ -123,7 +136,7 @@ def picture(
         nodes.append(
             PictureNode(
                 int(node.id),
-                f"n{int(node.id)}",
+                node_element(int(node.id)),
                 titles[int(node.id)],
                 f"value {brief(node.value)}",
                 _grad_line(node, state, overlay),
@@ -146,57 +159,5 @@ def picture(
             k = counts.get(pair, 0)
             counts[pair] = k + 1
             element = f"e{pair[0]}_{pair[1]}_{k}"  # the k-th edge of a pair (x * x has two)
-            edges.append(PictureEdge(element, f"n{pair[0]}", f"n{pair[1]}", is_tracked, *pair))
+            edges.append(PictureEdge(element, is_tracked, *pair))
     return Picture(tuple(nodes), tuple(edges))
-
-
-def dot_text(
-    pic: Picture,
-    presenter: bool = False,
-    grad_widths: dict[str, str] | None = None,
-    edge_labels: dict[str, str] | None = None,
-    rankdir: str = "BT",
-    detail: bool = True,
-) -> str:
-    """DOT for `pic`. `grad_widths` gives, per node element, the longest gradient line it will show (so its box
-    is laid out wide enough); `edge_labels`, per edge element, the longest value that will be sent along it;
-    without `detail`, nodes leave out their `NodeId · op` line (where space is short, it goes first)."""
-    grad_widths = grad_widths or {}
-    edge_labels = edge_labels or {}
-    title, body, small = SIZES[presenter]
-    lines = [
-        "digraph G {",
-        f'  graph [rankdir={rankdir}, bgcolor="transparent", nodesep=0.25, ranksep=0.3];',
-        f'  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize={body}, margin="0.1,0.05"];',
-        f'  edge [fontname="Helvetica", fontsize={body}, arrowsize=0.9];',
-    ]
-    for node in pic.nodes:
-        rows = [
-            (title, node.title, True),
-            (body, node.value, False),
-            (body, grad_widths.get(node.element, node.grad), False),
-        ]
-        if detail:
-            rows.append((small, node.detail, False))
-        cells = "".join(
-            f'<TR><TD><FONT POINT-SIZE="{size}">{"<B>" if bold else ""}{html.escape(text)}{"</B>" if bold else ""}'
-            f"</FONT></TD></TR>"
-            for size, text, bold in rows
-        )
-        label = f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">{cells}</TABLE>'
-        lines.append(f'  {node.element} [id="{node.element}", label=<{label}>];')
-    for edge in pic.edges:
-        attrs = [f'id="{edge.element}"']
-        if not edge.tracked:
-            attrs += ["style=dashed", "arrowhead=empty"]
-        sends = edge_labels.get(edge.element)
-        if sends:
-            attrs.append(f"label=<<B>{html.escape(sends)}</B>>")
-        lines.append(f"  {edge.tail} -> {edge.head} [{', '.join(attrs)}];")
-    lines.append("}")
-    return "\n".join(lines)
-
-
-def graph_dot(snapshot: GraphSnapshot, names: dict[int, str] | None = None, overlay: Overlay | None = None) -> str:
-    """The DOT of a snapshot as the app draws it, for a download (opens in any Graphviz viewer)."""
-    return dot_text(picture(snapshot, names or {}, overlay))

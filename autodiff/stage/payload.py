@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, TypedDict
 
-from autodiff import BackwardRecorder, GraphSnapshot, Requirement
+from autodiff import BackwardRecorder, GraphSnapshot, NodeSnapshot, Requirement
 from autodiff.trace import GradientRegistered, StepStarted
 
 from .bundle import bundle
@@ -29,7 +29,7 @@ from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
 from .code import Segment, code_lines, token_rules
 from .events import StageEvent, stage_event
 from .format import ArrayTexts
-from .graph_dot import SIZES, STATE_WORDS, Overlay, Picture, picture
+from .graph_dot import ENTRY_WORDS, GRAD_LINES, SIZES, STATE_WORDS, Overlay, Picture, picture
 from .groups import GroupRun, StageGroup, group_runs, group_tree
 from .naming import GraphNames, constants_first, graph_names
 from .palette import BY_KEY, EDGE_LEGEND, stage_css
@@ -114,7 +114,9 @@ class StagePayload(TypedDict):
     presenter: bool
     embed: bool  # the stage alone in its window (an iframe in a slide deck): it takes the window's height
     legend: dict[str, str]  # state -> the legend's sentence (the browser shows those present)
-    words: dict[str, str]  # state -> the words a node carries in that state
+    # state -> the words a node carries in that state; `grad_*` a gradient line (`{}` its value), `entry_*` what the
+    # container says of an entry: the stage says no word of its own about a node's gradient
+    words: dict[str, str]
     graphviz_url: str
     graph_fonts: dict[str, str]  # the graph's font face, weight -> URL (the app's; a notebook's host has its own)
     signature: str
@@ -124,6 +126,7 @@ class StagePayload(TypedDict):
     exercise: bool  # ask each step's sends before showing them
     tolerance: tuple[float, float]  # an answer's (rtol, atol)
     classroom: ClassroomLink | None  # a stage in a class, else None
+    file_stem: str  # what the stage's downloads are named after (the program): `seed.dot`, `seed-event-3.svg`
 
 
 PAYLOAD_KEYS = frozenset(StagePayload.__annotations__)
@@ -177,6 +180,8 @@ def replay_payload(
     called = named.called
     exact = ArrayTexts()  # every recorded gradient's numbers written once, wherever the payload shows them
     pic = picture(before, names, titles=named.titles)
+    element_of = {node.id: node.element for node in pic.nodes}
+    kind_of = {int(node.id): _grad_kind(node) for node in before.nodes}
     edges_left: dict[tuple[int, int], list[str]] = {}
     for edge in pic.edges:
         edges_left.setdefault((edge.source, edge.target), []).append(edge.element)
@@ -198,8 +203,8 @@ def replay_payload(
         if record["kind"] == "GradientRegistered":
             if along:
                 edge_labels[along] = max(edge_labels.get(along, ""), record["value"], key=len)
-            element = f"n{record['node']}"
-            longest = _grad_line(record["total"])
+            element = element_of[record["node"]]
+            longest = _grad_line(record["total"], kind_of[record["node"]])
             grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
         events.append(record)
     payload = _payload("replay", pic, before, names, named, events, presenter, grad_widths, edge_labels, source, lines)
@@ -257,17 +262,17 @@ def redacted(payload: StagePayload, upto: int) -> StagePayload:
     alone (`MASKED_NUMBER` per number). The stage never holds an answer before the room reaches it (`revealed_events`
     fills it in)."""
     events = [e if k <= upto else _blank(e) for k, e in enumerate(payload["events"])]
-    grad_lines: dict[int, list[str]] = {}  # each node's gradient lines, as the stage will say them
+    totals: dict[int, list[str]] = {}  # each node's gradients, as its gradient line will say them
     for e in payload["events"]:
         if e["kind"] == "GradientRegistered":
-            grad_lines.setdefault(e["node"], []).append(_grad_line(e["total"]))
+            totals.setdefault(e["node"], []).append(e["total"])
     return {
         **payload,
         "events": events,
         "cards": {k: card for k, card in payload["cards"].items() if int(k) <= upto},
         "sums": _sums_known(payload, upto),
         "groups": [{**group, "runs": _runs_known(group, upto)} for group in payload["groups"]],
-        "nodes": [{**node, "wide": _masked_wide(node, grad_lines.get(node["id"], []))} for node in payload["nodes"]],
+        "nodes": [{**node, "wide": _masked_wide(node, totals.get(node["id"], []))} for node in payload["nodes"]],
         "edges": [{**edge, "label": masked_numbers(edge["label"])} for edge in payload["edges"]],
     }
 
@@ -277,15 +282,24 @@ def masked_numbers(text: str) -> str:
     return _NUMBER.sub(MASKED_NUMBER, text)
 
 
-def _masked_wide(node: StageNode, grad_lines: list[str]) -> str:
+def _masked_wide(node: StageNode, totals: list[str]) -> str:
     """The longest line a node's gradient will say, masked: chosen among the masked lines, since which line is longest
     unmasked depends on how wide its numbers are."""
+    grad_lines = [_grad_line(total, node["grad_kind"]) for total in totals]
     possible = [node["grad"], *grad_lines, *(_REPLAY_STATES if node["grad_kind"] != "none" else [])]
     return max((masked_numbers(line) for line in possible), key=len)
 
 
-def _grad_line(total: str) -> str:
-    return f"grad {total} · consumed"
+def _grad_line(total: str, kind: Literal["leaf", "op", "none"]) -> str:
+    """The widest a node's gradient line says `total`: as it says it once its step has run (a leaf keeps it)."""
+    return GRAD_LINES["grad_kept" if kind == "leaf" else "grad_consumed"].format(total)
+
+
+def _grad_kind(node: NodeSnapshot) -> Literal["leaf", "op", "none"]:
+    """What a node's gradient does: kept (a leaf that asked for it), consumed (an op's output), or there is none."""
+    if node.requirement is Requirement.GradInBackward:
+        return "op"
+    return "leaf" if node.requirement is Requirement.Grad else "none"
 
 
 def revealed_events(payload: StagePayload, start: int, end: int) -> RevealedEvents:
@@ -350,10 +364,7 @@ def _payload(
     groups, group_of = group_tree(snapshot.nodes, spans, source, called)
     nodes: list[StageNode] = []
     for node in pic.nodes:
-        requirement = by_id[node.id].requirement
-        kind: Literal["leaf", "op", "none"] = "op"
-        if requirement is not Requirement.GradInBackward:
-            kind = "leaf" if requirement is Requirement.Grad else "none"
+        kind = _grad_kind(by_id[node.id])
         possible = [node.grad, grad_widths.get(node.element, "")]
         if mode == "replay" and kind != "none":
             possible += _REPLAY_STATES
@@ -394,7 +405,7 @@ def _payload(
         presenter=presenter,
         embed=False,
         legend={**{state.key: state.legend for state in BY_KEY.values()}, **EDGE_LEGEND},
-        words=STATE_WORDS,
+        words={**STATE_WORDS, **GRAD_LINES, **ENTRY_WORDS},
         graphviz_url=GRAPHVIZ_URL,
         graph_fonts=GRAPH_FONTS,
         signature=signature,
@@ -404,6 +415,7 @@ def _payload(
         exercise=False,
         tolerance=(RTOL, ATOL),
         classroom=None,
+        file_stem="graph",
     )
 
 

@@ -43,10 +43,12 @@ def test_query_params_round_trip():
     assert at.query_params["event"] in (["8"], "8") and at.query_params["program"] in ("neuron", ["neuron"])
 
 
-def test_downloads_offer_the_replay_the_graph_and_the_trace():
-    at = app("pages/backward/backward_traversal.py")
+def test_downloads_offer_the_replay_and_the_trace_and_the_stage_its_dot_named_after_the_program():
+    at = open_link("pages/backward/backward_traversal.py", program="neuron")
     labels = [d.proto.label for d in at.get("download_button")]
-    assert labels == ["Download this replay (HTML)", "Download the graph (DOT)", "Download the event trace (JSON)"]
+    # the graph's DOT is the stage's own button: the DOT of the picture it draws (tests/browser/test_stage_view.py)
+    assert labels == ["Download this replay (HTML)", "Download the event trace (JSON)"]
+    assert stage_data(at)["file_stem"] == "neuron"
 
 
 def test_gradient_consumption_controls():

@@ -28,7 +28,7 @@ def pictures(draw) -> Picture:
         )
         inputs = draw(st.lists(st.integers(0, k - 1), max_size=3)) if k else []
         for i, source in enumerate(inputs):  # repeats allowed: x * x has two edges from x
-            edges.append(PictureEdge(f"e{source}_{k}_{i}", f"n{source}", f"n{k}", draw(st.booleans()), source, k))
+            edges.append(PictureEdge(f"e{source}_{k}_{i}", draw(st.booleans()), source, k))
     return Picture(tuple(nodes), tuple(edges))
 
 

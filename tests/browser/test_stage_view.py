@@ -4,8 +4,11 @@ program beside it with its running line lit, the stage alone in a slide's iframe
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+
+from autodiff.stage.payload import GRAPHVIZ_URL
 
 from .conftest import screenshot
 from .test_picture import in_box, whole_graph_shown
@@ -23,6 +26,39 @@ LOOP = (
     "loss = y.sum()\n"
     "g = loss.backward()\n"
 )
+
+
+# The picture drawn now (`drawn`), and the one the pinned Graphviz lays out from `text` (the DOT saved): every box,
+# frame and edge by its id with its outline's coordinates, and the whole picture's size. Graphviz is the page's own
+# (`url`, the app's static file) or, with none, the one inlined in an exported page.
+RELAID = """async (drawn, [text, url]) => {
+  const inline = () => document.getElementById('graphviz-module').textContent;
+  const source = url ? new URL(url, document.baseURI).href
+    : URL.createObjectURL(new Blob([inline()], {type: 'text/javascript'}));
+  const graphviz = await (await import(source)).Graphviz.load();
+  const again = new DOMParser().parseFromString(graphviz.dot(text), 'image/svg+xml').documentElement;
+  const at = (shape) => shape.getAttribute('d') || shape.getAttribute('points');  // the outline, not its paint
+  const outline = (g) => [...g.querySelectorAll('path, polygon')].map(at);
+  const shapes = (svg) => [...svg.querySelectorAll('g.node, g.cluster, g.edge')].map((g) => [g.id, ...outline(g)]);
+  const sizes = [drawn, again].map((svg) => svg.getAttribute('viewBox'));
+  return { drawn: shapes(drawn), again: shapes(again), sizes };
+}"""
+SAVE_DOT = "Save this picture's Graphviz source (DOT)"
+
+
+def saved_dot(page, tmp_path: Path, graphviz_url: str | None) -> tuple[str, str]:
+    """The stage's DOT download, pressed from the keyboard (its file's name and text), checked to be the picture
+    drawn: Graphviz lays it out box for box, edge for edge, as the picture on the page."""
+    page.get_by_role("button", name=SAVE_DOT).focus()
+    with page.expect_download() as dot:
+        page.keyboard.press("Enter")
+    path = tmp_path / dot.value.suggested_filename
+    dot.value.save_as(path)
+    text = path.read_text()
+    seen = page.locator(".stage-svg svg").evaluate(RELAID, [text, graphviz_url])  # in its shadow root, in the app
+    assert len(seen["drawn"]) >= 3 and seen["again"] == seen["drawn"], "the DOT saved lays out as another picture"
+    assert seen["sizes"][0] == seen["sizes"][1]
+    return dot.value.suggested_filename, text
 
 
 def open_seed(page, url: str, extra: str = "") -> None:
@@ -156,6 +192,17 @@ def test_the_frame_saves_as_svg_and_png(page, app_url, tmp_path):
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5_000
     assert svg.value.suggested_filename.endswith(".svg") and "event-25" in png.value.suggested_filename
+
+
+def test_the_dot_saved_is_the_picture_drawn_named_after_the_program(page, app_url, tmp_path):
+    """The stage's own DOT button (no message to the server) gives the text it laid the picture out from: the seed's
+    boxes as drawn, in the direction drawn; the page once offered Python's DOT of another picture."""
+    open_seed(page, app_url)
+    page.keyboard.press("End")
+    name, text = saved_dot(page, tmp_path, GRAPHVIZ_URL)
+    assert name == "seed.dot" and text.startswith("digraph G {")
+    assert "loss = sum(h + x·3)" in text and "rankdir=" in text
+    assert page.get_by_role("button", name="Download the graph (DOT)").count() == 0  # one DOT on the page
 
 
 def test_the_card_writes_the_chain_rule_in_numbers_and_the_paths_adding_up(page, app_url):

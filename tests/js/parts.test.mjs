@@ -34,8 +34,8 @@ function sentBy(group, node, until) {
 for (const name of ["loop", "mlp3"]) {
   test(`${name}, folded: an edge into a part has the room of the longest it says at a press, one out of it its longest edge's`, async () => {
     const { data, stage, edges } = await folded(name);
-    const into = edges.filter((e) => !isGroup(e.tail) && isGroup(e.head));
-    const out = edges.filter((e) => isGroup(e.tail));
+    const into = edges.filter((e) => !isGroup(stage, e.tail) && isGroup(stage, e.head));
+    const out = edges.filter((e) => isGroup(stage, e.tail));
     assert.ok(into.length >= 2 && out.length >= 1, "the folded program has edges into and out of its parts");
     for (const edge of into) {
       const presses = stage.tree.groups.get(edge.head).runs.map((r) => r.last);  // where a press on the part stops
@@ -53,7 +53,7 @@ for (const name of ["loop", "mlp3"]) {
 
   test(`${name}, folded: an edge into a part says what the part sent its node so far, added up`, async () => {
     const { data, stage, edges } = await folded(name);
-    const into = edges.filter((e) => !isGroup(e.tail) && isGroup(e.head));
+    const into = edges.filter((e) => !isGroup(stage, e.tail) && isGroup(stage, e.head));
     const ends = [...new Set(data.groups.filter((g) => g.parent === "").flatMap((g) => g.runs.map((r) => r.last)))];
     let checked = 0;
     for (const index of [...ends, data.events.length - 1]) {
@@ -93,7 +93,7 @@ for (const name of ["loop", "mlp3"]) {
     const width = labelWidth(stage);
     const dot = dotOf(stage, edges, "BT", false);
     let checked = 0;
-    for (const edge of edges.filter((e) => !isGroup(e.tail) && isGroup(e.head) && e.label)) {
+    for (const edge of edges.filter((e) => !isGroup(stage, e.tail) && isGroup(stage, e.head) && e.label)) {
       // the lines Graphviz lays the label out with
       const label = dot.match(new RegExp(`id="${edge.element}"[^\\n]*label=<(.*)>\\];`))[1];
       const room = label.split("<BR/>").map((l) => l.replace(/<\/?B>/g, ""));
@@ -113,8 +113,8 @@ for (const name of ["loop", "mlp3"]) {
 test("mlp3, folded: four numbers or fewer into a part are said as the engine prints them, as its card says them", async () => {
   const { data, stage, edges } = await folded("mlp3");
   let checked = 0;
-  for (const edge of edges.filter((e) => !isGroup(e.tail) && isGroup(e.head))) {
-    const sent = stage.tree.groups.get(edge.head).runs.flatMap((r) => r.sent).filter((f) => f.node === Number(edge.tail.slice(1)));
+  for (const edge of edges.filter((e) => !isGroup(stage, e.tail) && isGroup(stage, e.head))) {
+    const sent = stage.tree.groups.get(edge.head).runs.flatMap((r) => r.sent).filter((f) => f.node === stage.tree.byElement.get(edge.tail).id);
     if (sent.length !== 1 || JSON.parse(sent[0].value).flat(Infinity).length > 4) continue;  // one run: its sum is the total
     assert.equal(sentIntoParts(stage, data.events.length - 1).get(edge.element), sent[0].value, edge.element);
     checked++;

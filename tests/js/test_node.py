@@ -20,7 +20,13 @@ def test_the_stage_model_passes_its_node_tests(tmp_path):
     written = write_fixtures(tmp_path)
     assert sorted(p.name for p in written) == ["loop.json", "mlp3.json", "seed.json"]
     tests = sorted(HERE.glob("*.test.mjs"))
-    assert {t.name for t in tests} >= {"steps.test.mjs", "answers.test.mjs", "numbers.test.mjs", "parts.test.mjs"}
+    assert {t.name for t in tests} >= {
+        "steps.test.mjs",
+        "answers.test.mjs",
+        "numbers.test.mjs",
+        "parts.test.mjs",
+        "dot.test.mjs",
+    }
     run = subprocess.run(
         [NODE, "--test", *map(str, tests)],
         capture_output=True,

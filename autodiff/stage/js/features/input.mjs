@@ -5,7 +5,7 @@ import { isGroup } from "../model/parts.mjs";
 import { stopsOf, question, stopAt } from "../model/steps.mjs";
 import { later } from "../view/dom.mjs";
 import { place, zoomStep, zoomTo } from "../view/viewport.mjs";
-import { selectNodes, saveSvg, savePng } from "../view/picture.mjs";
+import { selectNodes, saveSvg, savePng, saveDot } from "../view/picture.mjs";
 import { toggleGroup, redraw } from "./parts.mjs";
 
 const KEYS = {
@@ -38,7 +38,7 @@ export function wireControls(stage) {
     if (stage.dragged) return;
     const g = event.target.closest && event.target.closest("g.node, g.cluster");
     if (!g) return;
-    if (isGroup(g.id)) toggleGroup(stage, g.id);
+    if (isGroup(stage, g.id)) toggleGroup(stage, g.id);
     else selectNodes(stage, [g.id], true);
   });
   box.addEventListener("pointerdown", (event) => {  // zoomed in, a drag pans the graph (it never selects text)
@@ -156,6 +156,7 @@ function act(stage, action) {
   if (action === "fit") return place(stage, null);
   if (action === "saveSvg") return saveSvg(stage);
   if (action === "savePng") return savePng(stage);
+  if (action === "saveDot") return saveDot(stage);
   if (stage.following) return;  // the teacher steps a class: a student's arrows would only fight the room
   if (action === "play") return stage.playing ? pause(stage) : play(stage);
   pause(stage);

@@ -40,11 +40,11 @@
  *   presenter: boolean, embed: boolean, legend: Object<string, string>, words: Object<string, string>,
  *   graphviz_url: string, graph_fonts: Object<string, string>, signature: string, program: (StageProgram|null), cards: Object<string, StepCard>,
  *   sums: Object<string, GradientSum>, exercise: boolean, tolerance: number[],
- *   classroom: (ClassroomLink|null)}} StagePayload
+ *   classroom: (ClassroomLink|null), file_stem: string}} StagePayload
  */
 const PAYLOAD_KEYS = ["mode", "rankdirs", "fonts", "nodes", "edges", "groups", "events", "index",
   "presenter", "embed", "legend", "words", "graphviz_url", "graph_fonts", "signature", "program", "cards", "sums", "exercise",
-  "tolerance", "classroom"];
+  "tolerance", "classroom", "file_stem"];
 
 const EVENT_KINDS = new Set(["TapeBuilt", "StepStarted", "Recomputed", "GradientRegistered", "GradientConsumed",
   "SavedStateFreed", "SweepFreed", "BackwardFinished"]);

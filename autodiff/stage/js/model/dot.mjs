@@ -35,32 +35,24 @@ export function labelRows(stage, element) {
   // by their place)
   const [title, body, small] = stage.data.fonts;
   const lines = (size, text, bold, kind) => wrap(text, stage.wrapWidth).map((t) => [size, t, bold, kind]);
-  const part = isGroup(element) ? stage.tree.groups.get(element) : null;
-  const node = part ? stage.tree.byId.get(part.output) : stage.tree.byId.get(Number(element.slice(1)));
+  const part = isGroup(stage, element) ? stage.tree.groups.get(element) : null;
+  const node = part ? stage.tree.byId.get(part.output) : stage.tree.byElement.get(element);
   const rows = part
     ? [...lines(title, part.name, true, "title"), ...lines(body, part.summary, false, "summary")]
     : lines(title, node.title, true, "title");
   const short = speaksShort(stage, element);
   const said = short ? summarised : (text) => text;
+  // the gradient laid out as wide as the widest it will say (Python wrote it, in the words the stage will say it)
   const widest = short ? summarised(node.wide, true) : node.wide;  // room for any numbers the summary will say
-  rows.push(...lines(body, said(node.value), false, "value"), ...gradRoom(node, widest, stage.wrapWidth).map((t) => [body, t, false, "grad"]));
+  rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, widest, false, "grad"));
   if (!part) rows.push(...lines(small, node.detail, false, "detail"));
   return rows.filter((r) => r[1].trim());
-}
-
-function gradRoom(node, widest, width) {
-  // the gradient's lines as laid out: Python measures the widest with "· consumed", but a leaf says "· kept", and the
-  // shorter text breaks elsewhere ("… 0]] · kept" fits a line "· consumed" left): each line the longer of the two
-  const rows = wrap(widest, width);
-  if (node.grad_kind !== "leaf") return rows;
-  const kept = wrap(widest.replace(/ · consumed$/, " · kept"), width);
-  return rows.map((row, k) => (kept[k] && kept[k].length > row.length ? kept[k] : row));
 }
 
 export function speaksShort(stage, element) {
   // a folded part says a tensor of more than four numbers as its shape and range, and so does every box beside one
   // (the weights a folded layer uses: written whole, they drew mlp3 at 6 px); with every part open, every number
-  return isGroup(element) || stage.folded;
+  return isGroup(stage, element) || stage.folded;
 }
 
 export function summarised(text, room = false) {
@@ -137,7 +129,7 @@ export function dotOf(stage, edges, rankdir, detail) {
     if (!edge.tracked) attrs.push("style=dashed", "arrowhead=empty");
     if (edge.label) {  // a long value on several lines: a wide label would push the ranks apart
       // an edge into or out of a folded part says other values press by press: a summary's room is its widest
-      const room = isGroup(edge.tail) || isGroup(edge.head);
+      const room = isGroup(stage, edge.tail) || isGroup(stage, edge.head);
       const lines = wrap(summarised(edge.label, room), labelWidth(stage)).map((t) => `<B>${escapeHtml(t)}</B>`);
       attrs.push(`label=<${lines.join("<BR/>")}>`);
     }

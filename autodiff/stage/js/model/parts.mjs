@@ -12,9 +12,10 @@ export function programTree(data) {
   const groups = new Map(data.groups.map((g) => [g.element, g]));
   const depth = new Map();
   for (const g of data.groups) depth.set(g.element, g.parent ? depth.get(g.parent) + 1 : 0);
-  const first = new Map(), byId = new Map();
+  const first = new Map(), byId = new Map(), byElement = new Map();
   for (const node of data.nodes) {
     byId.set(node.id, node);
+    byElement.set(node.element, node);
     for (let e = node.group; e; e = groups.get(e).parent) if (!first.has(e) || node.id < first.get(e)) first.set(e, node.id);
   }
   const items = [...data.nodes.map((node) => ({ parent: node.group, key: node.id, node })),
@@ -24,11 +25,12 @@ export function programTree(data) {
   for (const item of items) kids.get(item.parent).push(item);
   let maxDepth = -1;
   depth.forEach((d) => { if (d > maxDepth) maxDepth = d; });
-  return { groups, depth, kids, byId, maxDepth };
+  return { groups, depth, kids, byId, byElement, maxDepth };
 }
 
-export function isGroup(element) {
-  return /^g\d+$/.test(element);
+export function isGroup(stage, element) {
+  // a box (or an edge's end) that is a part: known by the payload's groups, not by how groups.py spells their ids
+  return stage.tree.groups.has(element);
 }
 
 export function ancestorsOf(stage, node) {
@@ -48,13 +50,15 @@ export function placeBoxes(stage) {
     for (let e = node.group; e; e = tree.groups.get(e).parent) if (!open.has(e)) box = e;
     stage.boxOf.set(node.id, box);
   }
-  stage.folded = [...stage.boxOf.values()].some(isGroup);  // a view with a part folded speaks short (dot.mjs)
+  stage.folded = [...stage.boxOf.values()].some((box) => isGroup(stage, box));  // a view with a part folded speaks short (dot.mjs)
   stage.edgeShown = new Map();
   const drawn = new Map();
   for (const edge of data.edges) {
     const tail = stage.boxOf.get(edge.source), head = stage.boxOf.get(edge.target);
     if (!tail || !head || tail === head) continue;
-    const element = !isGroup(tail) && !isGroup(head) ? edge.element : `b_${tail}_${head}`;
+    // an edge with a folded part at an end exists in this view alone (it may stand for many of the payload's): its
+    // id is made here, the one id the stage makes
+    const element = !isGroup(stage, tail) && !isGroup(stage, head) ? edge.element : `b_${tail}_${head}`;
     stage.edgeShown.set(edge.element, element);
     const seen = drawn.get(element);
     if (seen) {
@@ -64,12 +68,12 @@ export function placeBoxes(stage) {
   }
   // into a folded part: what the part sent the node in all, as long as it is said at any press (a run's end)
   const inflows = inflowsOf(stage);
-  drawn.forEach((edge) => { if (intoPart(edge.tail, edge.head)) edge.label = roomOf(stage, inflows.get(edge.element), edge.head); });
+  drawn.forEach((edge) => { if (intoPart(stage, edge.tail, edge.head)) edge.label = roomOf(stage, inflows.get(edge.element), edge.head); });
   return [...drawn.values()];
 }
 
-function intoPart(tail, head) {
-  return !isGroup(tail) && isGroup(head);
+function intoPart(stage, tail, head) {
+  return !isGroup(stage, tail) && isGroup(stage, head);
 }
 
 function longest(texts) {
@@ -88,7 +92,7 @@ function inflowsOf(stage) {
   const out = new Map();
   stage.data.events.forEach((e, k) => {
     const element = e.kind === "GradientRegistered" && e.edge ? stage.edgeShown.get(e.edge) : null;
-    if (!element || !intoPart(stage.boxOf.get(e.node), stage.boxOf.get(e.source))) return;
+    if (!element || !intoPart(stage, stage.boxOf.get(e.node), stage.boxOf.get(e.source))) return;
     if (!out.has(element)) out.set(element, { at: [], totals: [], shape: e.shape });
     const flow = out.get(element), before = flow.totals.at(-1);
     const adds = e.numbers && (!before || (before.numbers && before.numbers.length === e.numbers.length));

@@ -1,7 +1,7 @@
 // The replay's steps, DOM-free: where each press stops, the frame (node states, container, flows) after an event,
 // and the sentence a press says.
 
-import { nameOf } from "./contract.mjs";
+import { nameOf, nodeById } from "./contract.mjs";
 import { isGroup } from "./parts.mjs";
 
 const FINISH = new Set(["SweepFreed", "BackwardFinished"]);
@@ -19,7 +19,7 @@ export function stopsOf(stage) {
     const starts = k > 0 && (e.kind === "StepStarted" || (FINISH.has(e.kind) && !FINISH.has(events[k - 1].kind)));
     if (!starts) return;
     const box = e.kind === "StepStarted" && !stage.follow ? stage.boxOf.get(e.node) : null;
-    const folded = box && isGroup(box) ? box : null;
+    const folded = box && isGroup(stage, box) ? box : null;
     if (!folded || folded !== part) stops.push(k - 1);
     part = folded;
     if (e.kind === "StepStarted" && !folded && question(stage, k)) stops.push(k);
@@ -103,13 +103,18 @@ export function frame(data, index) {
   return f;
 }
 
+function gradLine(words, key, got) {
+  // a gradient line in the payload's words (`grad_held`, `grad_kept`, `grad_consumed`): `{}` is the gradient
+  return words[key].replace("{}", () => got);
+}
+
 export function nodeView(data, node, state) {
-  // the state a node is drawn in at this event, and the words on its gradient line
+  // the state a node is drawn in at this event, and the words on its gradient line (all the payload's)
   const id = node.id, words = data.words;
   if (!state) return { state: node.state, grad: node.grad };
   const got = state.received.get(id);
   if (state.swept.has(id)) return { state: "swept", grad: words.swept };
-  if (state.current && state.current.node === id) return { state: "current", grad: got ? `grad ${got}` : words.current };
+  if (state.current && state.current.node === id) return { state: "current", grad: got ? gradLine(words, "grad_held", got) : words.current };
   if (state.recomputed.has(id)) return { state: "recomputed", grad: words.recomputed };
   if (node.grad_kind === "none") return { state: node.state, grad: node.grad };
   // a class's leaf question asks what a leaf gets from the whole backward: its stage says a leaf is not reached
@@ -118,16 +123,24 @@ export function nodeView(data, node, state) {
   if (told && state.onTape && !state.onTape.has(id) && !got) return { state: "unreached", grad: words.unreached };
   if (state.started.has(id)) {
     const leaf = node.grad_kind === "leaf";
-    return { state: leaf ? "leaf" : "consumed", grad: got ? `grad ${got} · ${leaf ? "kept" : "consumed"}` : node.grad };
+    return { state: leaf ? "leaf" : "consumed", grad: got ? gradLine(words, leaf ? "grad_kept" : "grad_consumed", got) : node.grad };
   }
-  return { state: node.state, grad: got ? `grad ${got}` : words.none_yet };
+  return { state: node.state, grad: got ? gradLine(words, "grad_held", got) : words.none_yet };
+}
+
+export function entryWords(data, state, id) {
+  // what the container says of a node's entry, in the payload's words: kept (a leaf), waiting for its step, or its
+  // step running
+  const node = nodeById(data, id);
+  const key = node && node.grad_kind === "leaf" ? "entry_kept" : state.started.has(id) ? "entry_running" : "entry_waiting";
+  return data.words[key];
 }
 
 export function runningPart(stage, state) {
   // the folded part whose steps this press runs, and that run of its steps (groups.py added them up), if any
   if (!state || !state.current) return null;
   const box = stage.boxOf.get(state.current.node);
-  if (!box || !isGroup(box)) return null;
+  if (!box || !isGroup(stage, box)) return null;
   const group = stage.tree.groups.get(box);
   const run = group.runs.find((r) => r.first <= state.currentAt && state.currentAt <= r.last);
   return run && run.steps > 1 ? { group, run } : null;  // one step alone is told as a step, with its chain rule
@@ -163,7 +176,6 @@ export function narration(stage, index, state) {
   const parts = [`The step of ${name} runs (${step.op}, order ${step.order}).`];
   if (recomputed) parts.push(`Checkpointing recomputes ${recomputed} value${recomputed > 1 ? "s" : ""} it needs first.`);
   if (sends.length) parts.push(`It sends ${sends.join(", ")}.`);
-  if (consumed) parts.push(consumed.kept ? `${name} is a leaf that asked for its gradient: the container keeps it.`
-    : "Its gradient is consumed: the entry leaves the container.");
+  if (consumed) parts.push(consumed.text);  // Python's sentence: kept (a leaf) or consumed
   return parts.join(" ");
 }

@@ -16,12 +16,13 @@ export function bestLayout(stage) {
   const readable = stage.data.presenter ? 16 : 12;
   const lay = (rankdir, detail, wrapWidth) => {
     stage.wrapWidth = wrapWidth;
-    const svgText = stage.graphviz.dot(dotOf(stage, edges, rankdir, detail));
+    const dot = dotOf(stage, edges, rankdir, detail);  // kept: the download is this text (picture.mjs saveDot)
+    const svgText = stage.graphviz.dot(dot);
     const svg = new DOMParser().parseFromString(svgText, "image/svg+xml").documentElement;
     const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
     const sizes = [...svg.querySelectorAll("g.node text, g.cluster text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14);
     const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
-    return { svg, w, h, font, scale, detail, wrapWidth, smallest: scale * font, open: new Set(stage.open) };
+    return { svg, dot, w, h, font, scale, detail, wrapWidth, smallest: scale * font, open: new Set(stage.open) };
   };
   const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32)])];
   const compact = stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w))).sort((a, b) => b.scale - a.scale)[0];
@@ -118,7 +119,7 @@ export function installLayout(stage, best) {
     const texts = [...g.querySelectorAll("text")];
     const from = rows.findIndex((r) => r[3] === "grad"), count = rows.filter((r) => r[3] === "grad").length;
     if (from >= 0 && texts.length >= from + count) stage.gradText.set(id, texts.slice(from, from + count).map((t) => centred(g, t)));
-    if (isGroup(id)) g.classList.add("group");
+    if (isGroup(stage, id)) g.classList.add("group");
   });
   svg.querySelectorAll("g.cluster").forEach((g) => g.classList.add("part"));
   const tracked = new Map([...placeBoxesEdges(stage)]);

@@ -2,7 +2,7 @@
 // the table in words.
 
 import { nodeById, nameOf } from "../model/contract.mjs";
-import { question, runningPart } from "../model/steps.mjs";
+import { question, runningPart, entryWords } from "../model/steps.mjs";
 import { SVG_NS, element, table, strong } from "./dom.mjs";
 import { verdictLine, askForm } from "../features/exercise.mjs";
 
@@ -118,13 +118,8 @@ export function drawContainer(stage, state) {
   const { data, root } = stage;
   const box = root.querySelector(".stage-container");
   if (!state.container.size) return box.replaceChildren(element("p", "stage-note", "The container is empty."));
-  const rows = [...state.container.entries()].sort((a, b) => a[0] - b[0]).map(([node, entry]) => {
-    const kind = nodeById(data, node);
-    const leaf = kind && kind.grad_kind === "leaf";
-    const waiting = !state.started.has(node);
-    return [nameOf(data, node), entry.total_full, entry.shape,
-      leaf ? "kept: a leaf that asked for its gradient" : waiting ? "waiting for its step" : "its step is running"];
-  });
+  const rows = [...state.container.entries()].sort((a, b) => a[0] - b[0])
+    .map(([node, entry]) => [nameOf(data, node), entry.total_full, entry.shape, entryWords(data, state, node)]);
   let body = box.querySelector(".grad-body");
   if (!body) {
     const grid = element("div", "grad-table");

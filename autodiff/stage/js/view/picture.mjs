@@ -18,7 +18,7 @@ export function drawPicture(stage, state, animate, period) {
   const { data, svg } = stage;
   const running = state && state.current ? stage.boxOf.get(state.current.node) : null;
   stage.nodes.forEach((g, id) => {
-    const part = isGroup(id) ? stage.tree.groups.get(id) : null;
+    const part = isGroup(stage, id) ? stage.tree.groups.get(id) : null;
     // a folded part says its output's gradient; it is drawn as a part, or as running while its steps run
     const view = part ? stage.views.get(stage.tree.byId.get(part.output).element) : stage.views.get(id);
     const recomputed = part && state && [...state.recomputed].some((n) => stage.boxOf.get(n) === id);
@@ -146,7 +146,7 @@ function standaloneSvg(stage) {
 
 function fileName(stage, extension) {
   const position = stage.replay ? `-event-${stage.index + 1}` : "";
-  return `graph${position}.${extension}`;
+  return `${stage.data.file_stem}${position}.${extension}`;
 }
 
 function download(name, blob) {
@@ -161,6 +161,12 @@ function download(name, blob) {
 
 export function saveSvg(stage) {
   if (stage.svg) download(fileName(stage, "svg"), new Blob([standaloneSvg(stage)], { type: "image/svg+xml" }));
+}
+
+export function saveDot(stage) {
+  // the DOT text Graphviz laid out the picture from, as drawn now (its parts folded or open, its direction): opened
+  // in any Graphviz viewer, it is this picture
+  if (stage.layout) download(`${stage.data.file_stem}.dot`, new Blob([stage.layout.dot], { type: "text/vnd.graphviz" }));
 }
 
 export function savePng(stage) {

@@ -31,7 +31,8 @@ export function buildSkeleton(parent, data, replay) {
     const save = element("div", "stage-save");
     save.setAttribute("role", "group");
     save.setAttribute("aria-label", "Save the picture");
-    save.append(button("SVG", "saveSvg", "Save this picture as SVG"), button("PNG", "savePng", "Save this picture as PNG"));
+    save.append(button("SVG", "saveSvg", "Save this picture as SVG"), button("PNG", "savePng", "Save this picture as PNG"),
+      button("DOT", "saveDot", "Save this picture's Graphviz source (DOT)"));
     bar.append(save);
   }
   graph.append(svgBox, zoom);

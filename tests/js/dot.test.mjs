@@ -1,0 +1,140 @@
+// The DOT of a view and the words a replay says, without a browser, on real payloads (tests/js/stage_fixtures.py):
+// the DOT draws every box and edge of a view once, under the payload's own ids (the stage composes none but a view's
+// edge into or out of a folded part), with a visitor's text escaped; and every word the stage says about a node's
+// gradient, a container's entry or a step's gradient being kept or consumed is the payload's (Python's).
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
+import { dotOf, labelRows, wrap } from "../../autodiff/stage/js/model/dot.mjs";
+import { placeBoxes, programTree } from "../../autodiff/stage/js/model/parts.mjs";
+import { entryWords, frame, narration, nodeView, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
+
+const FOLDER = process.env.STAGE_FIXTURES;
+const PROGRAMS = ["seed", "loop", "mlp3"];
+const FINISH = ["SweepFreed", "BackwardFinished"];
+
+async function payload(name) {
+  assert.ok(FOLDER, "STAGE_FIXTURES names no folder: run tests/js/stage_fixtures.py FOLDER first");
+  return unpack(JSON.parse(readFileSync(join(FOLDER, `${name}.json`), "utf8")).payload);
+}
+
+function viewOf(data, allOpen) {
+  // a replay pressed a step at a time, its parts all open or its top level folded, as the stage lays it out
+  const tree = programTree(data);
+  const stage = { data, tree, open: allOpen ? new Set(tree.groups.keys()) : new Set(), wrapWidth: 48, replay: true,
+    byStep: true, follow: false, answers: new Map(), boxOf: new Map(), edgeShown: new Map() };
+  const edges = placeBoxes(stage);
+  return { stage, edges, dot: dotOf(stage, edges, "BT", true) };
+}
+
+function drawn(dot) {
+  // the ids the DOT gives its boxes, its frames (open parts) and its edges, and each edge's ends
+  const boxes = [...dot.matchAll(/^\s*(\S+) \[id="([^"]+)"/gm)].map((m) => { assert.equal(m[1], m[2]); return m[2]; });
+  const frames = [...dot.matchAll(/^\s*subgraph cluster_(\S+) \{\n\s*id="([^"]+)"/gm)].map((m) => { assert.equal(m[1], m[2]); return m[2]; });
+  const edges = [...dot.matchAll(/^\s*(\S+) -> (\S+) \[id="([^"]+)"/gm)].map((m) => ({ tail: m[1], head: m[2], element: m[3] }));
+  return { boxes, frames, edges };
+}
+
+for (const name of PROGRAMS) {
+  test(`${name}, every part open: the DOT draws each node and part once and each edge once, by the payload's ids`, async () => {
+    const data = await payload(name);
+    const { dot } = viewOf(data, true);
+    assert.ok(dot.startsWith("digraph G {") && dot.endsWith("}"));
+    assert.equal(dot.split("<TABLE").length, dot.split("</TABLE>").length);
+    const seen = drawn(dot);
+    assert.deepEqual(seen.boxes.sort(), data.nodes.map((n) => n.element).sort());
+    assert.deepEqual(seen.frames.sort(), data.groups.map((g) => g.element).sort());
+    const elementOf = new Map(data.nodes.map((n) => [n.id, n.element]));
+    const expected = data.edges.map((e) => `${elementOf.get(e.source)} -> ${elementOf.get(e.target)} ${e.element}`);
+    assert.deepEqual(seen.edges.map((e) => `${e.tail} -> ${e.head} ${e.element}`).sort(), expected.sort());
+  });
+}
+
+function renamed(data) {
+  // the payload with every element id spelled otherwise (as if groups.py and graph_dot.py named them so)
+  const ids = new Map([...data.nodes.map((n, k) => [n.element, `Qbox${k}`]), ...data.groups.map((g, k) => [g.element, `Qpart${k}`]),
+    ...data.edges.map((e, k) => [e.element, `Qarrow${k}`])]);
+  const id = (element) => (element ? ids.get(element) : element);
+  return {
+    ids,
+    data: {
+      ...data,
+      nodes: data.nodes.map((n) => ({ ...n, element: id(n.element), group: id(n.group) })),
+      groups: data.groups.map((g) => ({ ...g, element: id(g.element), parent: id(g.parent) })),
+      edges: data.edges.map((e) => ({ ...e, element: id(e.element) })),
+      events: data.events.map((e) => (e.edge ? { ...e, edge: id(e.edge) } : e)),
+    },
+  };
+}
+
+for (const name of PROGRAMS) {
+  for (const allOpen of [true, false]) {
+    test(`${name}, ${allOpen ? "open" : "folded"}: the ids drawn are the payload's, whatever Python names them`, async () => {
+      const data = await payload(name);
+      const { ids, data: other } = renamed(data);
+      const back = new Map([...ids].map(([original, spelled]) => [spelled, original]));
+      const { stage, dot } = viewOf(other, allOpen);
+      // the same picture, word for word, once each id is spelled as before: no id is composed or parsed here
+      assert.equal(dot.replace(/Q(box|part|arrow)\d+/g, (spelled) => back.get(spelled)), viewOf(data, allOpen).dot);
+      for (const node of other.nodes) {
+        if (stage.boxOf.get(node.id) === node.element) assert.equal(labelRows(stage, node.element)[0][1], wrap(node.title, 48)[0]);
+      }
+      const madeHere = drawn(dot).edges.filter((e) => !other.edges.some((p) => p.element === e.element));
+      assert.ok(madeHere.every((e) => e.element === `b_${e.tail}_${e.head}` && (stage.tree.groups.has(e.tail) || stage.tree.groups.has(e.head))));
+      assert.equal(madeHere.length > 0, !allOpen && data.groups.length > 0);
+    });
+  }
+}
+
+test("a visitor's text in a box is escaped in the DOT, never read as its markup", async () => {
+  const data = await payload("seed");
+  const nodes = data.nodes.map((n, k) => (k ? n : { ...n, title: 'a<b>&c "d"' }));
+  const { dot } = viewOf({ ...data, nodes }, true);
+  assert.ok(dot.includes("a&lt;b&gt;&amp;c &quot;d&quot;") && !dot.includes("a<b>"));
+});
+
+function changedWords(data) {
+  // each of the payload's words said otherwise (a template keeps its `{}`), and each step's kept/consumed sentence
+  const words = Object.fromEntries(Object.entries(data.words).map(([key, said]) => [key, `‹${said.toUpperCase()}›`]));
+  const events = data.events.map((e, k) => (e.kind === "GradientConsumed" ? { ...e, text: `Python's sentence ${k}.` } : e));
+  return { ...data, words, events };
+}
+
+for (const name of PROGRAMS) {
+  test(`${name}: every word the stage says of a gradient, an entry or a consumed step is the payload's`, async () => {
+    const data = changedWords(await payload(name));
+    const lines = ["grad_kept", "grad_consumed", "grad_held"];  // the held line's ends are the others' too: last
+    const lineOf = (text) => lines.find((key) => {
+      const [before, after] = data.words[key].split("{}");
+      return text.startsWith(before) && text.endsWith(after);
+    });
+    const entries = new Set(["entry_kept", "entry_waiting", "entry_running"].map((key) => data.words[key]));
+    const said = new Set();
+    for (let k = 0; k < data.events.length; k++) {
+      const state = frame(data, k);
+      for (const node of data.nodes) {
+        const { grad } = nodeView(data, node, state);
+        assert.ok(grad === node.grad || Object.values(data.words).includes(grad) || lineOf(grad), `${node.name} at ${k}: ${grad}`);
+        said.add(lineOf(grad));
+      }
+      for (const id of state.container.keys()) assert.ok(entries.has(entryWords(data, state, id)), `entry of ${id} at ${k}`);
+    }
+    assert.ok(said.has("grad_kept") && said.has("grad_consumed"), "a leaf's kept line and an op's consumed line are both said");
+    const { stage } = viewOf(data, true);
+    stage.stops = stopsOf(stage);
+    let told = 0;
+    for (const stop of stage.stops) {
+      const sentence = narration(stage, stop, frame(data, stop));
+      assert.ok(!/container keeps it|leaves the container/.test(sentence), sentence);  // the stage's own words, once
+      const step = data.events.slice(0, stop + 1).findLastIndex((e) => e.kind === "StepStarted");
+      const group = data.events.slice(step, stop + 1);  // the step this stop ends (not the cleanup after the last)
+      const consumed = group.filter((e) => e.kind === "GradientConsumed");
+      if (step >= 0 && consumed.length && !group.some((e) => FINISH.includes(e.kind))) { consumed.forEach((e) => assert.ok(sentence.includes(e.text), sentence)); told++; }
+    }
+    assert.ok(told >= 2, `${told} steps told`);
+  });
+}
