@@ -36,10 +36,10 @@ from .snapshot import snapshot as snapshot_of
 from .stage import GRAPHVIZ, GRAPHVIZ_SHA256, STAGE_CSS, StagePayload, replay_payload, static_payload, wire, with_view
 from .stage.bundle import bundle
 from .stage.format import compact
-from .stage.graph_dot import Overlay, held_gradients, picture
+from .stage.graph_dot import picture
 from .stage.naming import node_names
 from .stage.recording import recorded_backward
-from .stage.still import Still
+from .stage.still import Still, kept_gradients, last_frame_picture
 
 __all__ = ["GraphvizSource", "Replay", "Stage", "graph", "replay"]
 
@@ -124,13 +124,10 @@ def replay(loss: Tensor, names: dict[str, object] | None = None, exercise: bool 
     grads = run.grads
     payload = with_view(replay_payload(before, run.recorder, called), exercise=exercise)
     # the still: the graph as the replay's last frame leaves it, and what the container kept
-    kept = {int(node_id): grad.to_numpy() for node_id in grads.node_ids() if (grad := grads.get(node_id)) is not None}
-    ids = {int(node.id) for node in before.nodes}
-    after = snapshot_of(server)
-    after = dataclasses.replace(after, nodes=tuple(n for n in after.nodes if int(n.id) in ids))
+    kept = kept_gradients(grads)
     said = {node["id"]: node["name"] for node in payload["nodes"]}
     still = Still(
-        picture(after, called, Overlay(gradients=held_gradients(kept))),
+        last_frame_picture(before, snapshot_of(server), called, kept, run.recorder),
         payload["events"][-1]["text"] if payload["events"] else "The backward recorded no event.",
         tuple((said.get(node_id, f"NodeId({node_id})"), compact(values)) for node_id, values in kept.items()),
     )

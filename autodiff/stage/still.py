@@ -10,11 +10,18 @@ edge crosses, and each rank ordered by its neighbours' mean position, a few swee
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from .graph_dot import Picture, PictureNode
+from autodiff import BackwardRecorder, Gradients, GraphSnapshot
+from autodiff.trace import GradientRegistered
+
+from .format import brief
+from .graph_dot import Overlay, Picture, PictureNode, picture
 from .palette import BACKGROUND, BY_KEY, EDGE, MUTED, TEXT
 
 # type sizes (px) of a node's lines, and the width of a character relative to its size (Helvetica's mean, about
@@ -234,6 +241,35 @@ def still_svg(pic: Picture, label: str) -> str:
         f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}" '
         f'style="max-width:100%;height:auto" font-family="{FONT}">{markers}{body}</svg>'
     )
+
+
+def kept_gradients(grads: Gradients) -> dict[int, Any]:
+    """What a backward's container holds after it: NodeId -> the gradient's numbers (a leaf's, kept)."""
+    return {int(node_id): grad.to_numpy() for node_id in grads.node_ids() if (grad := grads.get(node_id)) is not None}
+
+
+def last_frame_picture(
+    before: GraphSnapshot,
+    after: GraphSnapshot,
+    names: dict[int, str],
+    kept: Mapping[int, Any],
+    recorder: BackwardRecorder,
+) -> Picture:
+    """The graph as a replay's last frame leaves it (a notebook replay's still): the nodes `before` held, as they
+    are `after` the backward; a leaf says the gradient the container `kept` (`kept_gradients`), an op whose step ran
+    the one it consumed (the `recorder`'s last for it), in the picture's numbers (`brief`). The stage's last frame
+    says the same of each node (tests/js/steps.test.mjs)."""
+    ids = {int(node.id) for node in before.nodes}
+    shown = dataclasses.replace(after, nodes=tuple(n for n in after.nodes if int(n.id) in ids))
+    pic = picture(shown, names, Overlay(gradients={node_id: brief(values) for node_id, values in kept.items()}))
+    received = {int(e.node_id): e.total for e in recorder.events if isinstance(e, GradientRegistered)}
+    nodes = tuple(
+        dataclasses.replace(node, grad=f"grad {brief(received[node.id])} · consumed")
+        if node.state == "consumed" and node.id in received
+        else node
+        for node in pic.nodes
+    )
+    return dataclasses.replace(pic, nodes=nodes)
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,15 @@ if str(ROOT) not in sys.path:  # run as a script (.ci/run): the app's packages f
     sys.path.insert(0, str(ROOT))
 
 from autodiff.stage import wire  # noqa: E402
+from autodiff.stage.still import kept_gradients, last_frame_picture  # noqa: E402
+from course.programs import record_program  # noqa: E402
 from playground import Limits  # noqa: E402
 from playground.examples import EXAMPLES  # noqa: E402
 from playground.sandbox import run_program  # noqa: E402
 from ui.class_replays import ClassReplay, keep_played, lesson_replay  # noqa: E402
 
 LOOP = "Per-sample loop (30 samples)"
+LESSONS = ("seed", "mlp3")
 
 
 def replays() -> dict[str, ClassReplay]:
@@ -33,19 +36,31 @@ def replays() -> dict[str, ClassReplay]:
     if result.error is not None or result.backward is None:
         raise RuntimeError(f"the Playground's {LOOP!r} did not run: {result.error}")
     return {
-        "seed": lesson_replay("seed"),
+        **{key: lesson_replay(key) for key in LESSONS},
         "loop": keep_played(EXAMPLES[LOOP], result.backward),
-        "mlp3": lesson_replay("mlp3"),
     }
 
 
-def fixture(replay: ClassReplay) -> dict[str, object]:
+def still(key: str, replay: ClassReplay) -> dict[str, dict[str, str]]:
+    """Python's still of a lesson program's replay (a notebook replay's, `last_frame_picture`): NodeId -> the state
+    and the gradient line it shows each node in. Its program is run again for the graph after the backward and the
+    container's gradients, which the replay does not keep: a seeded run, the same events (checked)."""
+    run = record_program(key)
+    if [repr(e) for e in run.recorder.events] != [repr(e) for e in replay.recorder.events]:
+        raise RuntimeError(f"{key} recorded other events when run again: its still would be another run's")
+    picture = last_frame_picture(run.before, run.device.snapshot(), run.names, kept_gradients(run.grads), run.recorder)
+    return {str(node.id): {"state": node.state, "grad": node.grad} for node in picture.nodes}
+
+
+def fixture(name: str, replay: ClassReplay) -> dict[str, object]:
     """The payload as it travels, and Python's steps: the event each starts at and, for every event, where the
-    class report says it is ("step 3 of 7", ClassReplay.position)."""
+    class report says it is ("step 3 of 7", ClassReplay.position); for a lesson's program, its still (the loop runs
+    in the Playground's sandbox, which keeps no gradients container to draw one from)."""
     return {
         "payload": wire(replay.payload(False)),
         "starts": replay.steps(),
         "positions": [replay.position(index) for index in range(replay.events)],
+        "still": still(name, replay) if name in LESSONS else None,
     }
 
 
@@ -55,7 +70,7 @@ def write_fixtures(folder: Path) -> list[Path]:
     written = []
     for name, replay in replays().items():
         path = folder / f"{name}.json"
-        path.write_text(json.dumps(fixture(replay)))
+        path.write_text(json.dumps(fixture(name, replay)))
         written.append(path)
     return written
 

@@ -1,7 +1,7 @@
 // The replay's steps without a browser, on real payloads (tests/js/stage_fixtures.py writes them into the folder
 // STAGE_FIXTURES names): with every part open, the stage's stops are the steps Python counts (the class report's
 // "step 3 of 7"); with the top level folded, each run of a part's steps (groups.py added them up) is one press; the
-// last frame has run every step the tape holds.
+// last frame has run every step the tape holds, and leaves each node as Python's still draws it.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { test } from "node:test";
 
 import { checkPayload, unpack } from "../../autodiff/stage/js/model/contract.mjs";
 import { placeBoxes, programTree } from "../../autodiff/stage/js/model/parts.mjs";
-import { frame, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
+import { frame, nodeView, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
 
 const FOLDER = process.env.STAGE_FIXTURES;
 const PROGRAMS = ["seed", "loop", "mlp3"];
@@ -68,6 +68,20 @@ for (const name of PROGRAMS) {
     const stepped = data.events.filter((e) => e.kind === "StepStarted").map((e) => e.node);
     assert.ok(last.finished && last.current === null);
     assert.deepEqual([...last.started].sort((a, b) => a - b), [...new Set(stepped)].sort((a, b) => a - b));
+  });
+}
+
+// the programs drawn still too (the loop runs in the Playground's sandbox, which keeps no gradients container)
+for (const name of ["seed", "mlp3"]) {
+  test(`${name}: at the last frame every node says what Python's still says of it`, async () => {
+    const { fixture, data } = await loaded(name);
+    assert.ok(fixture.still, "the fixture has the still's node states");
+    const last = frame(data, data.events.length - 1);
+    assert.deepEqual(data.nodes.map((node) => String(node.id)).sort(), Object.keys(fixture.still).sort(),
+      "the still draws the replay's nodes");
+    for (const node of data.nodes) {
+      assert.deepEqual(nodeView(data, node, last), fixture.still[node.id], `${node.name} (NodeId ${node.id})`);
+    }
   });
 }
 
