@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -230,3 +231,72 @@ def test_the_modules_run_unbundled_as_the_bundle_does(page, stage_site):
     assert page.locator(".stage-refused").count() == 0 and errors == [], errors
     assert page.locator(".stage-caption").inner_text().startswith("Event ")
     page.evaluate("stop()")
+
+
+# the timers a page has running: each interval until it is cleared, each timeout until it fires or is cleared
+TIMERS = """(() => {
+  const live = (window.liveTimers = new Set());
+  const { setInterval: every, clearInterval: stopEvery, setTimeout: once, clearTimeout: stopOnce } = window;
+  window.setInterval = (act, ms, ...rest) => { const id = every(act, ms, ...rest); live.add(`i${id}`); return id; };
+  window.clearInterval = (id) => { live.delete(`i${id}`); stopEvery(id); };
+  window.setTimeout = (act, ms, ...rest) => {
+    const id = once((...args) => { live.delete(`t${id}`); if (typeof act === "function") act(...args); }, ms, ...rest);
+    live.add(`t${id}`);
+    return id;
+  };
+  window.clearTimeout = (id) => { live.delete(`t${id}`); stopOnce(id); };
+})();"""
+
+# a payload that passes the contract (`checkPayload`) but cannot be drawn: a gradient sent along an edge whose value
+# is a number where the contract says text (the picture writes it on the edge); the first such event, from `at` on
+UNDRAWABLE = """at => {
+  const k = payload.events.findIndex((e, j) => j >= at && e.kind === "GradientRegistered" && e.edge);
+  const events = payload.events.map((e, j) => (j === k ? { ...e, value: 5 } : e));
+  window.stop = mountOnce({ ...payload, events, index: at ? k : 0 });
+  return k;
+}"""
+STOPPED = re.compile(r"^This stage stopped drawing: .+\. Reload the page to start it again\.$")
+
+
+def opened_with_timers(page, stage_site) -> list[str]:
+    """The stage's page, its timers watched; returns the list every uncaught error lands in."""
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.add_init_script(TIMERS)
+    page.goto(stage_site)
+    page.wait_for_function("window.ready === true")
+    return errors
+
+
+def test_a_stage_that_cannot_draw_what_it_opens_at_says_so_in_words(page, stage_site):
+    """An error thrown while the first picture was drawn ended in an unhandled rejection: an empty box, no word, the
+    stage's listeners and timers left running. It stops and says why, in one sentence where the stage was."""
+    errors = opened_with_timers(page, stage_site)
+    assert page.evaluate(UNDRAWABLE, 1) > 0
+    alert = page.get_by_role("alert")
+    alert.wait_for()
+    assert STOPPED.match(alert.inner_text()), alert.inner_text()
+    assert alert.evaluate("e => getComputedStyle(e).borderTopStyle") == "solid"  # the stage's refusal, not bare text
+    assert page.locator(".stage").count() == 0 and errors == [], errors
+    assert page.evaluate("[...liveTimers]") == []
+
+
+def test_a_press_that_cannot_be_drawn_stops_the_player_and_says_so(page, stage_site):
+    """A press whose event cannot be drawn (a key, the player's clock) threw out of `show`: the player kept ticking
+    into the same error every period. The stage stops, its timers cleared, and says so."""
+    errors = opened_with_timers(page, stage_site)
+    for press in ("End", "Play"):
+        page.evaluate(UNDRAWABLE, 0)  # opens on the first event, which it draws
+        page.locator(".stage svg g.node").first.wait_for()
+        assert page.get_by_role("alert").count() == 0
+        if press == "End":
+            page.keyboard.press("End")
+        else:
+            page.get_by_role("button", name="Play").click()
+            page.wait_for_function("[...liveTimers].some((id) => id.startsWith('i'))")  # the player's clock
+        alert = page.get_by_role("alert")
+        alert.wait_for()
+        assert STOPPED.match(alert.inner_text()), (press, alert.inner_text())
+        assert page.locator(".stage").count() == 0 and errors == [], (press, errors)
+        assert page.evaluate("[...liveTimers]") == [], press
+        page.evaluate("stop()")

@@ -69,7 +69,8 @@ function newStage(data, parent, root, setStateValue, stopped) {
     wrapWidth: WRAP,  // the line width the drawn layout was made with (bestLayout tries it and a shorter one)
     show: null,  // `show` for this stage: the features step through it, so none imports the controller
   });
-  stage.show = (index, animate, period = 800, report = true) => show(stage, index, animate, period, report);
+  stage.show = (index, animate, period = 800, report = true) =>
+    guarded(stage, () => show(stage, index, animate, period, report));
   return stage;
 }
 
@@ -119,7 +120,7 @@ function remount(kept, component) {
   if (kept.data.exercise !== data.exercise) {  // the exercise turned on or off: ask (or not) from here on
     kept.data = { ...kept.data, exercise: data.exercise };
     kept.stops = stopsOf(kept);
-    show(kept, kept.index, false, 800, false);
+    guarded(kept, () => show(kept, kept.index, false, 800, false));
   }
   return () => dispose(kept);
 }
@@ -169,13 +170,14 @@ function mountUnpacked(component, loadGraphviz, pageKeys) {
     // one listener for the page's player: a player left behind elsewhere on the page stops listening
     if (keysOwner) keysOwner.keys.abort();
     keysOwner = stage;
-    document.addEventListener("keydown", (event) => onKey(stage, event), { capture: true, signal: stage.keys.signal });  // before the page scrolls on End or Space
+    const keys = (event) => guarded(stage, () => onKey(stage, event));
+    document.addEventListener("keydown", keys, { capture: true, signal: stage.keys.signal });  // before the page scrolls on End or Space
     watchTyping(stage);
   } else {
-    root.addEventListener("keydown", (event) => onKey(stage, event));  // keys while focus is in the stage
+    root.addEventListener("keydown", (event) => guarded(stage, () => onKey(stage, event)));  // keys while focus is in the stage
   }
   fitHeight(stage);
-  layout(stage, loadGraphviz).then((done) => {
+  layout(stage, loadGraphviz).then((done) => guarded(stage, () => {
     if (!done) return;  // unmounted while Graphviz loaded
     fitHeight(stage);
     placeReadable(stage);
@@ -185,10 +187,32 @@ function mountUnpacked(component, loadGraphviz, pageKeys) {
     const joining = data.classroom && data.classroom.role === "teacher";
     if ((data.presenter || data.embed) && stage.replay && window.innerWidth >= NARROW && !joining) bringIntoView(stage);
     if (data.classroom) joinRoom(stage);
-  }, (failed) => {  // Graphviz could not be loaded: say so in words, not a blank box
-    if (!stage.disposed) refuse(parentElement, `The graph cannot be drawn: ${failed.message || failed}`);
+  }), (failed) => {  // Graphviz could not be loaded, or no layout made: said in words, not a blank box
+    if (!stage.disposed) stopWith(stage, `The graph cannot be drawn: ${failed.message || failed}`);
   });
   return stage;
+}
+
+function guarded(stage, act) {
+  // every way into drawing passes here (the first drawing; keys, buttons, the scrubber and class mode's callbacks,
+  // through `stage.show`): an error stops the stage and is said in words where it was, never an empty box and never
+  // an unhandled rejection that leaves it half drawn
+  try {
+    return act();
+  } catch (error) {
+    console.error(error);  // the whole error for whoever debugs it; the page says it in one sentence
+    if (stage.disposed) return undefined;  // said already (an inner guard), or the host took the stage away
+    const what = String((error && error.message) || error).replace(/\.$/, "");
+    stopWith(stage, `This stage stopped drawing: ${what}. Reload the page to start it again.`);
+    return undefined;
+  }
+}
+
+function stopWith(stage, sentence) {
+  // the stage stops (no timer, listener or request left) and the sentence takes its place
+  const { parent } = stage;
+  dispose(stage);
+  refuse(parent, sentence);
 }
 
 function dispose(stage) {
