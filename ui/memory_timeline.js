@@ -11,7 +11,8 @@ function markBands(node) {
   inside(".memtl .band").forEach((band) => band.classList.toggle("linked", band.dataset.node === node));
 }
 function selectNode(node) {
-  const box = inside(`.stage g.node#n${node}`)[0];
+  // `node` is its box's element id, as Python wrote it on the band (graph_dot.py makes it): never spelled here
+  const box = inside(`.stage g.node#${CSS.escape(node)}`)[0];
   if (box) box.dispatchEvent(new MouseEvent("click", { bubbles: true, composed: true }));
   else markBands(node);
 }
@@ -19,7 +20,7 @@ if (!window.__memoryTimelineLinked) {
   window.__memoryTimelineLinked = true;
   document.addEventListener("click", (event) => {
     const box = event.composedPath().find((el) => el.matches && el.matches(".stage g.node"));
-    if (box && /^n\d+$/.test(box.id)) markBands(box.id.slice(1));
+    if (box) markBands(box.id);  // a part's box has no band: none is marked
   });
 }
 export default function ({ data, parentElement }) {

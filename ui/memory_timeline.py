@@ -21,6 +21,7 @@ import streamlit as st
 
 from autodiff.memory_history import Allocation, MemoryHistory
 from autodiff.stage.format import format_bytes
+from autodiff.stage.graph_dot import node_element
 from course.labs import RecordedMemory
 from course.programs import source_offsets
 
@@ -168,7 +169,7 @@ def timeline_svg(
         top = [(px, py - a.size * y) for px, py in reversed(bottom)]
         points = " ".join(f"{px:.1f},{py:.1f}" for px, py in bottom + top)
         what = html.escape(f"{format_bytes(a.size)}, {a.category}, {line_of(a, offsets)}: {why_held(a, passes, names)}")
-        node = "" if a.node is None else f' data-node="{a.node}"'
+        node = "" if a.node is None else f' data-node="{node_element(a.node)}"'  # its box's id on the stage
         shapes.append(
             f'<g class="band b{number} c-{a.category}"{node} tabindex="0" role="img" aria-label="{what}">'
             f'<title>{what}</title><polygon points="{points}"/></g>'

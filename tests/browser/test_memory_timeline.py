@@ -65,11 +65,11 @@ def test_the_seed_experiment_piles_up_then_the_sweep_removes_it(browser, app_url
         axe_clean(page)
 
         # a band and its node on the graph select each other (the graph draws the newest pass: nodes 77 to 80)
-        page.locator(".memtl .band[data-node='77']").focus()
+        page.locator(".memtl .band[data-node='n77']").focus()  # a band names its node's box
         assert "selected" in page.locator(".stage g.node#n77").get_attribute("class")
         page.locator(".stage g.node#n78").click()
-        assert "linked" in page.locator(".memtl .band[data-node='78']").get_attribute("class")
-        assert "linked" not in page.locator(".memtl .band[data-node='77']").get_attribute("class")
+        assert "linked" in page.locator(".memtl .band[data-node='n78']").get_attribute("class")
+        assert "linked" not in page.locator(".memtl .band[data-node='n77']").get_attribute("class")
         page.locator(".stage g.node#n78").scroll_into_view_if_needed()
         screenshot(page, "memory_timeline_node_selects_band_light")
 
