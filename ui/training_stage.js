@@ -4,7 +4,9 @@
  * iteration on screen. The server computes iterations ahead in chunks; this plays them at `rate` a second, so the
  * page does not rerun per iteration. Before the first iteration it draws the graph that iteration builds (its forward,
  * the `preview`). Its colours are the contrast-tested palette's (ui/training_stage.py writes them as custom
- * properties, light and dark); its DOM is made element by element, no HTML parsed. The contract (ui/training_stage.py's TypedDicts):
+ * properties, light and dark); its DOM is made element by element with the stage's helpers (view/dom.mjs), no HTML
+ * parsed, and it follows the page's theme as the stage does (view/theme.mjs). The contract (ui/training_stage.py's
+ * TypedDicts):
  *
  * @typedef {{rows: number, cols: number, data: number[]}} Grid
  * @typedef {{name: string, op: string, ops: string[], shape: number[], kind: string, inputs: number[], value: Grid, grad: (Grid|null)}} LiveNodeWire
@@ -15,18 +17,13 @@
  */
 
 import { fourDigits } from "../autodiff/stage/js/model/numbers.mjs";
+import { element, svgElement } from "../autodiff/stage/js/view/dom.mjs";
+import { followTheme } from "../autodiff/stage/js/view/theme.mjs";
 
-const SVG = "http://www.w3.org/2000/svg";
 const CELLS = 40; // the boundary's grid, cells a side
 const UNIT_CELLS = 16;
 const states = new WeakMap();
 
-const el = (tag, attrs = {}, text) => {
-  const node = tag.startsWith("svg:") ? document.createElementNS(SVG, tag.slice(4)) : document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text !== undefined) node.textContent = text;
-  return node;
-};
 const fmt = (v) => fourDigits(v).replace("-", "−");  // as the stage and Python write it: 11.00 for 10.996227
 const short = (v) => {  // a number in a cell: at most 6 characters
   const a = Math.abs(v);
@@ -46,13 +43,6 @@ function colours(root) {
     text: rgbOf(read("text")), ceiling: Number(read("heat-max")) };
 }
 
-/** Dark when the page's background is (Streamlit gives its theme's colours to the component); else the system's. */
-function followTheme(root) {
-  const match = /^#([0-9a-f]{6})$|^rgba?\((\d+),\s*(\d+),\s*(\d+)/i.exec(getComputedStyle(root).getPropertyValue("--st-background-color").trim());
-  const [r, g, b] = !match ? [] : match[1] ? rgbOf(`#${match[1]}`) : match.slice(2, 5).map(Number);
-  const dark = match ? 0.299 * r + 0.587 * g + 0.114 * b < 128 : window.matchMedia("(prefers-color-scheme: dark)").matches;
-  root.classList.toggle("dark", dark);
-}
 const maxAbs = (data) => data.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
 const norm = (grid) => Math.sqrt(grid.data.reduce((s, v) => s + v * v, 0));
 const bytes = (n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
@@ -71,50 +61,51 @@ function probabilityAt(p, x, y) {
 }
 
 function skeleton(parent) {
-  const title = (text) => el("h4", { class: "tl-title" }, text);
-  const key = (cls, text) => el("span", { class: cls }, text);
+  const title = (text) => element("h4", "tl-title", text);
+  const key = (cls, text) => element("span", cls, text);
   const radio = (value, text, checked) => {
-    const input = el("input", { type: "radio", name: "tl-class", value });
+    const input = element("input", "", undefined, { type: "radio", name: "tl-class", value });
     input.checked = checked;
-    const label = el("label");
+    const label = element("label");
     label.append(input, ` ${text}`);
     return label;
   };
-  const head = el("div", { class: "tl-head" });
-  const controls = el("div", { class: "tl-controls", role: "group", "aria-label": "Training controls" });
-  controls.append(el("button", { type: "button", class: "tl-play" }), el("button", { type: "button", class: "tl-step" }, "One iteration"),
-    el("button", { type: "button", class: "tl-replay", hidden: "" }));
-  head.append(controls, el("p", { class: "tl-numbers", "aria-live": "off" }));
-  const graph = el("div", { class: "tl-graph" });
-  const legend = el("p", { class: "tl-key" });
+  const head = element("div", "tl-head");
+  const controls = element("div", "tl-controls", undefined, { role: "group", "aria-label": "Training controls" });
+  controls.append(element("button", "tl-play", undefined, { type: "button" }), element("button", "tl-step", "One iteration", { type: "button" }),
+    element("button", "tl-replay", undefined, { type: "button", hidden: "" }));
+  head.append(controls, element("p", "tl-numbers", undefined, { "aria-live": "off" }));
+  const graph = element("div", "tl-graph");
+  const legend = element("p", "tl-key");
   legend.append("Grids (each on its own scale, 6 samples of a batch): values ", key("k-pos", "> 0"), " ", key("k-neg", "< 0"),
     ", gradients ∂loss/∂x ", key("k-gpos", "> 0"), " ", key("k-gneg", "< 0"),
     ". Thick border: a parameter; dashed: data. Edges carry backward's gradient ‖∂‖. Point at or focus a weight.");
-  graph.append(title("The iteration's graph: forward values and, after backward, gradients"), el("div", { class: "tl-svg" }),
-    legend, el("p", { class: "tl-detail", "aria-live": "polite" }));
-  const plane = el("div", { class: "tl-plane" });
-  plane.append(el("canvas", { class: "tl-boundary", width: CELLS, height: CELLS, "aria-hidden": "true" }),
-    el("svg:svg", { class: "tl-points", role: "img", tabindex: "0" }));
-  const edit = el("div", { class: "tl-edit", role: "group", "aria-label": "Add points" });
-  edit.append(el("span", {}, "A click adds a point of"), radio("0", "class 0 (circle)", true), radio("1", "class 1 (square)", false),
-    el("button", { type: "button", class: "tl-clear" }, "Clear the points"));
-  const units = el("div");
-  units.append(title("Each hidden unit over the plane"), el("div", { class: "tl-units", role: "img" }));
-  const loss = el("div");
-  loss.append(title("Loss, each iteration"), el("svg:svg", { class: "tl-loss", role: "img" }));
-  const below = el("div", { class: "tl-below" });
+  graph.append(title("The iteration's graph: forward values and, after backward, gradients"), element("div", "tl-svg"),
+    legend, element("p", "tl-detail", undefined, { "aria-live": "polite" }));
+  const plane = element("div", "tl-plane");
+  plane.append(element("canvas", "tl-boundary", undefined, { width: CELLS, height: CELLS, "aria-hidden": "true" }),
+    svgElement("svg", { class: "tl-points", role: "img", tabindex: "0" }));
+  const edit = element("div", "tl-edit", undefined, { role: "group", "aria-label": "Add points" });
+  edit.append(element("span", "", "A click adds a point of"), radio("0", "class 0 (circle)", true), radio("1", "class 1 (square)", false),
+    element("button", "tl-clear", "Clear the points", { type: "button" }));
+  const units = element("div");
+  units.append(title("Each hidden unit over the plane"), element("div", "tl-units", undefined, { role: "img" }));
+  const loss = element("div");
+  loss.append(title("Loss, each iteration"), svgElement("svg", { class: "tl-loss", role: "img" }));
+  const below = element("div", "tl-below");
   below.append(units, loss);
-  const side = el("div", { class: "tl-side" });
+  const side = element("div", "tl-side");
   side.append(title("Decision boundary and the training points"), plane, edit, below);
-  const root = el("div", { class: "tl" });
-  root.append(head, graph, side, el("p", { class: "tl-message", role: "status" }));
+  const root = element("div", "tl");
+  root.append(head, graph, side, element("p", "tl-message", undefined, { role: "status" }));
   parent.append(root);
   return root;
 }
 
 function create(parentElement) {
   const root = skeleton(parentElement);
-  const s = { root, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, data: null, sent: Date.now(), awaiting: 0, asked: 0, cross: [0, 0] };
+  const s = { root, parent: parentElement, frames: new Map(), shown: 0, playing: false, timer: null, focus: null, data: null,
+    sent: Date.now(), awaiting: 0, asked: 0, cross: [0, 0], theme: null, listeners: new AbortController() };
   const q = (sel) => root.querySelector(sel);
   s.q = q;
   const send = (action, extra = {}) => {
@@ -189,6 +180,7 @@ function start(s) {
   }, 1000 / s.data.rate);
 }
 function stop(s) { s.playing = false; clearInterval(s.timer); s.timer = null; }
+function release(s) { stop(s); s.observer.disconnect(); s.theme.disconnect(); s.listeners.abort(); }
 
 function drawHead(s) {
   const { q, data } = s, frame = s.frames.get(s.shown);
@@ -205,8 +197,8 @@ function drawHead(s) {
       ["Points", frame.samples]]
     : [["Iteration", 0], ["Loss", "not yet"], ["Points", data.points.length]];
   for (const [name, value] of parts) {
-    const span = el("span", { class: "tl-number" });
-    span.append(el("span", { class: "tl-name" }, `${name} `), el("strong", { class: "tl-value", "data-name": name }, String(value)));
+    const span = element("span", "tl-number");
+    span.append(element("span", "tl-name", `${name} `), element("strong", "tl-value", String(value), { "data-name": name }));
     q(".tl-numbers").append(span);
   }
   s.root.dataset.iteration = frame ? frame.number : 0;
@@ -274,9 +266,9 @@ function drawGraph(s, frame) {
   const { boxes, total } = layout(s, frame, width, fit);
   const height = Math.max(fit, Math.ceil(total));
   s.root.classList.toggle("tall", height > fit + 1);
-  const svg = el("svg:svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group",
+  const svg = svgElement("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "group",
     "aria-label": `The graph of iteration ${frame.number}${frame.preview ? ", before it runs (forward values)" : ""}: ${frame.nodes.length} tensors, ${frame.tape} operations on the tape` });
-  const edges = el("svg:g", { class: "tl-edges" });
+  const edges = svgElement("g", { class: "tl-edges" });
   svg.append(edges);
   const norms = frame.nodes.map((n) => (n.grad ? norm(n.grad) : 0));
   const largest = Math.max(...norms, 1e-12);
@@ -293,10 +285,10 @@ function drawGraph(s, frame) {
     }
     const mid = (x1 + x2) / 2;
     const strength = norms[k] / largest;
-    edges.append(el("svg:path", { d, class: `tl-edge${frame.nodes[k].grad ? " carries" : ""}${s.playing ? " flowing" : ""}`,
+    edges.append(svgElement("path", { d, class: `tl-edge${frame.nodes[k].grad ? " carries" : ""}${s.playing ? " flowing" : ""}`,
       "stroke-width": (1 + 4 * Math.sqrt(strength)).toFixed(2) }));
     if (frame.nodes[k].grad && Math.abs(x2 - x1) > 30) {
-      const t = el("svg:text", { x: mid, y: (y1 + y2) / 2 - 3, class: "tl-edge-label", "text-anchor": "middle" }, `‖∂‖ ${fmt(norms[k])}`);
+      const t = svgElement("text", { x: mid, y: (y1 + y2) / 2 - 3, class: "tl-edge-label", "text-anchor": "middle" }, `‖∂‖ ${fmt(norms[k])}`);
       edges.append(t);
     }
   }));
@@ -305,12 +297,12 @@ function drawGraph(s, frame) {
 }
 
 function drawNode(s, frame, n, box) {
-  const g = el("svg:g", { class: `tl-node ${n.kind}`, transform: `translate(${box.x},${box.y})` });
+  const g = svgElement("g", { class: `tl-node ${n.kind}`, transform: `translate(${box.x},${box.y})` });
   const { title, sub, ops } = label(n);
-  g.append(el("svg:rect", { class: "tl-box", width: box.w, height: box.h, rx: 6 }));
-  g.append(el("svg:title", {}, `${title}: ${ops || n.op}, ${n.shape.join("×")}`));
-  g.append(el("svg:text", { x: 6, y: s.data.presenter ? 18 : 15, class: "tl-node-title" }, title));
-  g.append(el("svg:text", { x: 6, y: s.data.presenter ? 34 : 28, class: "tl-node-sub" }, sub));
+  g.append(svgElement("rect", { class: "tl-box", width: box.w, height: box.h, rx: 6 }));
+  g.append(svgElement("title", {}, `${title}: ${ops || n.op}, ${n.shape.join("×")}`));
+  g.append(svgElement("text", { x: 6, y: s.data.presenter ? 18 : 15, class: "tl-node-title" }, title));
+  g.append(svgElement("text", { x: 6, y: s.data.presenter ? 34 : 28, class: "tl-node-sub" }, sub));
   const header = s.data.presenter ? 40 : 32;
   const param = n.kind === "parameter" || (n.kind === "op" && frame.parameters[n.name]) ? n.name : null;
   const c = s.colours;
@@ -327,7 +319,7 @@ function grid(g, values, top, box, neg, pos, ceiling, param) {
     for (let c = 0; c < values.cols; c++) {
       const index = r * values.cols + c, v = values.data[index];
       const x = 5 + c * cw, y = top + r * ch;
-      const rect = el("svg:rect", { x, y, width: Math.max(1, cw - (cw > 4 ? 1 : 0)), height: Math.max(1, ch - (ch > 4 ? 1 : 0)), fill: heat(v, scale, pos, neg, ceiling), class: "tl-cell" });
+      const rect = svgElement("rect", { x, y, width: Math.max(1, cw - (cw > 4 ? 1 : 0)), height: Math.max(1, ch - (ch > 4 ? 1 : 0)), fill: heat(v, scale, pos, neg, ceiling), class: "tl-cell" });
       if (param) {
         rect.setAttribute("data-param", param);
         rect.setAttribute("data-index", index);
@@ -336,7 +328,7 @@ function grid(g, values, top, box, neg, pos, ceiling, param) {
         rect.setAttribute("aria-label", `${param}[${r}, ${c}] = ${fmt(v)}`);
       }
       g.append(rect);
-      if (numbers) g.append(el("svg:text", { x: x + cw / 2, y: y + ch - 3, class: "tl-cell-number", "text-anchor": "middle" }, short(v)));
+      if (numbers) g.append(svgElement("text", { x: x + cw / 2, y: y + ch - 3, class: "tl-cell-number", "text-anchor": "middle" }, short(v)));
     }
   }
 }
@@ -390,11 +382,11 @@ function drawPoints(s) {
   svg.setAttribute("aria-label", `The plane, coloured by the model's probability of class 1 (orange above 50 %, blue below), with ${labels.length - ones} points of class 0 (circles) and ${ones} of class 1 (squares). Arrow keys move the cross, now at x ${cx}, y ${cy}; Enter adds a point there.`);
   svg.replaceChildren();
   const [kx, ky] = [((s.cross[0] + e) / (2 * e)) * 200, ((e - s.cross[1]) / (2 * e)) * 200];
-  svg.append(el("svg:path", { d: `M${kx - 6},${ky} H${kx + 6} M${kx},${ky - 6} V${ky + 6}`, class: "tl-cross" }));
+  svg.append(svgElement("path", { d: `M${kx - 6},${ky} H${kx + 6} M${kx},${ky - 6} V${ky + 6}`, class: "tl-cross" }));
   points.forEach(([x, y], i) => {
     const px = ((x + e) / (2 * e)) * 200, py = ((e - y) / (2 * e)) * 200;
-    svg.append(labels[i] === 0 ? el("svg:circle", { cx: px, cy: py, r: 2.6, class: "tl-point c0" })
-      : el("svg:rect", { x: px - 2.4, y: py - 2.4, width: 4.8, height: 4.8, class: "tl-point c1" }));
+    svg.append(labels[i] === 0 ? svgElement("circle", { cx: px, cy: py, r: 2.6, class: "tl-point c0" })
+      : svgElement("rect", { x: px - 2.4, y: py - 2.4, width: 4.8, height: 4.8, class: "tl-point c1" }));
   });
 }
 
@@ -402,7 +394,7 @@ function drawUnits(s, frame) {
   const box = s.q(".tl-units");
   const units = frame ? frame.parameters.w1.cols : 0;
   if (box.children.length !== units) {
-    box.replaceChildren(...Array.from({ length: units }, (_, j) => el("canvas", { width: UNIT_CELLS, height: UNIT_CELLS, title: `unit ${j + 1}` })));
+    box.replaceChildren(...Array.from({ length: units }, (_, j) => element("canvas", "", undefined, { width: UNIT_CELLS, height: UNIT_CELLS, title: `unit ${j + 1}` })));
   }
   box.setAttribute("aria-label", `${units} small pictures, one per hidden unit: where over the plane its ReLU output is large (strong) or zero (clear).`);
   if (!frame) return;
@@ -428,12 +420,12 @@ function drawLoss(s) {
   svg.setAttribute("aria-label", losses.length ? `The loss over ${losses.length} iterations: ${fmt(losses[0])} at the first, ${fmt(losses[losses.length - 1])} now.` : "The loss curve starts with the first iteration.");
   const x = (i) => left + ((w - left - 6) * i) / span, y = (v) => h - bottom - ((h - bottom - 6) * v) / top;
   svg.replaceChildren(
-    el("svg:line", { x1: left, y1: y(0), x2: w - 4, y2: y(0), class: "tl-axis" }),
-    el("svg:line", { x1: left, y1: y(0), x2: left, y2: 4, class: "tl-axis" }),
-    el("svg:text", { x: left - 4, y: y(0), "text-anchor": "end", class: "tl-tick" }, "0"),
-    el("svg:text", { x: left - 4, y: y(top) + 8, "text-anchor": "end", class: "tl-tick" }, fmt(top)),
-    el("svg:text", { x: w - 4, y: h - 3, "text-anchor": "end", class: "tl-tick" }, `iteration ${span}`),
-    el("svg:polyline", { points: losses.map((v, i) => `${x(i + 1).toFixed(1)},${y(v).toFixed(1)}`).join(" "), class: "tl-curve" }),
+    svgElement("line", { x1: left, y1: y(0), x2: w - 4, y2: y(0), class: "tl-axis" }),
+    svgElement("line", { x1: left, y1: y(0), x2: left, y2: 4, class: "tl-axis" }),
+    svgElement("text", { x: left - 4, y: y(0), "text-anchor": "end", class: "tl-tick" }, "0"),
+    svgElement("text", { x: left - 4, y: y(top) + 8, "text-anchor": "end", class: "tl-tick" }, fmt(top)),
+    svgElement("text", { x: w - 4, y: h - 3, "text-anchor": "end", class: "tl-tick" }, `iteration ${span}`),
+    svgElement("polyline", { points: losses.map((v, i) => `${x(i + 1).toFixed(1)},${y(v).toFixed(1)}`).join(" "), class: "tl-curve" }),
   );
 }
 
@@ -445,12 +437,11 @@ function previewFrame(s) {
 }
 
 function draw(s) {
-  followTheme(s.root);
   s.colours = colours(s.root);
   const frame = s.frames.get(s.shown) || previewFrame(s);
   drawHead(s);
   if (frame) drawGraph(s, frame);
-  else s.q(".tl-svg").replaceChildren(el("p", { class: "tl-empty" }, "Add points to the plane: the graph of each iteration is drawn here."));
+  else s.q(".tl-svg").replaceChildren(element("p", "tl-empty", "Add points to the plane: the graph of each iteration is drawn here."));
   drawBoundary(s, frame);
   drawUnits(s, frame);
   drawLoss(s);
@@ -468,14 +459,15 @@ export default function (component) {
   const { data, parentElement, setStateValue } = component;
   let s = states.get(parentElement);
   if (!s || s.data.signature !== data.signature) {
-    if (s) { stop(s); s.observer.disconnect(); s.root.remove(); }
+    if (s) { release(s); s.root.remove(); }
     s = create(parentElement);
     states.set(parentElement, s);
     s.data = data;
+    followTheme(s, () => draw(s));  // the stage's own (view/theme.mjs): a switch paints the canvases again
     if (data.playing && data.canPlay) { s.playing = true; start(s); }  // a remount while playing plays on
   }
   s.setStateValue = setStateValue;
-  const unmount = () => { stop(s); s.observer.disconnect(); states.delete(parentElement); };
+  const unmount = () => { release(s); states.delete(parentElement); };
   // a picture the server drew before it applied this stage's last command (a chunk asked for before a pause, late
   // on a busy machine) would take the stage back to where it was then: only a newer one is taken
   if (data.answered < s.awaiting) return unmount;

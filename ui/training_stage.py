@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 
 from autodiff.stage.bundle import bundled
-from autodiff.stage.palette import BACKGROUND, BY_KEY, EDGE, TEXT
+from autodiff.stage.palette import BACKGROUND, BY_KEY, EDGE, PRIMARY, TEXT
 from course.training import MAX_POINTS, Frame, IterationReplay, LiveNode, Training, replay_iteration
 
 from .state import SHARED_RESULTS
@@ -35,13 +35,14 @@ def palette_css() -> str:
             f"--tl-bg:{BACKGROUND[theme]}",
             f"--tl-text:{TEXT[theme]}",
             f"--tl-edge:{EDGE[theme]}",
+            f"--tl-primary:{PRIMARY[theme]}",
             f"--tl-heat-max:{HEAT_CEILING[theme]}",
         ]
         rules.append(f"{selector}{{{';'.join(props)}}}")
     return "\n".join(rules)
 
 
-TRAINING_JS = bundled(HERE / "training_stage.js")  # with the stage's number format (js/model/numbers.mjs)
+TRAINING_JS = bundled(HERE / "training_stage.js")  # with the stage's number format, DOM helpers and theme
 TRAINING_CSS = palette_css() + "\n" + (HERE / "training_stage.css").read_text()
 STAGE = st.components.v2.component("training_stage", html="", css=TRAINING_CSS, js=TRAINING_JS)
 DIGITS = 4  # significant digits of a value or gradient in the graph's grids (a cell shows 2 or 3)

@@ -66,6 +66,9 @@ TEXT = {"light": "#1f2933", "dark": "#e6e9ec"}
 MUTED = {"light": "#495057", "dark": "#c1c2c5"}  # still 4.5:1 on every fill
 EDGE = {"light": "#5f6b76", "dark": "#a6adb5"}
 FLOW = {"light": "#c2410c", "dark": "#ff922b"}  # a gradient being sent: the edge, its label, the moving dot
+# the app theme's primary colour (.streamlit/config.toml): the Training stage's Play button (the background's colour
+# its label) and its focus rings, as Streamlit draws its own
+PRIMARY = {"light": "#c2410c", "dark": "#ff8a4c"}
 
 
 def stage_css() -> str:

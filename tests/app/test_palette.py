@@ -2,10 +2,14 @@
 fill, and states stay apart for viewers with protanopia and deuteranopia (Machado et al. 2009 simulation)."""
 
 import itertools
+from pathlib import Path
 
 import numpy as np
+import tomllib
 
-from autodiff.stage.palette import BACKGROUND, FLOW, MUTED, STATES, TEXT, stage_css
+from autodiff.stage.palette import BACKGROUND, FLOW, MUTED, PRIMARY, STATES, TEXT, stage_css
+
+CONFIG = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
 
 # Machado, Oliveira and Fernandes (2009), severity 1.0, on linear RGB
 SIMULATIONS = {
@@ -48,6 +52,19 @@ def test_borders_and_text_keep_their_contrast_in_both_themes():
             assert contrast(TEXT[theme], look.fill) >= 4.5, (theme, state.key, "text")
             assert contrast(MUTED[theme], look.fill) >= 4.5, (theme, state.key, "detail text")
         assert contrast(FLOW[theme], BACKGROUND[theme]) >= 4.5, theme  # edge labels in the flow colour are text
+        # the primary: a focus ring on the background, and a button of it labelled in the background's colour
+        assert contrast(PRIMARY[theme], BACKGROUND[theme]) >= 4.5, theme
+
+
+def test_the_palette_s_page_colours_are_the_app_theme_s():
+    """The background, text and primary colours the pictures use are the ones the app's theme draws the page in."""
+    for theme in ("light", "dark"):
+        page = CONFIG["theme"][theme]
+        assert (BACKGROUND[theme], TEXT[theme], PRIMARY[theme]) == (
+            page["backgroundColor"],
+            page["textColor"],
+            page["primaryColor"],
+        ), theme
 
 
 def test_states_stay_apart_under_colour_vision_deficiencies():

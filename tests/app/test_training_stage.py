@@ -11,11 +11,13 @@ from pathlib import Path
 from test_palette import contrast
 from test_stage_contract import js_fields, js_typedefs
 
+from autodiff.stage.bundle import DECLARED, JS, module_order
 from autodiff.stage.palette import BACKGROUND, BY_KEY, TEXT
 from course.training import Training
 from ui import training_stage
 from ui.training_stage import SIGN_STATES, TRAINING_CSS, TRAINING_JS, frame_wire
 
+HERE = Path(training_stage.__file__).parent
 COLOUR_LITERAL = re.compile(r"#[0-9a-fA-F]{3,8}\b|\brgba?\(\s*\d|\[\s*\d+,\s*\d+,\s*\d+\s*\]")  # hex, rgb(1, [1, 2, 3]
 WIRE = {name: cls for name, cls in vars(training_stage).items() if typing.is_typeddict(cls)}  # both ways: Command
 
@@ -48,8 +50,9 @@ def test_the_stage_s_colours_are_the_palette_s_and_keep_aa_in_both_themes():
     """training_stage.js and .css kept their own colours, outside the contrast-tested palette: every colour now comes
     from palette.py through the stylesheet's custom properties, each keeps 3:1 on the background (a point, the loss
     curve, an edge) and the theme's text keeps 4.5:1 on a cell at its strongest."""
-    css = (Path(training_stage.__file__).parent / "training_stage.css").read_text()
-    assert not COLOUR_LITERAL.findall(css) and not COLOUR_LITERAL.findall(TRAINING_JS)
+    css = (HERE / "training_stage.css").read_text()
+    assert not COLOUR_LITERAL.findall(css) and not COLOUR_LITERAL.findall((HERE / "training_stage.js").read_text())
+    assert "--st-" not in css.replace("--st-font", "")  # the page's own colours are not the palette's (its primary)
     for theme in ("light", "dark"):
         selector = ".tl.dark" if theme == "dark" else ".tl"
         rule = re.search(rf"^{re.escape(selector)}\{{([^}}]*)\}}", TRAINING_CSS, re.M)
@@ -62,3 +65,18 @@ def test_the_stage_s_colours_are_the_palette_s_and_keep_aa_in_both_themes():
             assert contrast(colour, BACKGROUND[theme]) >= 3, (theme, sign)
             strongest = over(BACKGROUND[theme], colour, float(props["--tl-heat-max"]))
             assert contrast(TEXT[theme], strongest) >= 4.5, (theme, sign, strongest)
+
+
+def test_the_stage_s_dom_and_theme_helpers_are_imported_not_copied():
+    """training_stage.js kept its own copies of the stage's helpers under other names (`el` for view/dom.mjs's
+    `element`, a `followTheme` of its own): it imports them, through the same bundle as the stage's hosts, and makes
+    no element and reads no theme itself; each top-level name of the bundle is declared once (bundle.py refuses a
+    second)."""
+    modules = module_order(HERE / "training_stage.js")
+    assert {JS / "view" / "dom.mjs", JS / "view" / "theme.mjs"} <= set(modules)
+    own = (HERE / "training_stage.js").read_text()
+    for primitive in ("document.createElement", "matchMedia", "--st-background-color", "innerHTML"):
+        assert primitive not in own, primitive
+    declared = [name for module in modules for name in DECLARED.findall(module.read_text())]
+    assert len(declared) == len(set(declared))
+    assert {"element", "svgElement", "followTheme"} <= set(declared) and "el" not in declared

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from autodiff.stage.palette import BACKGROUND, EDGE, FLOW, MUTED, PRIMARY, STATES, TEXT
 from course.training import Training
 from ui.training_stage import AHEAD, TRAINING_CSS, TRAINING_JS, LiveTraining
 
@@ -276,3 +277,68 @@ def test_the_stage_parses_no_html(page):
     page.evaluate("data => mountWith(data)", live.payload(presenter=False))
     assert page.locator(".tl").get_attribute("data-iteration") == "1" and page.locator(".tl g.tl-node").count() == 12
     assert not errors, errors
+
+
+# every colour the stage paints with, as the browser computed it: each element's text, background, the borders and
+# outline it draws, and an SVG shape's fill and stroke (alpha 0, `none`: nothing painted)
+PAINTED = """stage => {
+  const filled = new Set(["rect", "circle", "path", "polyline", "polygon", "text"]);  // a line has no inside
+  const found = [];
+  for (const el of [stage, ...stage.querySelectorAll("*")]) {
+    const style = getComputedStyle(el), tag = el.tagName.toLowerCase();
+    const where = `${tag}.${el.getAttribute("class") || ""}`, read = (name) => style.getPropertyValue(name);
+    found.push([where, "color", read("color")], [where, "background", read("background-color")]);
+    for (const side of ["top", "right", "bottom", "left"]) {
+      if (read(`border-${side}-style`) !== "none" && parseFloat(read(`border-${side}-width`)) > 0) {
+        found.push([where, `border-${side}`, read(`border-${side}-color`)]);
+      }
+    }
+    if (read("outline-style") !== "none" && parseFloat(read("outline-width")) > 0) {
+      found.push([where, "outline", read("outline-color")]);
+    }
+    if (read("accent-color") !== "auto") found.push([where, "accent", read("accent-color")]);  // a radio's dot
+    if (filled.has(tag)) found.push([where, "fill", read("fill")]);
+    if (filled.has(tag) || tag === "line") found.push([where, "stroke", read("stroke")]);
+  }
+  return found;
+}"""
+CHANNELS = re.compile(r"^(rgba?|color)\((?:srgb )?([\d.]+)[, ]+([\d.]+)[, ]+([\d.]+)(?:\s*[,/]\s*([\d.]+))?\)$")
+
+
+def painted_hex(value: str) -> str | None:
+    """A computed colour as `#rrggbb`, or None where it paints nothing (`none`, alpha 0)."""
+    if value == "none":
+        return None
+    match = CHANNELS.match(value)
+    assert match, value
+    kind, *channels, alpha = match.groups()
+    if alpha is not None and float(alpha) == 0:
+        return None
+    scale = 255 if kind == "color" else 1  # color(srgb …) channels run 0 to 1
+    return "#" + "".join(f"{round(float(c) * scale):02x}" for c in channels)
+
+
+def test_every_colour_the_stage_paints_is_the_palette_s_in_both_themes(page, app_url):
+    """The stage kept colours outside the contrast-tested palette (the page's own primary in the dark theme, the
+    browser's black and blue on its radio buttons): every colour it paints now, text and shapes, borders and focus
+    rings, a radio's dot, cells at any strength, is one of palette.py's for the theme shown."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_training(page, app_url)
+    page.get_by_role("button", name="One iteration").click()
+    page.locator(f"{STAGE}[data-iteration='1']").wait_for()
+    page.locator(f"{STAGE} [data-param='w1']").first.focus()  # a focus ring
+    for theme in ("light", "dark"):
+        page.emulate_media(color_scheme=theme)
+        page.locator(f"{STAGE}.dark" if theme == "dark" else f"{STAGE}:not(.dark)").wait_for()
+        palette = {BACKGROUND[theme], TEXT[theme], MUTED[theme], EDGE[theme], FLOW[theme], PRIMARY[theme]}
+        palette |= {colour for state in STATES for colour in (getattr(state, theme).fill, getattr(state, theme).border)}
+        painted = page.locator(STAGE).last.evaluate(PAINTED)
+        colours = {(where, what, painted_hex(value)) for where, what, value in painted}
+        assert {(what, c) for _, what, c in colours if c} >= {
+            ("background", PRIMARY[theme]),
+            ("accent", PRIMARY[theme]),
+            ("fill", TEXT[theme]),
+        }
+        outside = sorted((where, what, c) for where, what, c in colours if c and c not in palette)
+        assert not outside, (theme, outside)
+    no_exception(page)

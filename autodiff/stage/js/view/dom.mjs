@@ -1,4 +1,5 @@
-// The stage's DOM helpers: elements made with their text set as text (nothing here is parsed as HTML).
+// The stage's DOM helpers, the Training stage's too (ui/training_stage.js): elements made with their text set as
+// text (nothing here is parsed as HTML).
 
 export const SVG_NS = "http://www.w3.org/2000/svg";
 
@@ -8,10 +9,22 @@ export function later(stage, act, ms) {
   stage.timeouts.add(id);
 }
 
-export function element(tag, className, text) {
+export function element(tag, className, text, attributes) {
   const el = document.createElement(tag);
   if (className) el.className = className;
   if (text !== undefined) el.textContent = text;
+  return attributes ? withAttributes(el, attributes) : el;
+}
+
+export function svgElement(tag, attributes, text) {
+  // an SVG element: its class is one of its attributes
+  const el = document.createElementNS(SVG_NS, tag);
+  if (text !== undefined) el.textContent = text;
+  return attributes ? withAttributes(el, attributes) : el;
+}
+
+function withAttributes(el, attributes) {
+  for (const [name, value] of Object.entries(attributes)) el.setAttribute(name, value);
   return el;
 }
 

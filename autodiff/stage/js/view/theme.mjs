@@ -2,17 +2,21 @@
 
 import { stickyBar } from "./viewport.mjs";
 
-export function followTheme(stage) {
+export function followTheme(stage, switched) {
   // the viewer may switch the theme at any time (the host's menu, or the system's): the host's colours live on an
-  // ancestor (its class or style), so watch those attributes up the tree, through shadow roots, and the system's
+  // ancestor (its class or style), so watch those attributes up the tree, through shadow roots, and the system's.
+  // `switched`, if given, runs at each switch after this (the Training stage paints its canvases again)
   const { root } = stage;
-  const update = () => {
+  const apply = () => {
     const dark = isDark(root);
-    if (dark !== root.classList.contains("dark")) root.classList.toggle("dark", dark);
+    const changed = dark !== root.classList.contains("dark");
+    if (changed) root.classList.toggle("dark", dark);
     const bar = stickyBar();  // the stage scrolls under it: it wears the page's own background, opaque
     if (bar) bar.style.backgroundColor = getComputedStyle(document.body).backgroundColor;
+    return changed;
   };
-  update();
+  const update = () => { if (apply() && switched) switched(); };
+  apply();
   stage.theme = new MutationObserver(update);
   for (let node = stage.parent; node; node = node.parentElement || (node.getRootNode && node.getRootNode().host)) {
     stage.theme.observe(node, { attributes: true, attributeFilter: THEME_ATTRIBUTES });
