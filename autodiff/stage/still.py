@@ -21,7 +21,7 @@ from autodiff import BackwardRecorder, Gradients, GraphSnapshot
 from autodiff.trace import GradientRegistered
 
 from .format import brief
-from .graph_dot import Overlay, Picture, PictureNode, picture
+from .graph_dot import GRAD_LINES, Overlay, Picture, PictureNode, picture
 from .palette import BACKGROUND, BY_KEY, EDGE, MUTED, TEXT
 
 # type sizes (px) of a node's lines, and the width of a character relative to its size (Helvetica's mean, about
@@ -264,7 +264,7 @@ def last_frame_picture(
     pic = picture(shown, names, Overlay(gradients={node_id: brief(values) for node_id, values in kept.items()}))
     received = {int(e.node_id): e.total for e in recorder.events if isinstance(e, GradientRegistered)}
     nodes = tuple(
-        dataclasses.replace(node, grad=f"grad {brief(received[node.id])} · consumed")
+        dataclasses.replace(node, grad=GRAD_LINES["grad_consumed"].format(brief(received[node.id])))
         if node.state == "consumed" and node.id in received
         else node
         for node in pic.nodes
