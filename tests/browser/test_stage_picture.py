@@ -1,6 +1,7 @@
-"""The picture of a folded program, in Chromium at 1440x900: an edge into a folded part says what the part sent its
-node, added up over the runs played so far (the 30-sample loop's w1 -> loop stands for 30 edges); no edge label
-overlaps another or a box, at any press; the moving dot carries a value its edge's label does not say twice."""
+"""The picture of a folded program, in Chromium at 1440x900 (and 1024x768 for the labels): an edge into a folded part
+says what the part sent its node, added up over the runs played so far (the 30-sample loop's w1 -> loop stands for 30
+edges); no edge label overlaps another or a box, at any press; the moving dot carries a value its edge's label does
+not say twice."""
 
 from __future__ import annotations
 
@@ -154,10 +155,18 @@ def laptop(browser):
     context.close()
 
 
+@pytest.mark.parametrize("screen", [(1440, 900), (1024, 768)], ids=["1440x900", "1024x768"])
 @pytest.mark.parametrize("program", [MICROGRAD, MLP3])
 @pytest.mark.parametrize("opened", [False, True], ids=["as-opened", "every-part-open"])
-def test_no_edge_label_overlaps_another_or_a_box_at_any_press(laptop, tmp_path, program, opened):
-    page = laptop
+def test_no_edge_label_overlaps_another_or_a_box_at_any_press(browser, tmp_path, program, opened, screen):
+    context = browser.new_context(viewport={"width": screen[0], "height": screen[1]})
+    try:
+        no_label_overlaps_at_any_press(context.new_page(), tmp_path, program, opened, screen)
+    finally:
+        context.close()
+
+
+def no_label_overlaps_at_any_press(page, tmp_path, program: str, opened: bool, screen: tuple[int, int]) -> None:
     payload = payload_of(program)
     load(page, tmp_path, "labels", payload)
     if opened:
@@ -176,7 +185,7 @@ def test_no_edge_label_overlaps_another_or_a_box_at_any_press(laptop, tmp_path, 
         presses += 1
     assert presses >= 10 and labelled >= 10, (presses, labelled)  # a whole replay, with its labels drawn
     name = "micrograd" if program == MICROGRAD else "mlp3"
-    screenshot(page, f"labels-{name}-{'open' if opened else 'folded'}-1440x900")
+    screenshot(page, f"labels-{name}-{'open' if opened else 'folded'}-{screen[0]}x{screen[1]}")
 
 
 # a press, and at once (the dot is on its way): each moving dot's value, and whether its edge's label shows too

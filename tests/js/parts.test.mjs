@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
-import { dotOf, labelWidth, summarised, wrap } from "../../autodiff/stage/js/model/dot.mjs";
+import { dotOf, labelWidth, spokenShort, wrap } from "../../autodiff/stage/js/model/dot.mjs";
 import { isGroup, placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
 
 const FOLDER = process.env.STAGE_FIXTURES;
@@ -100,7 +100,7 @@ for (const name of ["loop", "mlp3"]) {
       for (const run of stage.tree.groups.get(edge.head).runs) {
         const said = sentIntoParts(stage, run.last).get(edge.element);
         if (!said) continue;
-        const lines = wrap(summarised(said), width);  // as the picture writes it
+        const lines = wrap(spokenShort(said), width);  // as the picture writes it in a folded view
         assert.ok(lines.length <= room.length, `${edge.element}: ${lines} in ${room}`);
         assert.ok(Math.max(...lines.map((l) => l.length)) <= Math.max(...room.map((l) => l.length)), `${edge.element}: ${lines} in ${room}`);
         checked++;

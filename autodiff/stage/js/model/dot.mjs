@@ -41,12 +41,56 @@ export function labelRows(stage, element) {
     ? [...lines(title, part.name, true, "title"), ...lines(body, part.summary, false, "summary")]
     : lines(title, node.title, true, "title");
   const short = speaksShort(stage, element);
-  const said = short ? summarised : (text) => text;
-  // the gradient laid out as wide as the widest it will say (Python wrote it, in the words the stage will say it)
-  const widest = short ? summarised(node.wide, true) : node.wide;  // room for any numbers the summary will say
-  rows.push(...lines(body, said(node.value), false, "value"), ...lines(body, widest, false, "grad"));
+  const said = short ? spokenShort : (text) => text;
+  // the gradient laid out as wide as the widest it will say (Python wrote it, in the words the stage will say it;
+  // a box that speaks short, each of its texts said short)
+  const grad = short ? widestLines(gradTexts(stage.data, node), stage.wrapWidth) : wrap(node.wide, stage.wrapWidth);
+  rows.push(...lines(body, said(node.value), false, "value"), ...grad.map((t) => [body, t, false, "grad"]));
   if (!part) rows.push(...lines(small, node.detail, false, "detail"));
   return rows.filter((r) => r[1].trim());
+}
+
+function widestLines(texts, width) {
+  // room for any of `texts` said short and wrapped to `width`: as many lines as the most of them, each as long as the
+  // longest at its place. Numbers a class's student is not told yet (payload.py's MASKED_NUMBER) get the widest
+  // summary any numbers make
+  const wrapped = texts.map((t) => wrap(t.includes(MASKED) ? spokenShort(t, true) : spokenShort(t), width));
+  const count = Math.max(...wrapped.map((w) => w.length));
+  return Array.from({ length: count }, (_, k) => wrapped.map((w) => w[k] || "").reduce((a, b) => (b.length > a.length ? b : a)));
+}
+
+const MASKED = "0.0000000000";
+const GRADIENTS = new WeakMap();  // a payload -> each node's gradients, as its events leave them: read once
+
+function gradTexts(data, node) {
+  // every gradient line `node` says in the replay (steps.mjs's nodeView): its own, the words of its states and its
+  // gradient as each event leaves it, and the widest Python measured (a class's student holds it masked)
+  let byNode = GRADIENTS.get(data);
+  if (!byNode) {
+    byNode = new Map();
+    for (const e of data.events) {
+      if (e.kind !== "GradientRegistered") continue;
+      if (!byNode.has(e.node)) byNode.set(e.node, []);
+      byNode.get(e.node).push(e.total);
+    }
+    GRADIENTS.set(data, byNode);
+  }
+  const w = data.words, totals = (byNode.get(node.id) || []).filter(Boolean);
+  const after = node.grad_kind === "leaf" ? "grad_kept" : "grad_consumed";  // the line once its step has run
+  const said = (key, t) => w[key].replace("{}", () => t);  // as steps.mjs's gradLine writes it
+  const lines = totals.flatMap((t) => [said("grad_held", t), said(after, t)]);
+  const masked = node.wide.includes(MASKED) ? [node.wide] : [];
+  return [...masked, node.grad, w.swept, w.current, w.recomputed, w.unreached, w.none_yet, ...lines];
+}
+
+export function spokenShort(text, room = false) {
+  // what a box or an edge of a folded view says: a tensor of more than four numbers as its shape and range, and
+  // each number written with more than four significant digits to four (`grad [[0.03280, -0.2953]]`)
+  return summarised(text, room).replace(/-?\d+\.\d+(?:e[-+]\d+)?/g, (n) => (significant(n) > 4 ? fourDigits(Number(n)) : n));
+}
+
+function significant(written) {
+  return written.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "").length;
 }
 
 export function speaksShort(stage, element) {
@@ -79,8 +123,7 @@ function extreme(values, written, before) {
   let at = 0;
   values.forEach((v, k) => { if (before(v, values[at])) at = k; });
   const text = written[at];
-  const significant = text.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "");
-  return significant.length === 4 ? text : fourDigits(values[at]);
+  return significant(text) === 4 ? text : fourDigits(values[at]);
 }
 
 function htmlLabel(rows) {
@@ -94,7 +137,17 @@ function htmlLabel(rows) {
   return `<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">${cells}</TABLE>>`;
 }
 
-export function dotOf(stage, edges, rankdir, detail) {
+export function besideParts(stage, edges) {
+  // [weight, part] for each box that only feeds one folded part beside it in the same frame (a layer's weights): in
+  // a folded view it may be drawn on its part's rank, beside it, rather than a rank below (bestLayout tries both)
+  const sends = new Map(), fed = new Set(edges.map((e) => e.head));
+  for (const e of edges) sends.set(e.tail, [...(sends.get(e.tail) || []), e.head]);
+  const frame = new Map(stage.data.nodes.map((n) => [n.element, n.group]));
+  return [...sends].filter(([tail, heads]) => !fed.has(tail) && frame.has(tail) && heads.length === 1
+    && isGroup(stage, heads[0]) && stage.tree.groups.get(heads[0]).parent === frame.get(tail)).map(([tail, heads]) => [tail, heads[0]]);
+}
+
+export function dotOf(stage, edges, rankdir, detail, beside = []) {
   // the DOT of what is drawn: a folded group is one box (its name, its size, its output's value and gradient), an
   // open one a frame around its parts. Each gradient line is laid out as wide as the widest it will say
   const { data, tree } = stage;
@@ -128,13 +181,14 @@ export function dotOf(stage, edges, rankdir, detail) {
     const attrs = [`id="${edge.element}"`];
     if (!edge.tracked) attrs.push("style=dashed", "arrowhead=empty");
     if (edge.label) {  // a long value on several lines: a wide label would push the ranks apart
-      // an edge into or out of a folded part says other values press by press: a summary's room is its widest
-      const room = isGroup(stage, edge.tail) || isGroup(stage, edge.head);
-      const lines = wrap(summarised(edge.label, room), labelWidth(stage)).map((t) => `<B>${escapeHtml(t)}</B>`);
+      // an edge into or out of a folded part says other values press by press (`says`): room for the widest
+      const rows = stage.folded ? widestLines(edge.says, labelWidth(stage)) : wrap(summarised(edge.label), labelWidth(stage));
+      const lines = rows.map((t) => `<B>${escapeHtml(t)}</B>`);
       attrs.push(`label=<${lines.join("<BR/>")}>`);
     }
     lines.push(`  ${edge.tail} -> ${edge.head} [${attrs.join(", ")}];`);
   }
+  for (const [weight, part] of beside) lines.push(`  {rank=same; ${weight}; ${part}}`);
   lines.push("}");
   return lines.join("\n");
 }

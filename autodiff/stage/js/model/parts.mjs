@@ -64,11 +64,16 @@ export function placeBoxes(stage) {
     if (seen) {
       seen.tracked = seen.tracked || edge.tracked;
       seen.label = longest([seen.label, edge.label]);  // out of a folded part: one of its edges' values at a time
-    } else drawn.set(element, { element, tail, head, tracked: edge.tracked, label: edge.label });
+      seen.says.push(edge.label);
+    } else drawn.set(element, { element, tail, head, tracked: edge.tracked, label: edge.label, says: [edge.label] });
   }
   // into a folded part: what the part sent the node in all, as long as it is said at any press (a run's end)
   const inflows = inflowsOf(stage);
-  drawn.forEach((edge) => { if (intoPart(stage, edge.tail, edge.head)) edge.label = roomOf(stage, inflows.get(edge.element), edge.head); });
+  drawn.forEach((edge) => {
+    if (!intoPart(stage, edge.tail, edge.head)) return;
+    edge.says = saidAtRuns(stage, inflows.get(edge.element), edge.head);
+    edge.label = longest(edge.says);
+  });
   return [...drawn.values()];
 }
 
@@ -131,10 +136,10 @@ export function sentIntoParts(stage, index) {
   return out;
 }
 
-function roomOf(stage, flow, part) {
-  // the longest an edge into `part` says at the end of any run of the part's steps, where a press stops
-  if (!flow) return "";
-  return longest(stage.tree.groups.get(part).runs.map((run) => totalAt(flow, run.last) || ""));
+function saidAtRuns(stage, flow, part) {
+  // what an edge into `part` says at the end of each run of the part's steps, where a press stops
+  if (!flow) return [""];
+  return stage.tree.groups.get(part).runs.map((run) => totalAt(flow, run.last) || "");
 }
 
 function nested(flat, shape, write = flat.length > BRIEF_ABOVE ? fourDigits : float32Text) {

@@ -2,7 +2,7 @@
 // and installed as the picture.
 
 import { MAX_DRAWN, isGroup, placeBoxes, drawnCount, placeBoxesEdges } from "../model/parts.mjs";
-import { labelRows, dotOf } from "../model/dot.mjs";
+import { labelRows, dotOf, besideParts } from "../model/dot.mjs";
 import { MAX_SCALE, fitScale, place } from "./viewport.mjs";
 
 export function bestLayout(stage) {
@@ -14,23 +14,28 @@ export function bestLayout(stage) {
   if (stage.layouts.has(key)) return stage.layouts.get(key);
   const box = stage.root.querySelector(".stage-svg");
   const readable = stage.data.presenter ? 16 : 12;
-  const lay = (rankdir, detail, wrapWidth) => {
+  const lay = (rankdir, detail, wrapWidth, beside) => {
     stage.wrapWidth = wrapWidth;
-    const dot = dotOf(stage, edges, rankdir, detail);  // kept: the download is this text (picture.mjs saveDot)
+    const dot = dotOf(stage, edges, rankdir, detail, beside);  // kept: the download is this text (picture.mjs saveDot)
     const svgText = stage.graphviz.dot(dot);
     const svg = new DOMParser().parseFromString(svgText, "image/svg+xml").documentElement;
     const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
     const sizes = [...svg.querySelectorAll("g.node text, g.cluster text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14);
     const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
-    return { svg, dot, w, h, font, scale, detail, wrapWidth, smallest: scale * font, open: new Set(stage.open) };
+    return { svg, dot, w, h, font, scale, detail, wrapWidth, beside, smallest: scale * font, open: new Set(stage.open) };
   };
-  const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32)])];
-  const compact = stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w))).sort((a, b) => b.scale - a.scale)[0];
+  // a folded view's boxes say little (a tensor as its shape and range): narrower lines are tried too, and its
+  // weights beside their parts (wide and short) as well as a rank below them (narrow and tall)
+  const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32),
+    ...(stage.folded ? [Math.min(stage.wideWrap, 38), Math.min(stage.wideWrap, 26)] : [])])];
+  const beside = besideParts(stage, edges), ways = beside.length ? [[], beside] : [[]];
+  const compact = stage.data.rankdirs.flatMap((r) => widths.flatMap((w) => ways.map((b) => lay(r, false, w, b))))
+    .sort((a, b) => b.scale - a.scale)[0];
   compact.compact = compact;
   const detailFont = compact.font * 0.8;  // the detail line is the smallest text, about four fifths of the rest
   let best = compact;
   if (compact.scale * detailFont >= readable - 0.01 && stage.data.nodes.some((n) => stage.boxOf.get(n.id) === n.element)) {
-    const withDetail = stage.data.rankdirs.map((r) => lay(r, true, compact.wrapWidth)).sort((a, b) => b.scale - a.scale)[0];
+    const withDetail = stage.data.rankdirs.map((r) => lay(r, true, compact.wrapWidth, compact.beside)).sort((a, b) => b.scale - a.scale)[0];
     withDetail.compact = compact;  // drawn instead when the zoom buttons' corner leaves the detail line too small
     if (withDetail.smallest >= readable - 0.01) best = withDetail;
   }

@@ -3,7 +3,7 @@
 
 import { isGroup, sentIntoParts } from "../model/parts.mjs";
 import { runningPart } from "../model/steps.mjs";
-import { wrap, labelWidth, summarised, speaksShort } from "../model/dot.mjs";
+import { wrap, labelWidth, summarised, speaksShort, spokenShort } from "../model/dot.mjs";
 import { SVG_NS } from "./dom.mjs";
 import { reveal } from "./viewport.mjs";
 
@@ -26,7 +26,7 @@ export function drawPicture(stage, state, animate, period) {
     const selected = stage.selected && stage.selected.includes(id);
     g.setAttribute("class", `node s-${look}${part ? " group" : ""}${selected ? " selected" : ""}`);
     const texts = stage.gradText.get(id);
-    if (texts) fillLines(texts, wrap(speaksShort(stage, id) ? summarised(view.grad) : view.grad, stage.wrapWidth));
+    if (texts) fillLines(texts, wrap(speaksShort(stage, id) ? spokenShort(view.grad) : view.grad, stage.wrapWidth));
   });
   svg.querySelectorAll(".flow-dot").forEach((el) => el.remove());
   stage.labelText.forEach((texts) => texts.forEach((t) => t.removeAttribute("visibility")));  // a dot cut short
@@ -37,7 +37,7 @@ export function drawPicture(stage, state, animate, period) {
     g.classList.remove("flow", "sent");
     const labels = stage.labelText.get(id);
     const value = sent.get(id);
-    if (labels) fillLines(labels, value ? wrap(summarised(value), labelWidth(stage)) : []);
+    if (labels) fillLines(labels, value ? wrap(stage.folded ? spokenShort(value) : summarised(value), labelWidth(stage)) : []);
     if (value) g.classList.add("sent");
   });
   if (!state) return;

@@ -1,0 +1,95 @@
+// A folded view, without a browser, on real payloads (tests/js/stage_fixtures.py): its boxes and edges speak short
+// (a tensor of more than four numbers as its shape and range, every number to four significant digits) and are laid
+// out for the longest they say at any event, not for the widest any numbers could make; a layer's weights may be
+// drawn beside their folded layer.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
+import { besideParts, dotOf, labelRows, labelWidth, spokenShort, wrap } from "../../autodiff/stage/js/model/dot.mjs";
+import { isGroup, placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
+import { frame, nodeView } from "../../autodiff/stage/js/model/steps.mjs";
+
+const FOLDER = process.env.STAGE_FIXTURES;
+
+async function folded(name, wrapWidth) {
+  assert.ok(FOLDER, "STAGE_FIXTURES names no folder: run tests/js/stage_fixtures.py FOLDER first");
+  const data = await unpack(JSON.parse(readFileSync(join(FOLDER, `${name}.json`), "utf8")).payload);
+  const stage = { data, tree: programTree(data), open: new Set(), wrapWidth };
+  return { data, stage, edges: placeBoxes(stage) };
+}
+
+function fits(said, room, what) {
+  // `said` (its lines) fits the lines laid out for it: no more of them, none longer than the one at its place
+  assert.ok(said.length <= room.length, `${what}: ${JSON.stringify(said)} in ${JSON.stringify(room)}`);
+  said.forEach((line, k) => assert.ok(line.length <= room[k].length, `${what}: ${JSON.stringify(said)} in ${JSON.stringify(room)}`));
+}
+
+test("spoken short: more than four numbers as a shape and range, each number to four significant digits", () => {
+  assert.equal(spokenShort("grad [[0.032801434, -0.29530662, 1.218788, -0.08876477]] · kept"),
+    "grad [[0.03280, -0.2953, 1.219, -0.08876]] · kept");
+  assert.equal(spokenShort("value [[0.0, 0.0, 0.0, 0.0]]"), "value [[0.0, 0.0, 0.0, 0.0]]");  // already short
+  assert.equal(spokenShort("[[1.5, 2.25], [3.0, 4.125], [5.0, -6.0]]"), "[3, 2] from -6 to 5");
+  assert.equal(spokenShort("grad 10.996227 · consumed"), "grad 11.00 · consumed");
+  assert.equal(spokenShort("value 1.3061234e-05"), "value 1.306e-05");
+  assert.equal(spokenShort("not reached: no gradient"), "not reached: no gradient");
+});
+
+for (const name of ["mlp3", "loop"]) {
+  for (const width of [48, 26]) {
+    test(`${name}, folded, lines of ${width}: each box's gradient lines hold what it says at every event`, async () => {
+      const { data, stage } = await folded(name, width);
+      const drawn = new Set(stage.boxOf.values());
+      const frames = data.events.map((_, k) => frame(data, k));
+      let checked = 0;
+      for (const element of drawn) {
+        const node = isGroup(stage, element) ? stage.tree.byId.get(stage.tree.groups.get(element).output)
+          : data.nodes.find((n) => n.element === element);
+        const room = labelRows(stage, element).filter((r) => r[3] === "grad").map((r) => r[1]);
+        assert.ok(room.length, element);
+        assert.ok(!room.join(" ").includes("-0.0001234"), `${element}: laid out for what it says, ${room}`);
+        for (const [k, state] of frames.entries()) {
+          fits(wrap(spokenShort(nodeView(data, node, state).grad), width), room, `${element} at ${k}`);
+          checked++;
+        }
+      }
+      assert.ok(checked >= 50, `${checked} lines checked`);
+    });
+  }
+}
+
+test("mlp3, folded: each edge's label holds what it says at every press, said short", async () => {
+  const { data, stage, edges } = await folded("mlp3", 32);
+  const dot = dotOf(stage, edges, "BT", false);
+  const width = labelWidth(stage);
+  let checked = 0;
+  for (const edge of edges.filter((e) => e.label)) {
+    const label = dot.match(new RegExp(`id="${edge.element}"[^\\n]*label=<(.*)>\\];`))[1];
+    const room = label.split("<BR/>").map((l) => l.replace(/<\/?B>/g, ""));
+    for (let k = 0; k < data.events.length; k += 1) {
+      const into = sentIntoParts(stage, k).get(edge.element);
+      const along = [...frame(data, k).sent].filter(([e]) => stage.edgeShown.get(e) === edge.element).map(([, v]) => v);
+      const said = isGroup(stage, edge.head) && !isGroup(stage, edge.tail) ? [into] : along;
+      for (const text of said.filter(Boolean)) {
+        fits(wrap(spokenShort(text), width), room, `${edge.element} at ${k}`);
+        checked++;
+      }
+    }
+  }
+  assert.ok(checked >= 20, `${checked} labels checked`);
+});
+
+test("mlp3, folded: each layer's weights may be drawn beside it, on its rank", async () => {
+  const { data, stage, edges } = await folded("mlp3", 32);
+  const beside = besideParts(stage, edges);
+  const nameOf = (element) => data.nodes.find((n) => n.element === element).name;
+  const layers = new Map(data.groups.filter((g) => g.parent === "").map((g) => [g.element, g.name]));
+  const pairs = beside.map(([weight, part]) => `${nameOf(weight)} ${layers.get(part)}`).sort();
+  assert.deepEqual(pairs, ["b1 layer1", "b2 layer2", "b3 layer3", "w1 layer1", "w2 layer2", "w3 layer3"]);
+  const dot = dotOf(stage, edges, "BT", false, beside);
+  for (const [weight, part] of beside) assert.ok(dot.includes(`{rank=same; ${weight}; ${part}}`), weight);
+  assert.ok(!dotOf(stage, edges, "BT", false).includes("rank=same"));
+});
