@@ -82,14 +82,19 @@ test("mlp3, folded: each edge's label holds what it says at every press, said sh
   assert.ok(checked >= 20, `${checked} labels checked`);
 });
 
-test("mlp3, folded: each layer's weights may be drawn beside it, on its rank", async () => {
+test("mlp3, folded: each layer's weights may be drawn beside it, on its rank, right of it", async () => {
   const { data, stage, edges } = await folded("mlp3", 32);
   const beside = besideParts(stage, edges);
   const nameOf = (element) => data.nodes.find((n) => n.element === element).name;
   const layers = new Map(data.groups.filter((g) => g.parent === "").map((g) => [g.element, g.name]));
-  const pairs = beside.map(([weight, part]) => `${nameOf(weight)} ${layers.get(part)}`).sort();
+  const pairs = beside.map((e) => `${nameOf(e.tail)} ${layers.get(e.head)}`).sort();
   assert.deepEqual(pairs, ["b1 layer1", "b2 layer2", "b3 layer3", "w1 layer1", "w2 layer2", "w3 layer3"]);
   const dot = dotOf(stage, edges, "BT", false, beside);
-  for (const [weight, part] of beside) assert.ok(dot.includes(`{rank=same; ${weight}; ${part}}`), weight);
-  assert.ok(!dotOf(stage, edges, "BT", false).includes("rank=same"));
+  for (const e of beside) {
+    assert.ok(dot.includes(`{rank=same; ${e.tail}; ${e.head}}`), e.element);
+    // written from the part, its arrowhead at the part: Graphviz draws it left to right, the weight right of its part
+    assert.match(dot, new RegExp(`^  ${e.head} -> ${e.tail} \\[id="${e.element}".*dir=back\\];$`, "m"));
+  }
+  const below = dotOf(stage, edges, "BT", false);
+  assert.ok(!below.includes("rank=same") && !below.includes("dir=back"));
 });

@@ -138,13 +138,15 @@ function htmlLabel(rows) {
 }
 
 export function besideParts(stage, edges) {
-  // [weight, part] for each box that only feeds one folded part beside it in the same frame (a layer's weights): in
-  // a folded view it may be drawn on its part's rank, beside it, rather than a rank below (bestLayout tries both)
+  // the edges from each box that only feeds one folded part in the same frame (a layer's weights) to that part: in
+  // a folded view it may be drawn on its part's rank, right of it, rather than a rank below (bestLayout tries both).
+  // Graphviz draws an edge within a rank left to right: its edge is written part -> weight with the arrowhead at the
+  // part (dir=back), so the parts make the left column and the zoom buttons' corner (top right) stays clear
   const sends = new Map(), fed = new Set(edges.map((e) => e.head));
-  for (const e of edges) sends.set(e.tail, [...(sends.get(e.tail) || []), e.head]);
+  for (const e of edges) sends.set(e.tail, [...(sends.get(e.tail) || []), e]);
   const frame = new Map(stage.data.nodes.map((n) => [n.element, n.group]));
-  return [...sends].filter(([tail, heads]) => !fed.has(tail) && frame.has(tail) && heads.length === 1
-    && isGroup(stage, heads[0]) && stage.tree.groups.get(heads[0]).parent === frame.get(tail)).map(([tail, heads]) => [tail, heads[0]]);
+  return [...sends].filter(([tail, out]) => !fed.has(tail) && frame.has(tail) && out.length === 1
+    && isGroup(stage, out[0].head) && stage.tree.groups.get(out[0].head).parent === frame.get(tail)).map(([, out]) => out[0]);
 }
 
 export function dotOf(stage, edges, rankdir, detail, beside = []) {
@@ -186,9 +188,11 @@ export function dotOf(stage, edges, rankdir, detail, beside = []) {
       const lines = rows.map((t) => `<B>${escapeHtml(t)}</B>`);
       attrs.push(`label=<${lines.join("<BR/>")}>`);
     }
-    lines.push(`  ${edge.tail} -> ${edge.head} [${attrs.join(", ")}];`);
+    if (beside.includes(edge)) {
+      lines.push(`  ${edge.head} -> ${edge.tail} [${[...attrs, "dir=back"].join(", ")}];`);
+    } else lines.push(`  ${edge.tail} -> ${edge.head} [${attrs.join(", ")}];`);
   }
-  for (const [weight, part] of beside) lines.push(`  {rank=same; ${weight}; ${part}}`);
+  for (const edge of beside) lines.push(`  {rank=same; ${edge.tail}; ${edge.head}}`);
   lines.push("}");
   return lines.join("\n");
 }

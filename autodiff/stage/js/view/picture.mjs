@@ -74,7 +74,8 @@ function travel(stage, edge, path, value, duration, labels) {
   };
   const step = (now) => {
     const t = Math.min(1, (now - start) / duration);
-    const point = path.getPointAtLength(length * (1 - t));  // edges point input -> node: walk back
+    // edges point input -> node: walk back (a weight beside its part is drawn from the part: walk forward)
+    const point = path.getPointAtLength(length * (stage.layout.beside.some((e) => e.element === edge.id) ? t : 1 - t));
     dot.setAttribute("transform", `translate(${point.x} ${point.y})`);
     if (t < 1 && dot.isConnected) next();
     else {
