@@ -216,3 +216,50 @@ def test_the_moving_dot_carries_a_value_its_edges_label_does_not_say_twice(lapto
             )
             assert shown.strip() if dot["labels"] else True, dot
     assert travelled >= 5, travelled
+
+
+# each edge from a weight into the folded layer beside it (on its rank), and where a moving dot on one of them is
+# now: its centre's distance to the layer's box and to the weight's
+BESIDE = """() => {
+  const centre = (r) => [(r.left + r.right) / 2, (r.top + r.bottom) / 2];
+  const box = (id) => document.querySelector(`.stage-svg g.node#${CSS.escape(id)}`).querySelector('path, polygon')
+    .getBoundingClientRect();
+  const out = [];
+  document.querySelectorAll('.stage-svg g.edge').forEach((g) => {
+    const ends = g.id.match(/^b_(.+)_(g\\d+)$/);
+    if (!ends || !document.querySelector(`.stage-svg g.node.group#${ends[2]}`)) return;
+    const weight = box(ends[1]), part = box(ends[2]);
+    if (weight.top > part.bottom || weight.bottom < part.top) return;  // not on the part's rank
+    const dot = g.querySelector('.flow-dot circle');
+    const at = dot ? centre(dot.getBoundingClientRect()) : null;
+    const far = (r) => Math.hypot(at[0] - centre(r)[0], at[1] - centre(r)[1]);
+    out.push({ edge: g.id, right: weight.left > part.right, toPart: at && far(part), toWeight: at && far(weight) });
+  });
+  return out;
+}"""
+
+
+def test_a_gradient_to_a_weight_beside_its_folded_layer_moves_from_the_layer_to_the_weight(laptop, tmp_path):
+    # the edge from a weight drawn beside its layer is written from the layer (Graphviz draws a flat edge left to
+    # right, and the weights go right of their layer): its dot still leaves the layer and arrives at the weight
+    page = laptop
+    page.clock.install()
+    payload = payload_of(MLP3)
+    load(page, tmp_path, "beside", payload)
+    fold_top(page, payload)
+    beside = page.evaluate(BESIDE)
+    assert len(beside) >= 4 and all(edge["right"] for edge in beside), beside  # the weights right of their layers
+    page.clock.pause_at(page.evaluate("Date.now()") + 1000)
+    moved = 0
+    while not at_last_step(page):
+        page.keyboard.press("ArrowRight")
+        page.clock.run_for(40)  # the dot has just left
+        leaving = {e["edge"]: e for e in page.evaluate(BESIDE) if e["toPart"] is not None}
+        page.clock.run_for(420)  # most of its way (it travels for 560 ms)
+        arriving = {e["edge"]: e for e in page.evaluate(BESIDE) if e["toPart"] is not None}
+        for edge, start in leaving.items():
+            assert start["toPart"] < start["toWeight"], start
+            assert edge in arriving and arriving[edge]["toWeight"] < arriving[edge]["toPart"], arriving.get(edge)
+            moved += 1
+        page.clock.run_for(1000)
+    assert moved >= 3, moved
