@@ -191,6 +191,11 @@ class Buffer:
     def relu(self) -> Buffer:
         return self._new(self.xp.maximum(self.array, 0.0))
 
+    def times(self, function: str, x: Buffer) -> Buffer:
+        """`self * function(x)`, `function` a key of `ROUNDED`: a rule's `grad * cos(x)`. A backend may compute it
+        without a buffer of its own for `function(x)`, whose values live only while they are multiplied."""
+        return self * x._rounded(function)
+
     def transcendental(self, function: str) -> Buffer:
         """One of `ROUNDED`'s functions (tan, sinh, erf, ...), correctly rounded on every backend."""
         return self._rounded(function)

@@ -50,6 +50,22 @@ class NumpyBuffer(Buffer):
                 return NumpyBuffer(ufunc(array), self.pool)
         return NumpyBuffer(ROUNDED[function](array, np.empty_like(array)), self.pool)
 
+    def times(self, function: str, x: Buffer) -> Buffer:
+        pool = self.pool
+        if pool.watched or pool.budget is not None:  # a timeline or a budget sees every buffer: function(x) is one
+            return self * x._rounded(function)
+        # function(x) as a bare array: one buffer per rule, not two (a buffer's accounting costs as much as a step's
+        # arithmetic on a lesson's small tensors). Its bytes are in use until the product is made: counted in the
+        # peak beside the product's, as a buffer's would be
+        array = x.array
+        in_float64 = _IN_FLOAT64.get(function) if array.dtype is _FLOAT64 else None
+        values = in_float64(array) if in_float64 is not None else ROUNDED[function](array, np.empty_like(array))
+        product = NumpyBuffer(self.array * values, pool)
+        in_use = pool.bytes_in_use + values.nbytes
+        if in_use > pool.peak_bytes:
+            pool.peak_bytes = in_use
+        return product
+
     def _view(self, array: Array) -> Buffer:
         # numpy copies when a reshape cannot be a view: then it is a new allocation.
         if np.shares_memory(array, self.array):

@@ -27,11 +27,11 @@ def _sigmoid_rule(g: Buffer, s: dict[str, Buffer]) -> Buffer:
     return g * y * (1.0 - y)
 
 
-EXP = unary("exp", methodcaller("exp"), "grad * exp(x)", lambda g, s: g * s["x"].exp())
+EXP = unary("exp", methodcaller("exp"), "grad * exp(x)", lambda g, s: g.times("exp", s["x"]))
 LOG = unary("log", methodcaller("log"), "grad / x", lambda g, s: g / s["x"])
 SQRT = unary("sqrt", methodcaller("sqrt"), "grad / (2 * sqrt(x))", lambda g, s: g / (s["x"].sqrt() * 2.0))
-SIN = unary("sin", methodcaller("sin"), "grad * cos(x)", lambda g, s: g * s["x"].cos())
-COS = unary("cos", methodcaller("cos"), "-grad * sin(x)", lambda g, s: -g * s["x"].sin())
+SIN = unary("sin", methodcaller("sin"), "grad * cos(x)", lambda g, s: g.times("cos", s["x"]))
+COS = unary("cos", methodcaller("cos"), "-grad * sin(x)", lambda g, s: -g.times("sin", s["x"]))
 TANH = unary("tanh", methodcaller("tanh"), "grad * (1 - tanh(x)²)", _tanh_rule)
 SIGMOID = unary("sigmoid", methodcaller("sigmoid"), "grad * σ(x) * (1 - σ(x))", _sigmoid_rule)
 RELU = unary("relu", methodcaller("relu"), "grad * (x > 0)", lambda g, s: g * (s["x"] > 0.0))
@@ -44,12 +44,8 @@ TAN = unary(
     "grad * (1 + tan(x)²)",
     lambda g, s: g * (_squared(s["x"].transcendental("tan")) + 1.0),
 )
-SINH = unary(
-    "sinh", lambda x: x.transcendental("sinh"), "grad * cosh(x)", lambda g, s: g * s["x"].transcendental("cosh")
-)
-COSH = unary(
-    "cosh", lambda x: x.transcendental("cosh"), "grad * sinh(x)", lambda g, s: g * s["x"].transcendental("sinh")
-)
+SINH = unary("sinh", lambda x: x.transcendental("sinh"), "grad * cosh(x)", lambda g, s: g.times("cosh", s["x"]))
+COSH = unary("cosh", lambda x: x.transcendental("cosh"), "grad * sinh(x)", lambda g, s: g.times("sinh", s["x"]))
 ASIN = unary(
     "asin",
     lambda x: x.transcendental("arcsin"),

@@ -5,7 +5,17 @@ import gc
 import numpy as np
 import pytest
 
-from autodiff import Device, DeviceMismatchError, NodeStatus, Requirement, TapeConsumedError, Tensor
+from autodiff import (
+    BackwardRecorder,
+    Device,
+    DeviceMismatchError,
+    Distribution,
+    NodeStatus,
+    Requirement,
+    TapeConsumedError,
+    Tensor,
+)
+from autodiff.trace import BackwardFinished
 
 
 @pytest.fixture
@@ -266,3 +276,24 @@ def test_a_recorder_hears_each_moment_of_a_backward(ad):
         "swept 0",
     ]
     assert grads.hook is recorder  # given at creation (Burn's `Gradients::new_with_hook`)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["exp", "sin", "cos", "sinh", "cosh"])
+def test_a_rule_that_multiplies_by_a_function_of_x_counts_it_in_the_peak_whether_watched_or_not(op, dtype):
+    # `grad * cos(x)` makes cos(x) as a bare array when no recording watches the pool (Buffer.times): the peak and
+    # the gradient are what they are when cos(x) is a buffer of its own, with a memory history recording each buffer
+    def backward(watched: bool) -> tuple[int, np.ndarray]:
+        device = Device.numpy(seed=1)
+        device.record_memory_history(watched)
+        ad = device.autodiff()
+        x = Tensor.random([64, 64], Distribution.Default, ad, dtype=dtype).require_grad()
+        recorder = BackwardRecorder()
+        grads = getattr(getattr(x * 0.5, op)(), op)().sum().backward(recorder=recorder)
+        finished = recorder.events[-1]
+        assert isinstance(finished, BackwardFinished)
+        return finished.peak_bytes, x.grad(grads).numpy()
+
+    (peak, grad), (watched_peak, watched_grad) = backward(False), backward(True)
+    assert peak == watched_peak
+    np.testing.assert_array_equal(grad, watched_grad)  # bit for bit: the same arithmetic
