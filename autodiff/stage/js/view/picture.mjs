@@ -37,7 +37,7 @@ export function drawPicture(stage, state, animate, period) {
     g.classList.remove("flow", "sent");
     const labels = stage.labelText.get(id);
     const value = sent.get(id);
-    if (labels) fillLines(labels, value ? wrap(stage.folded ? spokenShort(value) : summarised(value), labelWidth(stage)) : []);
+    if (labels) fillLines(labels, value ? wrap(saidOnEdge(stage, value), labelWidth(stage)) : []);
     if (value) g.classList.add("sent");
   });
   if (!state) return;
@@ -47,9 +47,15 @@ export function drawPicture(stage, state, animate, period) {
     if (!edge) continue;
     edge.classList.add("flow");
     const path = edge.querySelector("path");
-    if (path && animate && !stage.reduceMotion) travel(stage, edge, path, flow.value, Math.min(period * 0.7, 900), stage.labelText.get(edge.id) || []);
+    if (path && animate && !stage.reduceMotion) travel(stage, edge, path, saidOnEdge(stage, flow.value), Math.min(period * 0.7, 900), stage.labelText.get(edge.id) || []);
   }
   if (focus) reveal(stage, focus, true);
+}
+
+function saidOnEdge(stage, value) {
+  // a value sent along an edge as its label and its moving dot say it: short in a folded view (dot.mjs spokenShort),
+  // a large tensor as its shape and range in any (the dot's one line is never wider than the label's box)
+  return stage.folded ? spokenShort(value) : summarised(value);
 }
 
 function travel(stage, edge, path, value, duration, labels) {
