@@ -52,11 +52,15 @@ export function labelRows(stage, element) {
 
 function widestLines(texts, width) {
   // room for any of `texts` said short and wrapped to `width`: as many lines as the most of them, each as long as the
-  // longest at its place. Numbers a class's student is not told yet (payload.py's MASKED_NUMBER) get the widest
-  // summary any numbers make
+  // longest at its place (a box is as wide as its widest line). Numbers a class's student is not told yet
+  // (payload.py's MASKED_NUMBER) get the widest summary any numbers make, and break their lines elsewhere than the
+  // numbers will: a line of a text that wraps may then be as long as `width`
+  const masked = texts.some((t) => t.includes(MASKED));
   const wrapped = texts.map((t) => wrap(t.includes(MASKED) ? spokenShort(t, true) : spokenShort(t), width));
   const count = Math.max(...wrapped.map((w) => w.length));
-  return Array.from({ length: count }, (_, k) => wrapped.map((w) => w[k] || "").reduce((a, b) => (b.length > a.length ? b : a)));
+  const rows = Array.from({ length: count }, (_, k) => wrapped.map((w) => w[k] || "").reduce((a, b) => (b.length > a.length ? b : a)));
+  if (masked && count > 1) rows[0] = rows[0].padEnd(width, "0");  // drawn over with the words of the moment
+  return rows;
 }
 
 const MASKED = "0.0000000000";
