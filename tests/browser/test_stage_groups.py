@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import itertools
 import json
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from autodiff import Device, Tensor, notebook
 from autodiff.stage import export_html, replay_payload
 from autodiff.stage.graph_dot import SIZES
+from course.programs import record_program
 from playground.examples import EXAMPLES
 from playground.results import Limits
 from playground.sandbox import run_program
@@ -351,3 +353,44 @@ def test_a_folded_part_shows_the_weights_it_uses_and_its_card_what_it_sends_them
     for weight in weights:
         assert any(f"to {weight}:" in card for card in cards), (weight, cards)
     screenshot(page, f"folded-weights-{'mlp3' if 'MLP' in program else 'neuron'}")
+
+
+# each node's lines by fill colour, and whether the layout drew detail lines (`NodeId(3) · mul`)
+LINE_COLOURS = """() => {
+  const stage = document.querySelector('.stage');
+  const nodes = [...stage.querySelectorAll('.stage-svg g.node:not(.group)')].map((g) =>
+    [...g.querySelectorAll('text')].filter((t) => t.textContent.trim()).map((t) => getComputedStyle(t).fill));
+  const groups = [...stage.querySelectorAll('.stage-svg g.node.group text')].map((t) => getComputedStyle(t).fill);
+  const probe = document.createElement('span');
+  stage.append(probe);
+  probe.style.color = 'var(--muted)';
+  const muted = getComputedStyle(probe).color;
+  probe.remove();
+  return { detail: !stage.classList.contains('no-detail'), nodes, groups, muted };
+}"""
+
+
+def test_only_a_detail_line_is_muted_never_a_gradient(laptop, samples31, tmp_path):
+    # a layout that leaves out the detail lines (a folded program) ends each box on its gradient, which reads in the
+    # text colour like the rest; a part's box has no detail line at all
+    seen = set()
+    seed, source = record_program("seed"), EXAMPLES["Three-layer MLP, one function per layer"]
+    mlp3 = run_program(source)
+    assert mlp3.error is None, mlp3.error
+    payloads = {
+        "seed": replay_payload(seed.before, seed.recorder, seed.names),
+        "loop": samples31[1],
+        "mlp3": replay_payload(mlp3.backward.before, mlp3.backward.recorder, mlp3.backward.names, source=source),
+    }
+    for (name, payload), width in itertools.product(payloads.items(), (1440, 390)):
+        laptop.set_viewport_size({"width": width, "height": 900 if width > 390 else 844})
+        load(laptop, tmp_path, f"muted-{name}", payload)
+        laptop.locator(".stage-svg g.node text").first.wait_for()
+        drawn = laptop.evaluate(LINE_COLOURS)
+        seen.add(drawn["detail"])
+        for lines in drawn["nodes"]:
+            plain = lines[:-1] if drawn["detail"] else lines
+            assert drawn["muted"] not in plain, (name, lines)
+            assert not drawn["detail"] or lines[-1] == drawn["muted"], (name, lines)
+        assert drawn["muted"] not in drawn["groups"], name
+    assert seen == {True, False}  # both kinds of layout were looked at
