@@ -95,10 +95,18 @@ def _template_lines(source: str) -> set[int]:
 
 
 def _without_comment_lines(source: str) -> str:
-    """`source` without the lines that are only a `//` comment (those inside a template literal are its text)."""
+    """`source` without the lines that are only a comment: a `//` line, or a `/* */` block (the contract's typedefs)
+    that starts a line and ends one. Those inside a template literal are its text."""
     keep = _template_lines(source)
-    lines = source.splitlines(keepends=True)
-    return "".join(text for k, text in enumerate(lines) if k in keep or not COMMENT_LINE.fullmatch(text))
+    kept, in_block = [], False
+    for k, text in enumerate(source.splitlines(keepends=True)):
+        if k in keep:
+            kept.append(text)
+        elif in_block or text.lstrip().startswith("/*"):
+            in_block = not text.rstrip().endswith("*/")
+        elif not COMMENT_LINE.fullmatch(text):
+            kept.append(text)
+    return "".join(kept)
 
 
 def module_order(entry: Path) -> list[Path]:

@@ -8,6 +8,7 @@ import typing
 
 from autodiff import trace
 from autodiff.stage import STAGE_JS, chain_rule, events, groups, payload, replay_payload
+from autodiff.stage.bundle import JS
 from course.programs import record_program
 
 PYTHON_TYPES = {
@@ -17,11 +18,12 @@ PYTHON_TYPES = {
     if typing.is_typeddict(cls) and cls.__module__ == module.__name__
 }
 TRACE_EVENTS = typing.get_args(trace.Event)
+CONTRACT_JS = (JS / "model" / "contract.mjs").read_text()
 
 
-def js_typedefs(source: str = STAGE_JS) -> dict[str, str]:
-    """Each `@typedef {type} Name` of a script's first JSDoc block (the stage's bundle, by default): Name -> its
-    type, the comment's `*` removed."""
+def js_typedefs(source: str = CONTRACT_JS) -> dict[str, str]:
+    """Each `@typedef {type} Name` of a script's first JSDoc block (the stage's contract module, by default; a
+    bundle drops comment blocks): Name -> its type, the comment's `*` removed."""
     doc = re.search(r"/\*\*(.*?)\*/", source, re.S).group(1)
     doc = re.sub(r"\n\s*\*", " ", doc)
     typedefs = {}

@@ -15,7 +15,7 @@ from autodiff.stage.bundle import DECLARED, JS, module_order
 from autodiff.stage.palette import BACKGROUND, BY_KEY, TEXT
 from course.training import Training
 from ui import training_stage
-from ui.training_stage import SIGN_STATES, TRAINING_CSS, TRAINING_JS, frame_wire
+from ui.training_stage import SIGN_STATES, TRAINING_CSS, frame_wire
 
 HERE = Path(training_stage.__file__).parent
 COLOUR_LITERAL = re.compile(r"#[0-9a-fA-F]{3,8}\b|\brgba?\(\s*\d|\[\s*\d+,\s*\d+,\s*\d+\s*\]")  # hex, rgb(1, [1, 2, 3]
@@ -23,7 +23,7 @@ WIRE = {name: cls for name, cls in vars(training_stage).items() if typing.is_typ
 
 
 def test_python_and_the_browser_name_the_same_types_and_keys():
-    js = js_typedefs(TRAINING_JS)
+    js = js_typedefs((HERE / "training_stage.js").read_text())  # the module: its bundle drops comment blocks
     assert set(WIRE) == set(js)
     for name, cls in WIRE.items():
         assert set(cls.__annotations__) == set(js_fields(js[name])), name

@@ -10,7 +10,7 @@ import { test } from "node:test";
 
 import { checkPayload, unpack } from "../../autodiff/stage/js/model/contract.mjs";
 import { placeBoxes, programTree } from "../../autodiff/stage/js/model/parts.mjs";
-import { frame, nodeView, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
+import { frame, narration, nodeView, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
 
 const FOLDER = process.env.STAGE_FIXTURES;
 const PROGRAMS = ["seed", "loop", "mlp3"];
@@ -91,4 +91,22 @@ test("the folded programs fold: the loop and mlp3 have parts, the seed has none"
   assert.equal(groups.seed.length, 0);
   assert.ok(groups.loop.some((g) => g.parent === "" && g.kind === "loop"));
   assert.ok(groups.mlp3.some((g) => g.parent === "" && g.kind === "function"));
+});
+
+test("mlp3, its top level folded: a part's run is told with its values said short, as its box says them", async () => {
+  // the caption sits above the card, which lists every number: eight-digit float32s in it pushed the rest of the
+  // caption out of its share of the panel
+  const { data } = await loaded("mlp3");
+  const stage = { ...pressedByStep(data, new Set()), answers: new Map() };
+  let told = 0;
+  for (const stop of stopsOf(stage)) {
+    const sentence = narration(stage, stop, frame(data, stop));
+    if (!sentence.includes("run at once")) continue;
+    told++;
+    for (const number of sentence.match(/-?\d+\.\d+(?:e[-+]\d+)?/g) || []) {
+      const digits = number.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "");
+      assert.ok(digits.length <= 4, `${number} in: ${sentence}`);
+    }
+  }
+  assert.ok(told >= 3, `${told} runs of a part told`);
 });

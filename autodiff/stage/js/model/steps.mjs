@@ -2,6 +2,7 @@
 // and the sentence a press says.
 
 import { nameOf, nodeById } from "./contract.mjs";
+import { spokenShort } from "./dot.mjs";
 import { isGroup } from "./parts.mjs";
 
 const FINISH = new Set(["SweepFreed", "BackwardFinished"]);
@@ -147,7 +148,7 @@ export function runningPart(stage, state) {
 }
 
 function flowList(flows) {
-  return flows.map((f) => `${f.value} to ${f.name}`).join(", ");
+  return flows.map((f) => `${spokenShort(f.value)} to ${f.name}`).join(", ");
 }
 
 export function narration(stage, index, state) {
@@ -164,7 +165,8 @@ export function narration(stage, index, state) {
   const running = runningPart(stage, state);
   if (running) {
     const { group: part, run } = running;
-    const came = run.came_in.map((f) => `${f.value} at ${f.name}`).join(", ");
+    // said short, as the folded part's box says them: the card beside it lists every number
+    const came = run.came_in.map((f) => `${spokenShort(f.value)} at ${f.name}`).join(", ");
     return `${run.steps} step${run.steps === 1 ? "" : "s"} of ${part.name} run at once (it is folded: open it to see each).`
       + (came ? ` Into it came ${came}.` : "") + (run.sent.length ? ` It sends ${flowList(run.sent)}.` : " It sends nothing out of itself.");
   }
