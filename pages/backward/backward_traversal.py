@@ -56,7 +56,9 @@ replay_view(
     source=program.source,
     lines=run.lines,
 )
-st.caption(f"**The program**, beside the graph: {program.summary} Click a line to see the nodes it made.")
+st.caption(
+    f"**The program**, in the stage with its running line lit: {program.summary} Click a line to see the nodes it made."
+)
 
 st.markdown("**The tape**, bucketed by order (runs top to bottom)")
 tape_view(run.before, run.recorder, run.names)

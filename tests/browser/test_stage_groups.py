@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 
 from autodiff import Device, Tensor, notebook
 from autodiff.stage import export_html, replay_payload
@@ -394,3 +395,14 @@ def test_only_a_detail_line_is_muted_never_a_gradient(laptop, samples31, tmp_pat
             assert not drawn["detail"] or lines[-1] == drawn["muted"], (name, lines)
         assert drawn["muted"] not in drawn["groups"], name
     assert seen == {True, False}  # both kinds of layout were looked at
+
+
+def test_the_containers_headings_fit_their_columns_on_a_phone(laptop, samples31, tmp_path):
+    # each row of the Gradients container is a grid of its own: on a phone "Shape" ran into "Entry"
+    laptop.set_viewport_size({"width": 390, "height": 844})
+    load(laptop, tmp_path, "phone-container", samples31[1])
+    laptop.keyboard.press("End")  # the container holds every leaf's gradient
+    heading = laptop.locator(".stage .grad-head > span")
+    expect(heading).to_have_count(4)
+    spans = heading.evaluate_all("ss => ss.map((s) => [s.textContent, s.scrollWidth - s.clientWidth])")
+    assert all(over <= 0 for _, over in spans), spans
