@@ -406,3 +406,21 @@ def test_the_containers_headings_fit_their_columns_on_a_phone(laptop, samples31,
     expect(heading).to_have_count(4)
     spans = heading.evaluate_all("ss => ss.map((s) => [s.textContent, s.scrollWidth - s.clientWidth])")
     assert all(over <= 0 for _, over in spans), spans
+
+
+TARGETS = ".stage button, .stage select, .stage label, .stage input[type=range], .stage-code .line.makes"
+
+
+def test_on_a_touch_phone_every_control_of_the_stage_is_a_24_px_target(browser, samples31, tmp_path):
+    # WCAG 2.2's target size (2.5.8): the follow toggle, the step slider and the program's lines were 13 to 20 px tall
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    load(page, tmp_path, "phone-targets", samples31[1])
+    targets = page.evaluate(
+        """() => [...document.querySelectorAll(TARGETS)]
+            .filter((t) => t.getClientRects().length)
+            .map((t) => { const r = t.getBoundingClientRect(); return [t.textContent.trim().slice(0, 30) || t.className,
+              Math.round(r.width), Math.round(r.height)]; })""".replace("TARGETS", json.dumps(TARGETS))
+    )
+    context.close()
+    assert len(targets) > 10 and [t for t in targets if min(t[1], t[2]) < 24] == [], targets
