@@ -5,16 +5,23 @@ import { MAX_DRAWN, isGroup, placeBoxes, drawnCount, placeBoxesEdges } from "../
 import { labelRows, dotOf, besideParts } from "../model/dot.mjs";
 import { MAX_SCALE, fitScale, place } from "./viewport.mjs";
 
-export function bestLayout(stage) {
+export function bestLayout(stage, thorough = true) {
   // this view laid out each way (bottom-up or left-right, with or without each node's `NodeId · op` line, its long
   // lines wrapped wider or narrower) once, keeping the one that reads largest: the detail line goes first when it
-  // would make the text too small
+  // would make the text too small. A folded view that reads below readable size is tried more ways too (narrower
+  // lines, its weights beside their parts), unless `thorough` is false: choosing the view to open with asks each
+  // level whether it reads, and only the one it settles on is worth the longer search (each way is a Graphviz
+  // layout: searching every level every way, 5,000 nodes' first frame took 1.2 s instead of 0.5 s)
   const edges = placeBoxes(stage);
   const key = [...stage.open].sort().join(",");
-  if (stage.layouts.has(key)) return stage.layouts.get(key);
+  const known = stage.layouts.get(key);
+  if (known && (known.thorough || !thorough)) return known;
+  const tried = known ? known.tried : new Map();  // the ways a quick search laid out: not laid out again
   const box = stage.root.querySelector(".stage-svg");
   const readable = stage.data.presenter ? 16 : 12;
   const lay = (rankdir, detail, wrapWidth, beside) => {
+    const way = `${rankdir} ${detail} ${wrapWidth} ${beside.length}`;
+    if (tried.has(way)) return tried.get(way);
     stage.wrapWidth = wrapWidth;
     const dot = dotOf(stage, edges, rankdir, detail, beside);  // kept: the download is this text (picture.mjs saveDot)
     const svgText = stage.graphviz.dot(dot);
@@ -22,15 +29,24 @@ export function bestLayout(stage) {
     const w = parseFloat(svg.getAttribute("width")), h = parseFloat(svg.getAttribute("height"));
     const sizes = [...svg.querySelectorAll("g.node text, g.cluster text")].map((t) => parseFloat(t.getAttribute("font-size")) || 14);
     const font = sizes.length ? Math.min(...sizes) : 14, scale = Math.min(fitScale(stage, box, w, h), MAX_SCALE);
-    return { svg, dot, w, h, font, scale, detail, wrapWidth, beside, smallest: scale * font, open: new Set(stage.open) };
+    const laid = { svg, dot, w, h, font, scale, detail, wrapWidth, beside, smallest: scale * font, open: new Set(stage.open) };
+    tried.set(way, laid);
+    return laid;
   };
-  // a folded view's boxes say little (a tensor as its shape and range): narrower lines are tried too, and its
-  // weights beside their parts (wide and short) as well as a rank below them (narrow and tall)
-  const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32),
-    ...(stage.folded ? [Math.min(stage.wideWrap, 38), Math.min(stage.wideWrap, 26)] : [])])];
-  const beside = besideParts(stage, edges), ways = beside.length ? [[], beside] : [[]];
-  const compact = stage.data.rankdirs.flatMap((r) => widths.flatMap((w) => ways.map((b) => lay(r, false, w, b))))
-    .sort((a, b) => b.scale - a.scale)[0];
+  const widest = (candidates) => candidates.sort((a, b) => b.scale - a.scale)[0];
+  const widths = [...new Set([stage.wideWrap, Math.max(32, Math.round(stage.wideWrap * 0.65)), Math.min(stage.wideWrap, 32)])];
+  let compact = widest(stage.data.rankdirs.flatMap((r) => widths.map((w) => lay(r, false, w, []))));
+  if (thorough && stage.folded && compact.smallest < readable - 0.01) {
+    // a folded view's boxes say little (a tensor as its shape and range): narrower lines are tried too, and its
+    // weights beside their parts (wide and short) as well as a rank below them (narrow and tall)
+    const narrower = [...new Set([Math.min(stage.wideWrap, 38), Math.min(stage.wideWrap, 26)])];
+    const beside = besideParts(stage, edges);
+    const more = stage.data.rankdirs.flatMap((r) => [
+      ...narrower.filter((w) => !widths.includes(w)).map((w) => lay(r, false, w, [])),
+      ...(beside.length ? [...widths, ...narrower].map((w) => lay(r, false, w, beside)) : []),
+    ]);
+    compact = widest([compact, ...more]);
+  }
   compact.compact = compact;
   const detailFont = compact.font * 0.8;  // the detail line is the smallest text, about four fifths of the rest
   let best = compact;
@@ -40,6 +56,8 @@ export function bestLayout(stage) {
     if (withDetail.smallest >= readable - 0.01) best = withDetail;
   }
   stage.wrapWidth = best.wrapWidth;
+  best.thorough = thorough || !stage.folded || compact.smallest >= readable - 0.01;  // no other way would be tried
+  best.tried = best.thorough ? null : tried;  // kept only until the longer search, which reuses them
   stage.layouts.set(key, best);
   return best;
 }
@@ -54,13 +72,13 @@ export function chooseView(stage) {
     const open = new Set([...tree.groups.keys()].filter((e) => tree.depth.get(e) < d));
     if (d > 0 && drawnCount(stage, open) > MAX_DRAWN) continue;
     stage.open = open;
-    const best = bestLayout(stage);
+    const best = bestLayout(stage, false);
     if (best.smallest >= readable - 0.01) { stage.chosenOpen = new Set(open); return; }
     if (!fallback || best.smallest > fallback.best.smallest + 0.01) fallback = { open, best };
   }
   stage.open = fallback.open;
   stage.chosenOpen = new Set(fallback.open);
-  placeBoxes(stage);
+  bestLayout(stage);  // nothing reads at readable size: the view it opens with is searched every way
 }
 
 export function placeReadable(stage) {
