@@ -93,6 +93,24 @@ def button(at: AppTest, label: str):
     return matches[0]
 
 
+def memory_run(
+    mode: str = "autodiff", passes: int = 5, size: int = 128, at: AppTest | None = None, ticks: int | None = None
+) -> AppTest:
+    """Memory growth run to its end (`passes` passes of `size`, in `mode`), on a fresh app or `at`."""
+    if at is None:
+        at = app()
+    at.query_params.clear()
+    at.switch_page("pages/memory/memory_growth.py").run()
+    at.selectbox(key="memory_size").set_value(size).run()
+    at.slider(key="memory_iterations").set_value(passes).run()
+    at.radio(key="memory_mode").set_value(mode).run()
+    button(at, "Start").click().run()
+    for _ in range(passes + 2 if ticks is None else ticks):
+        at.run()  # each run is one tick of the live fragment
+    assert not at.exception
+    return at
+
+
 def chart(at: AppTest, title: str) -> tuple[dict, pd.DataFrame]:
     """The Altair chart titled `title`: its Vega-Lite spec and the data it plots."""
     for element in at.get("vega_lite_chart"):

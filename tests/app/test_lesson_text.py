@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from apptest import app, button
+from apptest import app, button, memory_run
 from streamlit.testing.v1 import AppTest
 
 RAW = {
@@ -58,11 +58,6 @@ def test_memory_pages_read_as_sentences(page):
 
 
 def test_memory_growth_reads_as_sentences():
-    at = app("pages/memory/memory_growth.py")
-    at.selectbox(key="memory_size").set_value(128).run()
-    at.slider(key="memory_iterations").set_value(5).run()
-    button(at, "Start").click().run()
-    for _ in range(8):
-        at.run()
+    at = memory_run(ticks=8)
     button(at, "Run the abandoned-graphs experiment").click().run()
     assert raw(at) == []

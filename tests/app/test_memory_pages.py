@@ -5,27 +5,9 @@ from __future__ import annotations
 import gc
 
 import pytest
-from apptest import app, button, chart, node_states, stage_data, stages, table
-from streamlit.testing.v1 import AppTest
+from apptest import app, button, chart, memory_run, node_states, stage_data, stages, table
 
 from autodiff.stage.format import format_bytes
-
-
-def memory_run(
-    mode: str, passes: int = 5, size: int = 128, at: AppTest | None = None, ticks: int | None = None
-) -> AppTest:
-    if at is None:
-        at = app()
-    at.query_params.clear()
-    at.switch_page("pages/memory/memory_growth.py").run()
-    at.selectbox(key="memory_size").set_value(size).run()
-    at.slider(key="memory_iterations").set_value(passes).run()
-    at.radio(key="memory_mode").set_value(mode).run()
-    button(at, "Start").click().run()
-    for _ in range(passes + 2 if ticks is None else ticks):
-        at.run()  # each run is one tick of the live fragment
-    assert not at.exception
-    return at
 
 
 def test_memory_rises_with_autodiff_and_backward_frees_it():

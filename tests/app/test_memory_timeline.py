@@ -6,7 +6,7 @@ import html
 import pickle
 import re
 
-from apptest import app, button, stage_data
+from apptest import app, button, memory_run, stage_data
 from streamlit.testing.v1 import AppTest
 
 from autodiff import Device, Distribution, Tensor
@@ -100,13 +100,8 @@ def test_memory_growth_draws_the_timeline_live_and_offers_the_snapshot():
 def test_a_band_names_its_nodes_box_as_the_stage_draws_it():
     """A band and the node it holds select each other (ui/memory_timeline.js) by the box's element id, which the
     band carries as graph_dot.py made it: the page's script never spells an id of its own."""
-    at = app("pages/memory/memory_growth.py")
-    at.selectbox(key="memory_size").set_value(128).run()
-    at.slider(key="memory_iterations").set_value(5).run()
-    button(at, "Start").click().run()
-    for _ in range(8):
-        at.run()
-    assert not at.exception and not at.session_state["memory_running"]  # stopped: the graph is drawn
+    at = memory_run(ticks=8)
+    assert not at.session_state["memory_running"]  # stopped: the graph is drawn
     held = set(re.findall(r'class="band [^"]*" data-node="([^"]+)"', timelines(at)[0]))
     drawn = {node["element"] for node in stage_data(at, "static")["nodes"]}
     assert held & drawn, (held, drawn)  # the newest pass's bands name the boxes drawn
