@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+import threading
 import uuid
 
 import streamlit as st
@@ -19,6 +20,7 @@ from playground.workers import Job
 from ui.state import session_budget
 
 RESULT_CHARGE = "playground_result_charge"
+STOPPED_AWAY = "playground_stopped_away"  # the last run was stopped because its page was away; kept until a new Run
 
 ERROR_CLASS = "playground-error"
 ERROR_STYLE = (
@@ -35,29 +37,51 @@ def session_owner() -> str:
     return st.session_state.setdefault("playground_owner", uuid.uuid4().hex)
 
 
+AWAY_SECONDS = 2.0  # a page away this long has closed (a dropped connection is back within a second)
+
+
 def wait_for_run(job: Job) -> None:
     """Show where the run stands until its worker answers. A rerun meanwhile (any click) leaves the job
     in the queue; the next run of the page picks up waiting where this one stopped."""
     status = st.empty()
     try:
         while not job.wait(0.2):
-            if not _session_active():  # the tab closed: nobody will read this run, so it stops now
-                job.cancel()
-                return
             ahead = job.position()
             if job.state == "queued" and ahead:
                 status.info(f"Queued: {ahead} run{'s' if ahead > 1 else ''} ahead of yours. It starts by itself.")
             else:
                 status.info("Running your program in its own worker process…")
-    except StopException:  # the session is shutting down (a rerun, by contrast, keeps waiting on the next run)
-        job.cancel()
+    except StopException:  # the page went away: a closed tab, or a dropped connection that is back in a moment
+        _cancel_unless_back(job)
         raise
     status.empty()
+    if job.state == "cancelled":  # it was away longer, and came back after all (a phone woken, Wi-Fi back)
+        st.session_state[STOPPED_AWAY] = True
+    elif job.state == "done":
+        st.session_state.pop(STOPPED_AWAY, None)
 
 
-def _session_active() -> bool:
+def _cancel_unless_back(job: Job) -> None:
+    """Stop `job` unless its page is connected again within `AWAY_SECONDS`: nobody will read a closed tab's run, and
+    it keeps a worker from the others. A page that comes back picks the job up where its last run left it."""
     ctx = get_script_run_ctx()
-    return ctx is None or not runtime.exists() or runtime.get_instance().is_active_session(ctx.session_id)
+    if ctx is None or not runtime.exists():
+        job.cancel()
+        return
+    session, server = ctx.session_id, runtime.get_instance()
+    timer = threading.Timer(AWAY_SECONDS, lambda: None if server.is_active_session(session) else job.cancel())
+    timer.daemon = True
+    timer.start()
+
+
+def stopped_away_notice() -> None:
+    """Say that the last run was stopped while the page was away, until the student runs again: the output below
+    (if any) is an earlier run's."""
+    if st.session_state.get(STOPPED_AWAY):
+        st.warning(
+            f"Your last run was stopped: this page lost its connection to the server for more than {AWAY_SECONDS:g} s"
+            " while it ran (a closed tab's run stops so that it keeps nobody waiting). Press **Run** to run it again."
+        )
 
 
 class Charge:

@@ -13,7 +13,7 @@ from ui.graph_view import snapshot_graph
 from ui.navigation import lesson_intro
 from ui.playground_help import limits_table, what_a_program_may_use
 from ui.replay_view import replay_view
-from ui.run_view import hold_result, run_error, session_owner, wait_for_run
+from ui.run_view import hold_result, run_error, session_owner, stopped_away_notice, wait_for_run
 from ui.state import client_address, current_backend, publish
 
 LIMITS, MISCONFIGURED = served_limits()
@@ -90,6 +90,7 @@ if job is not None:
     if job.state == "done" and hold_result(job.result):
         st.session_state.pop("playground_replay_index", None)
     del st.session_state["playground_job"]
+stopped_away_notice()
 result = st.session_state.get("playground_result")
 if result is None:
     st.info("Press **Run** to run the program.")

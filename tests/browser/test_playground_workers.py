@@ -15,6 +15,7 @@ import pytest
 
 from autodiff.device import mlx_unavailable_reason
 from playground import SECONDS_ENV
+from ui.run_view import AWAY_SECONDS
 
 from .conftest import screenshot
 from .harness import (
@@ -109,29 +110,76 @@ def test_a_frozen_program_freezes_nobody_else(browser, tmp_path):
         other.close()
 
 
-def test_a_memory_bomb_leaves_the_server_as_it_was(browser, tmp_path):
+@pytest.fixture(scope="module")
+def roomy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A server that gives a run 60 s, for runs that must last (`ROOMY`); yields its URL and process id."""
+    with streamlit_server(tmp_path_factory.mktemp("roomy") / "server.log", with_pid=True, env=ROOMY) as url_pid:
+        yield url_pid
+
+
+def test_a_memory_bomb_leaves_the_server_as_it_was(browser, roomy_server):
     # a worker yields the CPU (nice 10): on a machine busy with other work, the 5 s limit could stop the bomb (0.3 s
     # when the machine is idle) before it reaches the memory limit. This server gives a run 60 s: memory stops it
-    with streamlit_server(tmp_path / "server.log", with_pid=True, env=ROOMY) as (url, pid):
-        context = browser.new_context()
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        run_in(page, url, "print('warm')")
-        page.get_by_text("warm").first.wait_for()
-        baseline, peak = rss_mib(pid), 0.0
-        box = page.locator(ERROR).filter(has_text="used more than 512 MiB of memory")
-        run_in(page, url, MEMORY_BOMB)
-        deadline = time.monotonic() + 60
-        while box.count() == 0:  # the server's memory, sampled until the run stops
-            assert time.monotonic() < deadline, page.locator(ERROR).all_inner_texts()
-            peak = max(peak, rss_mib(pid))
-            time.sleep(0.1)
-        print(f"server RSS: baseline {baseline:.0f} MiB, peak during the bomb {peak:.0f} MiB")
-        assert peak < baseline + 100
-        screenshot(page, "playground_memory_limit")
-        run_in(page, url, "print('after', 2 + 2)")
-        page.get_by_text("after 4").wait_for()
-        context.close()
+    url, pid = roomy_server
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    run_in(page, url, "print('warm')")
+    page.get_by_text("warm").first.wait_for()
+    baseline, peak = rss_mib(pid), 0.0
+    box = page.locator(ERROR).filter(has_text="used more than 512 MiB of memory")
+    run_in(page, url, MEMORY_BOMB)
+    deadline = time.monotonic() + 60
+    while box.count() == 0:  # the server's memory, sampled until the run stops
+        assert time.monotonic() < deadline, page.locator(ERROR).all_inner_texts()
+        peak = max(peak, rss_mib(pid))
+        time.sleep(0.1)
+    print(f"server RSS: baseline {baseline:.0f} MiB, peak during the bomb {peak:.0f} MiB")
+    assert peak < baseline + 100
+    screenshot(page, "playground_memory_limit")
+    run_in(page, url, "print('after', 2 + 2)")
+    page.get_by_text("after 4").wait_for()
+    context.close()
+
+
+# every WebSocket the page opens, kept where the test can close it: a dropped connection, as Wi-Fi drops it
+KEEP_SOCKETS = """window.__sockets = [];
+const NativeSocket = window.WebSocket;
+window.WebSocket = class extends NativeSocket {
+  constructor(...args) { super(...args); window.__sockets.push(this); }
+};"""
+DROP_SOCKETS = "() => window.__sockets.forEach(socket => socket.close())"
+LASTING = "total = 0\nfor i in range(2_000_000):\n    total = total + i\nprint('{word}', total)\n"  # 6 s quiet
+
+
+def test_a_run_outlives_a_dropped_connection_and_a_run_stopped_while_away_says_so(browser, roomy_server):
+    """A run's page that drops its connection for a moment gets its output (the run was cancelled at once, and the
+    page came back to "Press Run"); a page away for longer than `AWAY_SECONDS` has its run stopped, and says so."""
+    url, _ = roomy_server
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.add_init_script(KEEP_SOCKETS)
+    run_in(page, url, LASTING.format(word="survived"))
+    page.get_by_text("Running your program").first.wait_for()
+    page.evaluate(DROP_SOCKETS)  # the page reconnects by itself within a second
+    page.get_by_text("survived 1999999000000").wait_for()
+    assert page.get_by_text("Your last run was stopped").count() == 0
+
+    run_in(page, url, LASTING.format(word="stopped"))
+    page.get_by_text("Running your program").first.wait_for()
+    page.route("**/_stcore/health", lambda route: route.abort())  # the page cannot come back for 4 s
+    page.evaluate(DROP_SOCKETS)
+    time.sleep(4 * AWAY_SECONDS)
+    page.unroute("**/_stcore/health")
+    notice = page.get_by_text("Your last run was stopped")
+    notice.wait_for()
+    assert "Press Run to run it again" in notice.inner_text()
+    assert page.get_by_text("stopped 1999999000000").count() == 0
+    run_in(page, url, "print('again', 3)")  # the next run clears it
+    page.get_by_text("again 3").wait_for()
+    assert notice.count() == 0
+    context.close()
 
 
 BROADCAST_MATMUL = "x = Tensor.ones([1024, 1, 1, 1024], ad)\ny = Tensor.ones([1, 1024, 1024, 1], ad)\nz = x.matmul(y)\n"
