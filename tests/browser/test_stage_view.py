@@ -219,6 +219,29 @@ def test_the_card_writes_the_chain_rule_in_numbers_and_the_paths_adding_up(page,
     screenshot(page, "stage_card_sum")
 
 
+SIX_NUMBERS = (  # w·w sends a tensor of 5 to 16 numbers: the picture says it to four digits, the card whole
+    "w = Tensor.from_floats([[0.123456, -1.5, 2.25], [0.3333333, 0.7, -0.9]], ad).require_grad()\n"
+    "loss = (w * w).sum()\n"
+    "g = loss.backward()\n"
+)
+
+
+def test_the_card_says_sent_the_number_its_product_worked_out(page, app_url):
+    """Each input's line says what was sent as the product above it wrote it: a product ending `= [[…, 0.3333333, …]]`
+    was followed by `sent [[…, 0.3333, …]]`, the picture's short text, as if another number had gone."""
+    run_in(page, app_url, SIX_NUMBERS)
+    page.locator(NODES).first.wait_for()
+    step_to(page, "The step of w·w runs")
+    inputs = page.locator(".stage-step .card-input")
+    assert inputs.count() == 2
+    for k in range(2):
+        product = inputs.nth(k).locator(".card-math").inner_text()
+        status = inputs.nth(k).locator(".card-status").inner_text()
+        worked_out = product.rsplit(" = ", 1)[1]
+        assert len(re.findall(r"\d+\.\d+", worked_out)) == 6 and "0.3333333" in worked_out, product
+        assert status.startswith(f"sent {worked_out}: "), (product, status)
+
+
 @pytest.mark.parametrize("path", ["gradients", "mlx", "tape"])
 def test_unused_reads_no_gradient_on_every_page(page, app_url, path):
     page.goto(f"{app_url}/{path}")

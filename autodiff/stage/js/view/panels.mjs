@@ -94,7 +94,9 @@ function cardInput(data, step, k, card, flow) {
   else head.append(`rule ${input ? input.rule : step.rules[k]}`);
   row.append(head);
   if (input) row.append(element("p", "card-math", input.product));
-  const status = flow ? `sent ${flow.value}: ${flow.accumulated ? "added to its entry" : "a new entry in the container"}` : "not sent yet";
+  // what went, as the product above wrote it (the event's value is the picture's, four digits from five numbers on)
+  const sent = flow && (input ? input.sends : flow.value);
+  const status = flow ? `sent ${sent}: ${flow.accumulated ? "added to its entry" : "a new entry in the container"}` : "not sent yet";
   row.append(element("p", `card-status${flow ? "" : " waiting"}`, status));
   return row;
 }
