@@ -93,4 +93,8 @@ def stage_css() -> str:
         )
         lines.append(f".stage g.node.s-{state.key} > path,.stage g.node.s-{state.key} > polygon{{{stroke}}}")
         lines.append(f".stage .swatch.s-{state.key}{{{stroke}}}")
+    # a stage refused in words stands where the stage would be, outside it: its colour is the refused state's border
+    # (4.5:1 as text on both backgrounds), dark when the host is (controller.mjs's refuse)
+    refused = BY_KEY["refused"]
+    lines.append(f".stage-refused{{color:{refused.light.border}}}.stage-refused.dark{{color:{refused.dark.border}}}")
     return "\n".join(lines)

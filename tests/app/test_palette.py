@@ -2,6 +2,7 @@
 fill, and states stay apart for viewers with protanopia and deuteranopia (Machado et al. 2009 simulation)."""
 
 import itertools
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,3 +86,15 @@ def test_every_state_has_a_rule_in_both_themes():
     css = stage_css()
     for state in STATES:
         assert f"g.node.s-{state.key} > path" in css and f"--{state.key}-fill:{state.dark.fill}" in css
+
+
+def test_the_stage_s_refusal_is_in_the_palette_s_refused_colour_readable_in_both_themes():
+    """A stage that cannot show its data says so in words, in the refused state's colour (it had colours of its own,
+    outside the contrast-tested palette); the stylesheet itself names no colour."""
+    css, sheet = stage_css(), (Path(__file__).resolve().parents[2] / "autodiff" / "stage" / "stage.css").read_text()
+    refused = next(state for state in STATES if state.key == "refused")
+    assert f".stage-refused{{color:{refused.light.border}}}" in css
+    assert f".stage-refused.dark{{color:{refused.dark.border}}}" in css
+    for theme in ("light", "dark"):
+        assert contrast(getattr(refused, theme).border, BACKGROUND[theme]) >= 4.5, theme  # it is text
+    assert re.findall(r"#[0-9a-fA-F]{3,8}\b", sheet) == []

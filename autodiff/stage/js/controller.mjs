@@ -11,7 +11,7 @@ import { programTree } from "./model/parts.mjs";
 import { stopsOf, stopAt, frameOf, nodeView, runningPart, narration } from "./model/steps.mjs";
 import { WRAP } from "./model/dot.mjs";
 import { element } from "./view/dom.mjs";
-import { followTheme } from "./view/theme.mjs";
+import { followTheme, isDark } from "./view/theme.mjs";
 import { NARROW, place, stickyBar, bringIntoView, fitHeight, pageTop } from "./view/viewport.mjs";
 import { bestLayout, chooseView, placeReadable, installLayout } from "./view/layout.mjs";
 import { drawPicture, lightLines } from "./view/picture.mjs";
@@ -103,6 +103,7 @@ function refuse(parentElement, message) {
   const refusal = element("p", "stage-refused", message);
   refusal.setAttribute("role", "alert");
   parentElement.appendChild(refusal);
+  refusal.classList.toggle("dark", isDark(refusal));  // the palette's refused colour, as the host's theme wants it
   return () => refusal.remove();
 }
 

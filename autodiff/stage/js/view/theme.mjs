@@ -30,7 +30,7 @@ const THEME_ATTRIBUTES = ["class", "style", "data-theme", "data-jp-theme-light",
 
 const HOST_BACKGROUNDS = ["--st-background-color", "--jp-layout-color0", "--vscode-editor-background"];
 
-function isDark(root) {
+export function isDark(root) {
   const style = getComputedStyle(root);
   for (const name of HOST_BACKGROUNDS) {
     const light = lightness(style.getPropertyValue(name).trim());
