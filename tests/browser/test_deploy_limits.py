@@ -9,7 +9,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import time
 import urllib.request
 
@@ -18,7 +17,7 @@ import pytest
 from deploy.replicas import HUNG_AFTER, PER_CLIENT, deployment, workers_per_replica
 
 from .harness import HEALTH_GOAL_S, _free_port, websocket
-from .probes import half_open, static_loop
+from .probes import half_open, static_loop, timed_get
 
 pytestmark = pytest.mark.browser
 ATTACKER, STUDENT = "127.0.0.2", "127.0.0.3"
@@ -33,19 +32,6 @@ def single():
         pytest.skip("nginx is not installed (apt-get install nginx)")
     with deployment(replicas=1, port=_free_port(), first_replica_port=_free_port()) as running:
         yield running
-
-
-def timed_get(port: int, path: str, source: str) -> float:
-    """Seconds for a GET from `source` to answer 200 (the page or health)."""
-    start = time.monotonic()
-    connection = socket.create_connection(("127.0.0.1", port), timeout=10, source_address=(source, 0))
-    try:
-        connection.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
-        head = connection.recv(4096).decode("latin-1")
-    finally:
-        connection.close()
-    assert head.startswith("HTTP/1.1 200"), head[:200]
-    return time.monotonic() - start
 
 
 def resident(pid: int) -> int:
