@@ -43,6 +43,16 @@ def playground(samples: int, presenter: bool = False):
     return run, replay_payload(run.before, run.recorder, run.names, presenter, source=source, lines=result.lines)
 
 
+def example(name: str) -> dict:
+    """The replay payload of the Playground's example `name`, as the Playground draws it."""
+    source = EXAMPLES[name]
+    # the Playground's 5 s limit is not what these tests are about: a busy machine gets five times it
+    result = run_program(source, Limits(seconds=5 * Limits.seconds))
+    assert result.error is None, result.error
+    run = result.backward
+    return replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+
+
 def student_mlp(samples: int):
     """A notebook cell's MLP written with a function per layer, summed over samples: `notebook.replay(loss)`."""
     ad = Device.numpy().autodiff(keep_values=True)
@@ -291,12 +301,7 @@ def test_follow_the_step_opens_the_part_that_runs_and_folds_it_after(laptop, sam
 
 @pytest.mark.parametrize("screen", [(1440, 900), (1024, 768)], ids=lambda s: f"{s[0]}x{s[1]}")
 def test_micrograds_mlp_folds_by_its_objects_reads_at_12_px_and_names_its_weights(browser, tmp_path, screen):
-    source = EXAMPLES["micrograd's MLP, with classes"]
-    # the Playground's 5 s limit is not what these tests are about: a busy machine gets five times it
-    result = run_program(source, Limits(seconds=5 * Limits.seconds))
-    assert result.error is None, result.error
-    run = result.backward
-    payload = replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+    payload = example("micrograd's MLP, with classes")
     assert {"making MLP 1", "MLP 1", "Layer 1", "Layer 2", "Neuron 1", "making Neuron 1"} <= {
         g["name"] for g in payload["groups"]
     }
@@ -424,3 +429,123 @@ def test_on_a_touch_phone_every_control_of_the_stage_is_a_24_px_target(browser, 
     )
     context.close()
     assert len(targets) > 10 and [t for t in targets if min(t[1], t[2]) < 24] == [], targets
+
+
+README_EXAMPLE, MLP3 = "micrograd's README example", "Three-layer MLP, one function per layer"
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+
+
+@pytest.fixture(scope="module")
+def folded_examples():
+    """The two folded Playground programs a newcomer opened parts of on a phone, built once for the module."""
+    return {name: example(name) for name in (README_EXAMPLE, MLP3)}
+
+
+# what stays on a phone's screen over the page: every element of the stage that sticks, with where it is drawn
+STUCK = """() => [...document.querySelectorAll('.stage *')].filter((e) => getComputedStyle(e).position === 'sticky')
+  .map((e) => ({ name: e.className, ...e.getBoundingClientRect().toJSON() }))"""
+
+
+@pytest.mark.parametrize(
+    ("program", "part", "scheme", "by"),
+    [(README_EXAMPLE, "line 5", "light", "its box"), (MLP3, "layer1", "dark", "its button")],
+    ids=["readme-line5-light", "mlp3-layer1-dark"],
+)
+def test_on_a_phone_a_part_opened_is_brought_where_the_window_shows_it(
+    browser, folded_examples, tmp_path, program, part, scheme, by
+):
+    # the graph's box is taller than a phone's screen and the step buttons stick over its foot: the part was centred
+    # in the box, under the buttons or below the screen (micrograd's line 5 wholly under the player)
+    payload = folded_examples[program]
+    group = next(g for g in payload["groups"] if g["name"].startswith(part))
+    context = browser.new_context(**PHONE, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        load(page, tmp_path, f"phone-open-{part}", payload)
+        if by == "its box":
+            page.locator(f".stage-svg g.node#{group['element']}").tap()
+        else:
+            page.get_by_role("button", name=re.compile(rf"^{re.escape(group['name'])}: .*Open it")).tap()
+        frame = page.locator(f".stage-svg g.cluster#{group['element']}")
+        frame.wait_for()
+        expect(page.locator(".stage-caption")).to_contain_text("Opened ")  # drawn, and brought into view
+        seen = rect(frame)
+        name = rect(frame.locator("text").last)  # Graphviz writes a frame's name in its corner
+        # the window shows the page down to the step buttons' top where they stick over its foot
+        covered = min([s["top"] for s in page.evaluate(STUCK) if s["bottom"] >= 844 - 1], default=844)
+        assert 0 <= seen["left"] < 390 and 0 <= seen["top"] < covered, (seen, covered)  # its corner is seen
+        assert seen["bottom"] > 0 and seen["right"] > 0  # and as much of it as fits
+        assert 0 <= name["top"] <= name["bottom"] <= covered and 0 <= name["left"] <= name["right"] <= 390, (
+            name,
+            covered,
+        )
+        screenshot(page, f"stage_phone_opened_{part.replace(' ', '')}_{scheme}")
+    finally:
+        context.close()
+
+
+def test_opening_or_folding_a_part_says_why_the_count_of_steps_changed(laptop, folded_examples, tmp_path):
+    # "step 0 of 12" became "step 0 of 14" and nothing said why: a folded part is one press per run of its steps,
+    # open each step is a press
+    payload = folded_examples[MLP3]
+    layer = next(g for g in payload["groups"] if g["name"] == "layer1")
+    page = laptop
+    load(page, tmp_path, "recount", payload)
+    caption = page.locator(".stage-caption")
+    folded = int(re.match(r"Step 0 of (\d+)\.", caption.inner_text()).group(1))
+    page.get_by_role("button", name=re.compile(r"^layer1: .*Open it")).click()
+    expect(caption).to_contain_text("Opened layer1.")
+    opened = int(re.match(r"Step 0 of (\d+)\.", caption.inner_text()).group(1))
+    runs = len(layer["runs"])  # folded, each run of its steps is one press (groups.py)
+    assert opened > folded
+    assert (
+        f"Opened layer1. Its steps take {runs + opened - folded} presses now, not {runs} "
+        f"(open, a part's steps are stops of their own): {opened} in all."
+    ) in caption.inner_text()
+    screenshot(page, "stage_1440_opened_layer1")
+    page.keyboard.press("ArrowRight")
+    expect(caption).to_have_text(re.compile(rf"^Step 1 of {opened}\. "))
+    assert "Opened" not in caption.inner_text()  # said once
+    page.get_by_role("button", name=re.compile(r"^layer1: .*Fold it")).click()
+    expect(caption).to_contain_text(
+        f"Folded layer1. Its steps take {runs} press{'' if runs == 1 else 'es'} now, not {runs + opened - folded} "
+        f"(folded, a part runs its steps one after another in one press): {folded} in all."
+    )
+
+
+# One row of the five step buttons (a 32 px button, its 0.3 rem padding above and below): the slider, the choices
+# and the parts' buttons scroll with the page. Two rows would be over 70 px; the whole player stuck was 200 to 266.
+STUCK_AT_MOST = 56
+
+
+@pytest.mark.parametrize("program", [README_EXAMPLE, MLP3], ids=["readme", "mlp3"])
+def test_on_a_phone_only_the_step_buttons_stick_and_every_control_is_reachable(
+    browser, folded_examples, tmp_path, program
+):
+    context = browser.new_context(**PHONE)
+    try:
+        page = context.new_page()
+        payload = folded_examples[program]
+        load(page, tmp_path, "phone-sticky", payload)
+        first = next(g for g in payload["groups"] if g["parent"] == "")
+        page.get_by_role("button", name=re.compile(rf"^{re.escape(first['name'])}: .*Open it")).tap()
+        expect(page.locator(".stage-caption")).to_contain_text("Opened ")  # opened, the graph is taller than the screen
+        page.evaluate("() => scrollTo(0, 0)")
+        stuck = page.evaluate(STUCK)
+        assert sum(s["height"] for s in stuck) <= STUCK_AT_MOST, stuck
+        assert [s["name"] for s in stuck] == ["stage-controls"], stuck
+        assert stuck[0]["bottom"] == pytest.approx(844, abs=1)  # at the screen's foot, over the graph
+        page.get_by_role("button", name="Next step").tap()
+        expect(page.locator(".stage-caption")).to_have_text(re.compile(r"^Step 1 of "))
+        # each control, scrolled to, is the element a finger lands on at its centre: none is under the buttons
+        hidden = page.evaluate(
+            """(targets) => [...document.querySelectorAll(targets)].filter((t) => t.getClientRects().length)
+              .filter((t) => { t.scrollIntoView({ block: 'center' }); const r = t.getBoundingClientRect();
+                const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+                return !(hit && (t === hit || t.contains(hit) || hit.contains(t))); })
+              .map((t) => t.textContent.trim().slice(0, 30) || t.className)""",
+            TARGETS,
+        )
+        assert hidden == [], hidden
+    finally:
+        context.close()

@@ -10,8 +10,8 @@ import { test } from "node:test";
 
 import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
 import { besideParts, dotOf, labelRows, labelWidth, spokenShort, wrap } from "../../autodiff/stage/js/model/dot.mjs";
-import { isGroup, placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
-import { frame, nodeView } from "../../autodiff/stage/js/model/steps.mjs";
+import { ancestorsOf, isGroup, placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
+import { frame, nodeView, recount, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
 
 const FOLDER = process.env.STAGE_FIXTURES;
 
@@ -122,3 +122,43 @@ test("mlp3, folded: each layer's weights may be drawn beside it, on its rank, ri
   const below = dotOf(stage, edges, "BT", false);
   assert.ok(!below.includes("rank=same") && !below.includes("dir=back"));
 });
+
+for (const name of ["mlp3", "loop"]) {
+  test(`${name}: opening and folding each top part says how many presses its steps take, and the new count`, async () => {
+    // folded, a part's steps are a press per run of them (groups.py's runs); open, a press per step, unless a part
+    // inside it is still folded: counted here from the payload, not from the stops the sentence is made from
+    const { data, stage } = await folded(name, 32);
+    Object.assign(stage, { replay: true, byStep: true, follow: false });
+    const tops = data.groups.filter((g) => g.parent === "");
+    let changed = 0;
+    for (const group of tops) {
+      const folded = stopsOf(stage);
+      stage.open.add(group.element);
+      placeBoxes(stage);
+      stage.stops = stopsOf(stage);
+      const inside = data.events.filter((e) => e.kind === "StepStarted"
+        && ancestorsOf(stage, stage.tree.byId.get(e.node)).includes(group.element)).length;
+      const nested = data.groups.some((g) => g.parent === group.element);
+      const opened = recount(stage, folded, group, true);
+      if (stage.stops.length === folded.length) {  // each of its runs was one step: the count stays, nothing is said
+        assert.equal(opened, "");
+        stage.open.delete(group.element);
+        placeBoxes(stage);
+        continue;
+      }
+      changed++;
+      const presses = nested ? "\\d+" : String(inside);  // a part folded inside it is a press per run too
+      assert.match(opened, new RegExp(`^Opened ${group.name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\. Its steps take ${presses} presses `
+        + `now, not ${group.runs.length} \\(open, a part's steps are stops of their own${nested ? ", but for the parts still folded inside it" : ""}\\): `
+        + `${stage.stops.length - 1} in all\\.$`));
+      const open = stage.stops;
+      stage.open.delete(group.element);
+      placeBoxes(stage);
+      stage.stops = stopsOf(stage);
+      assert.equal(stage.stops.length, folded.length);
+      assert.match(recount(stage, open, group, false), new RegExp(`Its steps take ${group.runs.length} press(es)? now, not ${presses} `
+        + `\\(folded, a part runs its steps one after another in one press\\): ${folded.length - 1} in all\\.$`));
+    }
+    assert.ok(changed >= 1, `${changed} parts changed the count`);
+  });
+}

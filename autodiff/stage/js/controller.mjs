@@ -34,6 +34,7 @@ function newStage(data, parent, root, setStateValue, stopped) {
     stopped: stopped || null,  // the host's: where the replay stopped (a moment after its last press), or null
     index: Math.max(0, Math.min(data.index || 0, data.events.length - 1)),
     byStep: readBy() !== "event", stops: [], answers: new Map(), selected: null,
+    recount: "",  // a part just opened or folded changed the count of steps: the next caption says so, once
     playing: false, timer: null, stoppedTimer: null,
     svg: null, natural: null, nodes: new Map(), edges: new Map(), gradText: new Map(), labelText: new Map(),
     views: null, current: null, scale: 1, fit: 1, fitted: true, readableScale: 1, maxStatic: 320,
@@ -296,7 +297,9 @@ function show(stage, index, animate, period = 800, report = true) {
       : `step ${at} of ${stage.stops.length - 1}${part}`;
     scrub.setAttribute("aria-valuetext", position);
     scrub.setAttribute("aria-label", stage.byStep ? "Step" : "Event");
-    root.querySelector(".stage-caption").textContent = `${position[0].toUpperCase()}${position.slice(1)}. ${narration(stage, index, state)}`;
+    const recounted = stage.recount ? `${stage.recount} ` : "";  // said once
+    stage.recount = "";
+    root.querySelector(".stage-caption").textContent = `${position[0].toUpperCase()}${position.slice(1)}. ${recounted}${narration(stage, index, state)}`;
     drawStep(stage, state);
     drawContainer(stage, state);
     lightLines(stage, state);

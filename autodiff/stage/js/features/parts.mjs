@@ -2,7 +2,7 @@
 // through `stage.show`, the controller's callback: no import of the controller.
 
 import { ancestorsOf } from "../model/parts.mjs";
-import { stopsOf } from "../model/steps.mjs";
+import { stopsOf, recount } from "../model/steps.mjs";
 import { element } from "../view/dom.mjs";
 import { place } from "../view/viewport.mjs";
 import { bestLayout, placeReadable, installLayout } from "../view/layout.mjs";
@@ -16,13 +16,16 @@ export function toggleGroup(stage, element) {
     stage.open.add(element);
   }
   stage.chosenOpen = new Set(stage.open);
-  redraw(stage);
+  redraw(stage, { group: stage.tree.groups.get(element), opened: stage.open.has(element) });
 }
 
-export function redraw(stage) {
-  // the view as the groups are open now: laid out once (kept), drawn at the current event
+export function redraw(stage, toggled = null) {
+  // the view as the groups are open now: laid out once (kept), drawn at the current event. A part opened or folded
+  // (`toggled`) that changed the count of steps says so in the next caption
+  const before = stage.stops;
   installLayout(stage, bestLayout(stage));
   stage.stops = stopsOf(stage);
+  if (toggled) stage.recount = recount(stage, before, toggled.group, toggled.opened);
   placeReadable(stage);
   drawParts(stage);
   stage.show(stage.index, false, 800, false);

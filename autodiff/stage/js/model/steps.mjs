@@ -3,7 +3,7 @@
 
 import { nameOf, nodeById } from "./contract.mjs";
 import { spokenShort } from "./dot.mjs";
-import { isGroup } from "./parts.mjs";
+import { isGroup, ancestorsOf } from "./parts.mjs";
 
 const FINISH = new Set(["SweepFreed", "BackwardFinished"]);
 
@@ -27,6 +27,28 @@ export function stopsOf(stage) {
   });
   stops.push(events.length - 1);
   return [...new Set(stops)];
+}
+
+export function recount(stage, before, group, opened) {
+  // a part opened or folded changes how many presses the replay takes ("step 5 of 12" becomes "7 of 14"): said once,
+  // with why, where the count is read. `before` is the stops with the part as it was; "" when the count is the same
+  const after = stage.stops;
+  if (after.length === before.length) return "";
+  const inside = (stops) => stops.filter((stop) => stepInside(stage, stop, group.element)).length;
+  const now = inside(after), was = inside(before);
+  const foldedInside = stage.data.groups.some((g) => !stage.open.has(g.element)
+    && ancestorsOf(stage, { group: g.parent }).includes(group.element));
+  const why = !opened ? "folded, a part runs its steps one after another in one press"
+    : `open, a part's steps are stops of their own${foldedInside ? ", but for the parts still folded inside it" : ""}`;
+  return `${opened ? "Opened" : "Folded"} ${group.name}. Its steps take ${now} press${now === 1 ? "" : "es"} now, not ${was} `
+    + `(${why}): ${after.length - 1} in all.`;
+}
+
+function stepInside(stage, stop, element) {
+  // whether the stop at event `stop` is in a step of a node inside the part `element`
+  const { events } = stage.data;
+  const start = events[groupStart(events, stop)];
+  return start.kind === "StepStarted" && ancestorsOf(stage, stage.tree.byId.get(start.node)).includes(element);
 }
 
 export function question(stage, k) {

@@ -3,7 +3,7 @@
 
 import { MAX_DRAWN, isGroup, placeBoxes, drawnCount, placeBoxesEdges } from "../model/parts.mjs";
 import { labelRows, dotOf, besideParts } from "../model/dot.mjs";
-import { MAX_SCALE, fitScale, place } from "./viewport.mjs";
+import { MAX_SCALE, fitScale, place, windowRoom, scrollPage } from "./viewport.mjs";
 
 export function bestLayout(stage, thorough = true) {
   // this view laid out each way (bottom-up or left-right, with or without each node's `NodeId · op` line, its long
@@ -84,27 +84,39 @@ export function chooseView(stage) {
 export function placeReadable(stage) {
   // fitted, with the zoom buttons' corner kept clear; if that left the detail line under readable size, the layout
   // without it is drawn instead. The view the stage opens with is drawn whole; a view the student opened (a part)
-  // that fits only below readable size is zoomed to it instead, scrolled to the part just opened: Fit (or −) still
-  // shows the whole picture
+  // that fits only below readable size is zoomed to it instead: Fit (or −) still shows the whole picture. A part just
+  // opened is brought where a person sees it, zoomed or not
   place(stage, null);
   const readable = stage.data.presenter ? 16 : 12, drawn = stage.layout, opened = stage.svg && stage.svg.dataset.opened;
   if (drawn && drawn.detail && drawn.compact && stage.scale * drawn.font < readable - 0.01) {
     installLayout(stage, drawn.compact);
     place(stage, null);
   }
-  if (!stage.layout || stage.layout.opening || stage.scale * stage.layout.font >= readable - 0.01) return;
-  place(stage, stage.readableScale * 1.005);  // just over: rounding never leaves a label a hair under
+  if (stage.layout && !stage.layout.opening && stage.scale * stage.layout.font < readable - 0.01) {
+    place(stage, stage.readableScale * 1.005);  // just over: rounding never leaves a label a hair under
+  }
   const part = opened && stage.svg.querySelector(`g.cluster#${CSS.escape(opened)}`);
   if (part) revealPart(stage, part);
 }
 
 function revealPart(stage, part) {
-  // the opened part's frame centred in the box, or from its top left corner (its name is there) when larger
+  // the opened part's frame centred in what the window shows of the graph's box, or from the corner its name is in
+  // when larger (the top left, or the bottom left when the graph is drawn bottom-up); where the box cannot scroll that
+  // far (a phone's box is taller than the screen, and its step buttons stick over the screen's foot), the page
+  // scrolls the rest
   const box = stage.root.querySelector(".stage-svg");
-  const r = part.getBoundingClientRect(), b = box.getBoundingClientRect();
-  const left = r.width <= b.width ? (b.width - r.width) / 2 : 8, top = r.height <= b.height ? (b.height - r.height) / 2 : 8;
-  box.scrollLeft += r.left - b.left - left;
-  box.scrollTop += r.top - b.top - top;
+  const room = windowRoom(stage), b = box.getBoundingClientRect();
+  const left = Math.max(b.left, 0), right = Math.min(b.right, window.innerWidth);
+  let top = Math.max(b.top, room.top), bottom = Math.min(b.bottom, room.bottom);
+  if (bottom <= top) [top, bottom] = [b.top, b.bottom];  // the box is off screen: the page brings it below
+  const r = part.getBoundingClientRect(), name = part.querySelector(":scope > text");
+  const nameBelow = name && name.getBoundingClientRect().top > r.top + r.height / 2;
+  const at = (size, from, to, end) => (size <= to - from ? from + (to - from - size) / 2 : end ? to - 8 - size : from + 8);
+  box.scrollLeft += r.left - at(r.width, left, right, false);
+  box.scrollTop += r.top - at(r.height, top, bottom, nameBelow);
+  const moved = part.getBoundingClientRect();
+  if (moved.top >= room.top && moved.bottom <= room.bottom) return;
+  scrollPage(stage, moved.top - at(moved.height, room.top, room.bottom, nameBelow));
 }
 
 export function installLayout(stage, best) {

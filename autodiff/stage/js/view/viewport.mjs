@@ -119,6 +119,21 @@ export function stickyBar() {
   return bar && getComputedStyle(bar).position === "sticky" ? bar : null;
 }
 
+export function windowRoom(stage) {
+  // the window's rows a person sees the stage in: under Streamlit's toolbar (and a page's bar above the stage), over
+  // the player where it sticks to the foot of a phone's screen
+  const sticky = [...stage.root.querySelectorAll(".stage-player, .stage-controls")]
+    .find((e) => getComputedStyle(e).position === "sticky");
+  return { top: headerBottom(), bottom: window.innerHeight - (sticky ? sticky.offsetHeight : 0) };
+}
+
+export function scrollPage(stage, by) {
+  // the page the stage is on scrolls `by` pixels down (Streamlit's main block, a notebook's panel, or the window)
+  const scroller = scrollerOf(stage.root.parentElement || stage.root.getRootNode().host);
+  if (scroller) scroller.scrollTop += by;
+  else window.scrollBy(0, by);
+}
+
 export function bringIntoView(stage) {
   // on a projector the player is the lesson: scroll it up to just under Streamlit's toolbar, once
   stage.root.style.scrollMarginTop = `${headerBottom() + 8}px`;
