@@ -26,7 +26,7 @@ from autodiff.trace import (
     TensorPreview,
 )
 
-from .format import Exact, brief, format_shape, format_values
+from .format import Exact, TensorRange, brief, format_shape, format_values, tensor_range
 from .narration import describe
 
 
@@ -59,7 +59,9 @@ class GradientRegisteredEvent(TypedDict):
     source: int | None  # the step that sent it
     edge: str | None  # the element of the edge it travels along
     value: str  # what was sent, as the picture says it (`brief`)
+    value_range: TensorRange | None  # its numbers for a folded view's summary (format.tensor_range)
     total: str  # the entry afterwards, as the picture says it
+    total_range: TensorRange | None
     total_full: str  # the same, as the container table shows it
     shape: str
     accumulated: bool
@@ -130,7 +132,9 @@ def stage_event(
             source=source,
             edge=edge,
             value=brief(event.value, exact),
+            value_range=tensor_range(event.value),
             total=brief(event.total, exact),
+            total_range=tensor_range(event.total),
             total_full=format_values(event.total, exact),
             shape=format_shape(_shape(event.total)),
             accumulated=event.accumulated,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import TypedDict
 
 import numpy as np
 
@@ -105,6 +107,28 @@ def brief(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exact
     if isinstance(values, np.ndarray) and BRIEF_ABOVE < values.size <= WHOLE:
         return _nested(np.asarray(values, dtype=np.float64).tolist())
     return compact(values, exact)
+
+
+class TensorRange(TypedDict):
+    """A tensor a text writes out number by number (5 to 16 of them), as a folded view says it: its shape, its least
+    and its greatest number. The stage writes them (js/model/dot.mjs `summarised`), from these numbers, never from
+    the text."""
+
+    shape: list[int]
+    low: float
+    high: float
+
+
+def tensor_range(values: object) -> TensorRange | None:
+    """The range of a tensor `brief` and `compact` write out whole with more than four numbers. None for one said
+    whole anyway (four numbers or fewer), one `compact` already wrote as its shape and range (more than 16), a preview,
+    or one with a number that is not finite (JSON has no NaN; the stage then says its text as it is)."""
+    if not isinstance(values, np.ndarray) or not BRIEF_ABOVE < values.size <= WHOLE:
+        return None
+    low, high = float(values.min()), float(values.max())
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    return TensorRange(shape=list(values.shape), low=low, high=high)
 
 
 def _nested(values: object) -> str:

@@ -8,14 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
 from autodiff.stage.naming import labels
 
-from .format import brief, compact, format_bytes
+from .format import TensorRange, brief, compact, format_bytes, tensor_range
 
 SIZES = {False: (17, 15, 12), True: (24, 21, 17)}  # (title, value and gradient, detail) in points, by presenter
+
+
+class HeldGradient(NamedTuple):
+    """A gradient the container beside a picture holds, as its leaf says it."""
+
+    text: str  # `[5.0, 7.0]`
+    range: TensorRange | None  # its numbers for a folded view's summary (format.tensor_range)
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,7 @@ class Overlay:
     verdicts: dict[int, bool] = field(default_factory=dict)  # cross-check: True agrees, False differs
     # the Gradients container beside the picture, NodeId -> its entry as a node shows it: a leaf that asked for its
     # gradient then says what the table says (`grad [5.0, 7.0] · kept`, or no gradient); None: no container shown
-    gradients: dict[int, str] | None = None
+    gradients: dict[int, HeldGradient] | None = None
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,9 @@ class PictureNode:
     element: str  # its element id in the SVG
     title: str  # `h = x·x`, `x·3`, `x`
     value: str  # `value [1.0, 4.0]`
+    value_range: TensorRange | None  # the value's numbers for a folded view's summary (format.tensor_range)
     grad: str  # the gradient line as first drawn (the stage rewrites it as the replay goes)
+    grad_range: TensorRange | None  # the numbers of the gradient it says, if any
     detail: str  # `NodeId(2) · mul`, smaller
     state: str  # a key of `palette.STATES`
 
@@ -54,9 +63,11 @@ class Picture:
     edges: tuple[PictureEdge, ...]
 
 
-def held_gradients(entries: Mapping[int, Any] | None) -> dict[int, str] | None:
+def held_gradients(entries: Mapping[int, Any] | None) -> dict[int, HeldGradient] | None:
     """`Overlay.gradients` from a container's entries (NodeId -> values); None when there is no container."""
-    return None if entries is None else {int(node_id): compact(values) for node_id, values in entries.items()}
+    if entries is None:
+        return None
+    return {int(node_id): HeldGradient(compact(values), tensor_range(values)) for node_id, values in entries.items()}
 
 
 def node_state(node: NodeSnapshot, overlay: Overlay) -> str:
@@ -110,12 +121,15 @@ def node_element(node_id: int) -> str:
     return f"n{node_id}"
 
 
-def _grad_line(node: NodeSnapshot, state: str, overlay: Overlay) -> str:
-    """A static node's gradient line: what the container beside it holds for a leaf, else its state's words."""
+def _grad_line(node: NodeSnapshot, state: str, overlay: Overlay) -> HeldGradient:
+    """A static node's gradient line, and the numbers of the gradient it says: what the container beside it holds for
+    a leaf, else its state's words."""
     if state == "leaf" and overlay.gradients is not None:
         entry = overlay.gradients.get(int(node.id))
-        return GRAD_LINES["grad_kept"].format(entry) if entry is not None else "no gradient now: its entry was removed"
-    return STATE_WORDS[state]
+        if entry is None:
+            return HeldGradient("no gradient now: its entry was removed", None)
+        return HeldGradient(GRAD_LINES["grad_kept"].format(entry.text), entry.range)
+    return HeldGradient(STATE_WORDS[state], None)
 
 
 def picture(
@@ -133,13 +147,16 @@ def picture(
         detail = f"NodeId({int(node.id)}) · {node.op}"
         if node.held_bytes:
             detail += f" · holds {format_bytes(node.held_bytes)}"
+        grad = _grad_line(node, state, overlay)
         nodes.append(
             PictureNode(
                 int(node.id),
                 node_element(int(node.id)),
                 titles[int(node.id)],
                 f"value {brief(node.value)}",
-                _grad_line(node, state, overlay),
+                tensor_range(node.value),
+                grad.text,
+                grad.range,
                 detail,
                 state,
             )

@@ -30,7 +30,7 @@ from autodiff import BackwardRecorder, NodeSnapshot, Requirement
 from autodiff.printing import format_array
 from autodiff.trace import BackwardFinished, GradientConsumed, GradientRegistered, StepStarted, SweepFreed
 
-from .format import Exact, compact
+from .format import Exact, TensorRange, compact, tensor_range
 from .naming import name_or_id, op_kind
 
 SMALL_GRAPH = 8  # a graph this small is drawn whole: groups appear where they help (an explicit scope still shows)
@@ -47,6 +47,7 @@ class GroupFlow(TypedDict):
     node: int
     name: str
     value: str  # added up over the run, compact
+    value_range: TensorRange | None  # its numbers for a folded view's summary (format.tensor_range)
 
 
 class GroupRun(TypedDict):
@@ -467,7 +468,7 @@ def _flow(node_id: int, called: Mapping[int, str], values: list[object], exact: 
         total = arrays[0]  # each sum is a new array: the recorded one is read, never changed
         for array in arrays[1:]:
             total = total + array
-        text = compact(total, exact)
+        text, numbers = compact(total, exact), tensor_range(total)
     else:  # a large value that came back from a worker as a preview: only its parts can be shown
-        text = " + ".join(compact(v, exact) for v in values)  # type: ignore[arg-type]
-    return GroupFlow(node=node_id, name=name_or_id(called, node_id), value=text)
+        text, numbers = " + ".join(compact(v, exact) for v in values), None  # type: ignore[arg-type]
+    return GroupFlow(node=node_id, name=name_or_id(called, node_id), value=text, value_range=numbers)

@@ -28,7 +28,7 @@ from .bundle import bundle
 from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
 from .code import Segment, code_lines, token_rules
 from .events import StageEvent, stage_event
-from .format import ArrayTexts
+from .format import ArrayTexts, TensorRange
 from .graph_dot import ENTRY_WORDS, GRAD_LINES, SIZES, STATE_WORDS, Overlay, Picture, picture
 from .groups import GroupRun, StageGroup, group_runs, group_tree
 from .naming import GraphNames, constants_first, graph_names
@@ -54,6 +54,7 @@ RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and kee
 # js/model/contract.mjs)
 PACKED_KEYS = ("nodes", "edges", "events", "cards", "sums", "groups", "program")
 RTOL, ATOL = 1e-3, 1e-4  # an answer to a prediction is right within these (the stage checks, and the app's tables)
+Said = tuple[str, TensorRange | None]  # a text that may write a tensor out, and that tensor's range (format.py)
 
 
 class StageNode(TypedDict):
@@ -62,11 +63,15 @@ class StageNode(TypedDict):
     name: str  # what sentences call it: its variable, else its expression
     title: str  # its first line: `h = x·x`
     value: str  # `value [1.0, 4.0]`
+    # the numbers of the tensor a text beside it writes out, for a folded view's summary (format.tensor_range)
+    value_range: TensorRange | None
     detail: str  # `NodeId(2) · mul`
     state: str  # a key of the legend
     grad: str  # its gradient line before any event
+    grad_range: TensorRange | None
     grad_kind: Literal["leaf", "op", "none"]  # what its gradient does: kept, consumed, or there is none
     wide: str  # the longest gradient line it will show: its box is laid out that wide, so nothing moves
+    wide_range: TensorRange | None
     group: str  # the element of the innermost group it belongs to ("" at the top)
 
 
@@ -76,6 +81,7 @@ class StageEdge(TypedDict):
     target: int  # the NodeId of the node that uses it
     tracked: bool
     label: str  # the longest value that will be sent along it ("" if none): laid out with room for it
+    label_range: TensorRange | None  # its numbers for a folded view's summary (format.tensor_range)
 
 
 class StageProgram(TypedDict):
@@ -186,8 +192,8 @@ def replay_payload(
     for edge in pic.edges:
         edges_left.setdefault((edge.source, edge.target), []).append(edge.element)
     events: list[StageEvent] = []
-    grad_widths: dict[str, str] = {}
-    edge_labels: dict[str, str] = {}
+    grad_widths: dict[str, Said] = {}
+    edge_labels: dict[str, Said] = {}
     used: dict[tuple[int, int], int] = {}
     for event in recorder.events:
         along: str | None = None  # the edge's element
@@ -202,10 +208,14 @@ def replay_payload(
         record = stage_event(event, called, along, exact)
         if record["kind"] == "GradientRegistered":
             if along:
-                edge_labels[along] = max(edge_labels.get(along, ""), record["value"], key=len)
+                label = edge_labels.get(along)
+                if label is None or len(record["value"]) > len(label[0]):
+                    edge_labels[along] = (record["value"], record["value_range"])
             element = element_of[record["node"]]
             longest = _grad_line(record["total"], kind_of[record["node"]])
-            grad_widths[element] = max(grad_widths.get(element, ""), longest, key=len)
+            widest = grad_widths.get(element)
+            if widest is None or len(longest) > len(widest[0]):
+                grad_widths[element] = (longest, record["total_range"])
         events.append(record)
     payload = _payload("replay", pic, before, names, named, events, presenter, grad_widths, edge_labels, source, lines)
     payload["cards"] = {str(k): card for k, card in step_cards(before, recorder, names, named, exact).items()}
@@ -243,12 +253,15 @@ _NUMBER = re.compile(r"[-−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 # float32's shortest form of most (`-0.016636703`), so that neither its sign, nor a zero, nor its digits show
 MASKED_NUMBER = "0.0000000000"
 _REPLAY_STATES = [STATE_WORDS["unreached"], STATE_WORDS["none_yet"], STATE_WORDS["swept"]]  # a replay's node may say
+_REPLAY_WIDEST: Said = (max(_REPLAY_STATES, key=len), None)
 _WORDS: dict[str, object] = {
     "kept": None,
     "text": "",
     "op": "",
     "value": "",
+    "value_range": None,
     "total": "",
+    "total_range": None,
     "total_full": "",
     "numbers": None,
     "rules": [],
@@ -262,18 +275,21 @@ def redacted(payload: StagePayload, upto: int) -> StagePayload:
     alone (`MASKED_NUMBER` per number). The stage never holds an answer before the room reaches it (`revealed_events`
     fills it in)."""
     events = [e if k <= upto else _blank(e) for k, e in enumerate(payload["events"])]
-    totals: dict[int, list[str]] = {}  # each node's gradients, as its gradient line will say them
+    totals: dict[int, list[Said]] = {}  # each node's gradients, as its gradient line will say them
     for e in payload["events"]:
         if e["kind"] == "GradientRegistered":
-            totals.setdefault(e["node"], []).append(e["total"])
+            totals.setdefault(e["node"], []).append((e["total"], e["total_range"]))
     return {
         **payload,
         "events": events,
         "cards": {k: card for k, card in payload["cards"].items() if int(k) <= upto},
         "sums": _sums_known(payload, upto),
         "groups": [{**group, "runs": _runs_known(group, upto)} for group in payload["groups"]],
-        "nodes": [{**node, "wide": _masked_wide(node, totals.get(node["id"], []))} for node in payload["nodes"]],
-        "edges": [{**edge, "label": masked_numbers(edge["label"])} for edge in payload["edges"]],
+        "nodes": [_masked_wide(node, totals.get(node["id"], [])) for node in payload["nodes"]],
+        "edges": [
+            {**edge, "label": masked_numbers(edge["label"]), "label_range": _masked_range(edge["label_range"])}
+            for edge in payload["edges"]
+        ],
     }
 
 
@@ -282,17 +298,29 @@ def masked_numbers(text: str) -> str:
     return _NUMBER.sub(MASKED_NUMBER, text)
 
 
-def _masked_wide(node: StageNode, totals: list[str]) -> str:
-    """The longest line a node's gradient will say, masked: chosen among the masked lines, since which line is longest
-    unmasked depends on how wide its numbers are."""
-    grad_lines = [_grad_line(total, node["grad_kind"]) for total in totals]
-    possible = [node["grad"], *grad_lines, *(_REPLAY_STATES if node["grad_kind"] != "none" else [])]
-    return max((masked_numbers(line) for line in possible), key=len)
+def _masked_range(numbers: TensorRange | None) -> TensorRange | None:
+    """A range as a student's stage holds it before the room reaches it: its shape (the room its summary takes), none
+    of its numbers."""
+    return None if numbers is None else {**numbers, "low": 0.0, "high": 0.0}
+
+
+def _masked_wide(node: StageNode, totals: list[Said]) -> StageNode:
+    """`node` with the longest line its gradient will say masked: chosen among the masked lines, since which line is
+    longest unmasked depends on how wide its numbers are."""
+    grad_lines = [(_grad_line(total, node["grad_kind"]), numbers) for total, numbers in totals]
+    states = [(words, None) for words in _REPLAY_STATES] if node["grad_kind"] != "none" else []
+    possible: list[Said] = [(node["grad"], node["grad_range"]), *grad_lines, *states]
+    line, numbers = max(((masked_numbers(line), numbers) for line, numbers in possible), key=_text_length)
+    return {**node, "wide": line, "wide_range": _masked_range(numbers)}
 
 
 def _grad_line(total: str, kind: Literal["leaf", "op", "none"]) -> str:
     """The widest a node's gradient line says `total`: as it says it once its step has run (a leaf keeps it)."""
     return GRAD_LINES["grad_kept" if kind == "leaf" else "grad_consumed"].format(total)
+
+
+def _text_length(said: Said) -> int:
+    return len(said[0])
 
 
 def _grad_kind(node: NodeSnapshot) -> Literal["leaf", "op", "none"]:
@@ -327,8 +355,8 @@ def _runs_known(group: StageGroup, upto: int) -> list[GroupRun]:
 def _run_blank(run: GroupRun) -> GroupRun:
     return {
         **run,
-        "came_in": [{**f, "value": ""} for f in run["came_in"]],
-        "sent": [{**f, "value": ""} for f in run["sent"]],
+        "came_in": [{**f, "value": "", "value_range": None} for f in run["came_in"]],
+        "sent": [{**f, "value": "", "value_range": None} for f in run["sent"]],
     }
 
 
@@ -349,8 +377,8 @@ def _payload(
     named: GraphNames,
     events: list[StageEvent],
     presenter: bool,
-    grad_widths: dict[str, str],
-    edge_labels: dict[str, str],
+    grad_widths: dict[str, Said],
+    edge_labels: dict[str, Said],
     source: str | None,
     lines: dict[int, tuple[int, int]] | None,
 ) -> StagePayload:
@@ -365,9 +393,11 @@ def _payload(
     nodes: list[StageNode] = []
     for node in pic.nodes:
         kind = _grad_kind(by_id[node.id])
-        possible = [node.grad, grad_widths.get(node.element, "")]
-        if mode == "replay" and kind != "none":
-            possible += _REPLAY_STATES
+        # the longest it may say, the first of lines as long: its own line, its widest gradient, a replay's states
+        wide, wide_range = node.grad, node.grad_range
+        for said in (grad_widths.get(node.element), _REPLAY_WIDEST if mode == "replay" and kind != "none" else None):
+            if said is not None and len(said[0]) > len(wide):
+                wide, wide_range = said
         nodes.append(
             StageNode(
                 element=node.element,
@@ -375,20 +405,30 @@ def _payload(
                 name=called[node.id],
                 title=node.title,
                 value=node.value,
+                value_range=node.value_range,
                 detail=node.detail,
                 state=node.state,
                 grad=node.grad,
+                grad_range=node.grad_range,
                 grad_kind=kind,
-                wide=max(possible, key=len),
+                wide=wide,
+                wide_range=wide_range,
                 group=group_of.get(node.id, ""),
             )
         )
-    edges = [
-        StageEdge(
-            element=e.element, source=e.source, target=e.target, tracked=e.tracked, label=edge_labels.get(e.element, "")
+    edges = []
+    for e in pic.edges:
+        label, label_range = edge_labels.get(e.element, ("", None))
+        edges.append(
+            StageEdge(
+                element=e.element,
+                source=e.source,
+                target=e.target,
+                tracked=e.tracked,
+                label=label,
+                label_range=label_range,
+            )
         )
-        for e in pic.edges
-    ]
     plain = json.JSONEncoder(check_circular=False)  # the same text, without watching for loops plain data lacks
     signature = hashlib.sha256(
         (plain.encode([nodes, edges, groups]) + plain.encode(events) + mode + str(source) + str(presenter)).encode()

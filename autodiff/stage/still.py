@@ -20,8 +20,8 @@ from typing import Any
 from autodiff import BackwardRecorder, Gradients, GraphSnapshot
 from autodiff.trace import GradientRegistered
 
-from .format import brief
-from .graph_dot import GRAD_LINES, Overlay, Picture, PictureNode, picture
+from .format import brief, tensor_range
+from .graph_dot import GRAD_LINES, HeldGradient, Overlay, Picture, PictureNode, picture
 from .palette import BACKGROUND, BY_KEY, EDGE, MUTED, TEXT
 
 # type sizes (px) of a node's lines, and the width of a character relative to its size (Helvetica's mean, about
@@ -261,10 +261,15 @@ def last_frame_picture(
     says the same of each node (tests/js/steps.test.mjs)."""
     ids = {int(node.id) for node in before.nodes}
     shown = dataclasses.replace(after, nodes=tuple(n for n in after.nodes if int(n.id) in ids))
-    pic = picture(shown, names, Overlay(gradients={node_id: brief(values) for node_id, values in kept.items()}))
+    held = {node_id: HeldGradient(brief(values), tensor_range(values)) for node_id, values in kept.items()}
+    pic = picture(shown, names, Overlay(gradients=held))
     received = {int(e.node_id): e.total for e in recorder.events if isinstance(e, GradientRegistered)}
     nodes = tuple(
-        dataclasses.replace(node, grad=GRAD_LINES["grad_consumed"].format(brief(received[node.id])))
+        dataclasses.replace(
+            node,
+            grad=GRAD_LINES["grad_consumed"].format(brief(received[node.id])),
+            grad_range=tensor_range(received[node.id]),
+        )
         if node.state == "consumed" and node.id in received
         else node
         for node in pic.nodes

@@ -37,7 +37,9 @@ def test_a_redacted_payload_holds_no_gradient_the_room_has_not_reached(program):
     for at in range(len(full["events"]) - 1):
         held = redacted(full, at)
         for e in held["events"][at + 1 :]:
-            words = {key: e.get(key) for key in ("text", "value", "total", "total_full", "op")}
+            words = {
+                key: e.get(key) for key in ("text", "value", "value_range", "total", "total_range", "total_full", "op")
+            }
             assert set(words.values()) <= {"", None} and not e.get("numbers") and not e.get("rules"), e
         assert all(int(k) <= at for k in held["cards"])
         assert all(not any(c in "123456789" for c in edge["label"]) for edge in held["edges"])
@@ -99,6 +101,10 @@ def test_a_masked_number_says_nothing_but_how_many_numbers_there_are(program):
         held = [redacted(r.payload(False), at) for r in replays]
         layouts = [([n["wide"] for n in h["nodes"]], [e["label"] for e in h["edges"]]) for h in held]
         assert layouts[0] == layouts[1] == layouts[2]
+        # a summary's numbers to come: its shape, the room it takes, and none of its numbers
+        ranges = [[n["wide_range"] for n in h["nodes"]] + [e["label_range"] for e in h["edges"]] for h in held]
+        assert ranges[0] == ranges[1] == ranges[2]
+        assert all(r["low"] == r["high"] == 0 for r in ranges[0] if r)
         numbers = [n for wides, labels in layouts for n in NUMBER.findall(" ".join(wides + labels))]
         assert set(numbers) <= {MASKED_NUMBER}
 

@@ -1,17 +1,19 @@
 """The picture's data: every node and edge with its one element id, states that follow the engine, names students
-use, the words of a gradient line in one place, and one contract with the browser. (The DOT is the stage's:
-tests/js/dot.test.mjs.)"""
+use, the words of a gradient line in one place, and one contract with the browser, the numbers a folded view
+summarises sent as numbers. (The DOT is the stage's: tests/js/dot.test.mjs.)"""
 
 import re
 
+import numpy as np
 import pytest
 
 from autodiff import Device, Distribution, NodeStatus, Tensor
 from autodiff.stage import PAYLOAD_KEYS, STAGE_JS, graph_dot, replay_payload, static_payload
 from autodiff.stage.bundle import JS
-from autodiff.stage.graph_dot import GRAD_LINES, Overlay, picture
+from autodiff.stage.graph_dot import GRAD_LINES, Overlay, held_gradients, picture
 from autodiff.stage.naming import node_names
 from autodiff.stage.recording import recorded_backward
+from autodiff.trace import GradientRegistered
 from course.programs import PROGRAMS, memory_forward, record_program
 from playground.examples import EXAMPLES
 from playground.sandbox import run_program
@@ -149,3 +151,63 @@ def test_the_stage_names_micrograds_nodes_as_the_program_wrote_them():
     assert not {"c + 1 + −a", "d·3", "c = c + c + 1 + −a"} & titles, titles
     sentences = " ".join(event["text"] for event in payload["events"])
     assert "1 + c + (−a)" in sentences and "c + 1 + −a" not in sentences
+
+
+def _range_of(values: object) -> dict[str, object] | None:
+    """What the stage is sent to summarise a tensor by, from numpy: its shape, least and greatest number, for a tensor
+    a text writes out number by number with more than four of them (16 at most: a larger one Python summarises)."""
+    array = np.asarray(values)
+    if not 4 < array.size <= 16:
+        return None
+    return {"shape": list(array.shape), "low": float(np.min(array)), "high": float(np.max(array))}
+
+
+def test_the_numbers_a_summary_is_written_from_are_the_engines_tensors_own():
+    # mlp3's recorded tensors, not their text: each node's value, each gradient sent and each entry after it, each
+    # edge's longest value and what each part sent out, added up in numpy
+    run = record_program("mlp3")
+    payload = replay_payload(run.before, run.recorder, run.names)
+    values = {int(node.id): node.value for node in run.before.nodes}
+    assert [node["value_range"] for node in payload["nodes"]] == [_range_of(values[n["id"]]) for n in payload["nodes"]]
+    recorded = [e for e in run.recorder.events if isinstance(e, GradientRegistered)]
+    sent = [e for e in payload["events"] if e["kind"] == "GradientRegistered"]
+    for event, record in zip(recorded, sent, strict=True):
+        assert (record["value_range"], record["total_range"]) == (_range_of(event.value), _range_of(event.total))
+    for edge in payload["edges"]:
+        along = [
+            e
+            for e, r in zip(recorded, sent, strict=True)
+            if r["edge"] == edge["element"] and r["value"] == edge["label"]
+        ]
+        assert edge["label_range"] == (_range_of(along[0].value) if along else None), edge["element"]
+    ranged = [r for r in sent if r["total_range"]] + [n for n in payload["nodes"] if n["value_range"]]
+    assert len(ranged) >= 10 and any(
+        r["total_range"]["low"] < 0 < r["total_range"]["high"] for r in sent if r["total_range"]
+    )
+    group_of = {node["id"]: node["group"] for node in payload["nodes"]}
+    parent = {group["element"]: group["parent"] for group in payload["groups"]}
+
+    def inside(node_id: int, element: str) -> bool:
+        at = group_of.get(node_id, "")
+        while at and at != element:
+            at = parent[at]
+        return at == element
+
+    flows = 0
+    for group in payload["groups"]:
+        for part_run in group["runs"]:
+            for flow in part_run["sent"]:  # every gradient sent from inside the part to the node over the run, summed
+                span = run.recorder.events[part_run["first"] : part_run["last"] + 1]
+                sent_to = [
+                    e.value
+                    for e in span
+                    if isinstance(e, GradientRegistered)
+                    and int(e.node_id) == flow["node"]
+                    and e.source is not None
+                    and inside(int(e.source), group["element"])
+                ]
+                assert flow["value_range"] == _range_of(np.sum(sent_to, axis=0)), (group["name"], flow)
+                flows += flow["value_range"] is not None
+    assert flows >= 1
+    held = held_gradients({2: np.arange(-3, 5, dtype=np.float32).reshape(2, 4), 3: np.ones(4, dtype=np.float32)})
+    assert held is not None and held[2].range == {"shape": [2, 4], "low": -3.0, "high": 4.0} and held[3].range is None

@@ -1,19 +1,20 @@
 """The stage's contract, checked at every level: the trace's event classes, the Python TypedDicts that carry them
-to the browser (autodiff/stage/: payload.py, events.py, chain_rule.py) and the JSDoc typedefs of its browser modules
-name the same event kinds, the same keys and the same nested types. Renaming a trace class fails here."""
+to the browser (autodiff/stage/: payload.py, events.py, chain_rule.py, groups.py, format.py) and the JSDoc typedefs
+of its browser modules name the same event kinds, the same keys and the same nested types. Renaming a trace class
+fails here."""
 
 import re
 import sys
 import typing
 
 from autodiff import trace
-from autodiff.stage import STAGE_JS, chain_rule, events, groups, payload, replay_payload
+from autodiff.stage import STAGE_JS, chain_rule, events, format, groups, payload, replay_payload
 from autodiff.stage.bundle import JS
 from course.programs import record_program
 
 PYTHON_TYPES = {
     name: cls
-    for module in (payload, events, chain_rule, groups)
+    for module in (payload, events, chain_rule, groups, format)
     for name, cls in vars(module).items()
     if typing.is_typeddict(cls) and cls.__module__ == module.__name__
 }

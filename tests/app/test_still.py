@@ -24,7 +24,9 @@ def pictures(draw) -> Picture:
     for k in range(count):
         title = draw(st.text("abcxyz·+= ()", min_size=1, max_size=30))
         nodes.append(
-            PictureNode(k, f"n{k}", title, "value [1.0]", "waiting for its step", f"NodeId({k}) · op", "pending")
+            PictureNode(
+                k, f"n{k}", title, "value [1.0]", None, "waiting for its step", None, f"NodeId({k}) · op", "pending"
+            )
         )
         inputs = draw(st.lists(st.integers(0, k - 1), max_size=3)) if k else []
         for i, source in enumerate(inputs):  # repeats allowed: x * x has two edges from x
@@ -65,7 +67,9 @@ def test_the_svg_is_well_formed_and_says_every_title_as_text(pic: Picture):
 
 
 def test_text_from_a_visitor_stays_text():
-    node = PictureNode(0, "n0", '<script>alert("x")</script>', "value [1.0]", "asked for", "NodeId(0) · x", "leaf")
+    node = PictureNode(
+        0, "n0", '<script>alert("x")</script>', "value [1.0]", None, "asked for", None, "NodeId(0) · x", "leaf"
+    )
     still = Still(Picture((node,), ()), 'a "caption" & <b>', (('<img src=x onerror="1">', "[1.0]"),))
     page = still.html('" onload="x')
     assert "<script>" not in page and "<img" not in page and "<b>" not in page

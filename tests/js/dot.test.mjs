@@ -1,7 +1,8 @@
 // The DOT of a view and the words a replay says, without a browser, on real payloads (tests/js/stage_fixtures.py):
 // the DOT draws every box and edge of a view once, under the payload's own ids (the stage composes none but a view's
 // edge into or out of a folded part), with a visitor's text escaped; and every word the stage says about a node's
-// gradient, a container's entry or a step's gradient being kept or consumed is the payload's (Python's).
+// gradient, a container's entry or a step's gradient being kept or consumed is the payload's (Python's); a summary of a
+// value is written from the numbers Python sent beside it.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -9,7 +10,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
-import { dotOf, labelRows, wrap } from "../../autodiff/stage/js/model/dot.mjs";
+import { dotOf, labelRows, summarised, wrap } from "../../autodiff/stage/js/model/dot.mjs";
+import { fourDigits } from "../../autodiff/stage/js/model/numbers.mjs";
 import { placeBoxes, programTree } from "../../autodiff/stage/js/model/parts.mjs";
 import { entryWords, frame, narration, nodeView, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
 
@@ -136,5 +138,29 @@ for (const name of PROGRAMS) {
       if (step >= 0 && consumed.length && !group.some((e) => FINISH.includes(e.kind))) { consumed.forEach((e) => assert.ok(sentence.includes(e.text), sentence)); told++; }
     }
     assert.ok(told >= 2, `${told} steps told`);
+  });
+}
+
+for (const name of ["mlp3", "loop"]) {
+  test(`${name}: a summary is written from the numbers Python sent beside a value, not from the value's text`, async () => {
+    // every digit of each value a summary stands for made unreadable: a folded view's boxes and an open view's edges
+    // say the same, and each summary says its range's shape and its least and greatest number to four digits
+    const data = await payload(name);
+    const garbled = (text) => text.replace(/\d/g, "?");
+    const unreadableValues = { ...data, nodes: data.nodes.map((n) => (n.value_range ? { ...n, value: garbled(n.value) } : n)) };
+    const unreadableLabels = { ...data, edges: data.edges.map((e) => (e.label_range ? { ...e, label: garbled(e.label) } : e)) };
+    const values = (view) => [...new Set(view.stage.boxOf.values())].flatMap((box) => labelRows(view.stage, box).filter((r) => r[3] === "value"));
+    const folded = values(viewOf(data, false));
+    assert.deepEqual(values(viewOf(unreadableValues, false)), folded);  // folded, every box says its value short
+    assert.equal(viewOf(unreadableLabels, true).dot, viewOf(data, true).dot);  // open, an edge says a large tensor short
+    assert.ok(data.edges.some((e) => e.label_range), "an edge carries a tensor of more than four numbers");
+    const summaries = folded.map((r) => r[1]).filter((t) => / (from|all) /.test(t));
+    const ranged = data.nodes.filter((n) => n.value_range);
+    assert.ok(summaries.length >= 1 && ranged.length >= 1, `${summaries.length} summaries`);
+    for (const node of ranged) {
+      const { shape, low, high } = node.value_range;
+      const said = low === high ? `all ${fourDigits(low)}` : `from ${fourDigits(low)} to ${fourDigits(high)}`;
+      assert.equal(summarised(node.value, node.value_range), `value [${shape.join(", ")}] ${said}`, node.element);
+    }
   });
 }

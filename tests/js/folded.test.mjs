@@ -34,7 +34,8 @@ test("spoken short: more than four numbers as a shape and range, each number to 
   assert.equal(spokenShort("grad [[0.032801434, -0.29530662, 1.218788, -0.08876477]] · kept"),
     "grad [[0.03280, -0.2953, 1.219, -0.08876]] · kept");
   assert.equal(spokenShort("value [[0.0, 0.0, 0.0, 0.0]]"), "value [[0.0, 0.0, 0.0, 0.0]]");  // already short
-  assert.equal(spokenShort("[[1.5, 2.25], [3.0, 4.125], [5.0, -6.0]]"), "[3, 2] from -6 to 5");
+  assert.equal(spokenShort("[[1.5, 2.25], [3.0, 4.125], [5.0, -6.0]]", { shape: [3, 2], low: -6, high: 5 }), "[3, 2] from -6 to 5");
+  assert.equal(spokenShort("value [64, 4] from -0.80000001 to 0.96", null), "value [64, 4] from -0.8 to 0.96");
   assert.equal(spokenShort("grad 10.996227 · consumed"), "grad 11.00 · consumed");
   assert.equal(spokenShort("value 1.3061234e-05"), "value 1.306e-05");
   assert.equal(spokenShort("not reached: no gradient"), "not reached: no gradient");
@@ -54,7 +55,8 @@ for (const name of ["mlp3", "loop"]) {
         assert.ok(room.length, element);
         assert.ok(!room.join(" ").includes("-0.0001234"), `${element}: laid out for what it says, ${room}`);
         for (const [k, state] of frames.entries()) {
-          fits(wrap(spokenShort(nodeView(data, node, state).grad), width), room, `${element} at ${k}`);
+          const view = nodeView(data, node, state);
+          fits(wrap(spokenShort(view.grad, view.grad_range), width), room, `${element} at ${k}`);
           checked++;
         }
       }
@@ -68,7 +70,7 @@ test("mlp3, folded, as a class's student holds it (numbers to come masked): its 
   const { data } = await folded("mlp3", 32);
   const mask = (text) => text.replace(/-?\d+(?:\.\d+)?(?:e[-+]?\d+)?/g, "0.0000000000");
   const held = { ...data, nodes: data.nodes.map((n) => ({ ...n, wide: mask(n.wide) })),
-    events: data.events.map((e) => (e.kind === "GradientRegistered" ? { ...e, total: "", value: "" } : e)) };
+    events: data.events.map((e) => (e.kind === "GradientRegistered" ? { ...e, total: "", total_range: null, value: "", value_range: null } : e)) };
   const stage = { data: held, tree: programTree(held), open: new Set(), wrapWidth: 32 };
   placeBoxes(stage);
   const frames = data.events.map((_, k) => frame(data, k));  // what the room reveals, event by event
@@ -78,7 +80,8 @@ test("mlp3, folded, as a class's student holds it (numbers to come masked): its 
       : data.nodes.find((n) => n.element === element);
     const room = labelRows(stage, element).filter((r) => r[3] === "grad").map((r) => r[1]);
     for (const [k, state] of frames.entries()) {
-      fits(wrap(spokenShort(nodeView(data, node, state).grad), 32), room, `${element} at ${k}`);
+      const view = nodeView(data, node, state);
+      fits(wrap(spokenShort(view.grad, view.grad_range), 32), room, `${element} at ${k}`);
       checked++;
     }
   }
@@ -95,10 +98,11 @@ test("mlp3, folded: each edge's label holds what it says at every press, said sh
     const room = label.split("<BR/>").map((l) => l.replace(/<\/?B>/g, ""));
     for (let k = 0; k < data.events.length; k += 1) {
       const into = sentIntoParts(stage, k).get(edge.element);
-      const along = [...frame(data, k).sent].filter(([e]) => stage.edgeShown.get(e) === edge.element).map(([, v]) => v);
+      const along = [...frame(data, k).sent].filter(([e]) => stage.edgeShown.get(e) === edge.element)
+        .map(([, e]) => ({ text: e.value, range: e.value_range }));
       const said = isGroup(stage, edge.head) && !isGroup(stage, edge.tail) ? [into] : along;
-      for (const text of said.filter(Boolean)) {
-        fits(wrap(spokenShort(text), width), room, `${edge.element} at ${k}`);
+      for (const { text, range } of said.filter(Boolean)) {
+        fits(wrap(spokenShort(text, range), width), room, `${edge.element} at ${k}`);
         checked++;
       }
     }

@@ -1,6 +1,6 @@
 // Numbers on the picture without a browser: the stage's fourDigits (and float32Text) writes every case of
 // tests/fixtures/four_digits.json as Python's four_digits (and format_float) does (tests/app/test_four_digits.py), and a folded part's summary says its least and
-// greatest values with four significant digits, never `all 11` for 10.996227.
+// greatest values, from the numbers Python sent beside the text, with four significant digits, never `all 11` for 10.996227.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -24,12 +24,22 @@ for (const { value, text } of FIXTURE.float32) {
   });
 }
 
-test("a summary says its range with four significant digits, as Python wrote them or rounded here", () => {
+test("a summary says its range with four significant digits, from the numbers sent beside the text", () => {
   const five = (v) => `[${Array(5).fill(v).join(", ")}]`;
-  assert.equal(summarised(`grad ${five("10.996227")}`), "grad [5] all 11.00");
-  assert.equal(summarised(`grad ${five("11.00")}`), "grad [5] all 11.00");  // four_digits wrote it: kept, not `11`
-  assert.equal(summarised(five("0.5")), "[5] all 0.5");
-  assert.equal(summarised("[[5.7510843, 3.5971968, 10.31901], [-10.567323, -7.689759, -88.13186]]"),
-    "[2, 3] from -88.13 to 10.32");
-  assert.equal(summarised("[1.0, 2.0, 3.0]"), "[1.0, 2.0, 3.0]");  // four numbers or fewer are said whole
+  const all = (v) => ({ shape: [5], low: v, high: v });
+  assert.equal(summarised(`grad ${five("10.996227")}`, all(10.996227)), "grad [5] all 11.00");
+  assert.equal(summarised(`grad ${five("11.00")}`, all(10.996227)), "grad [5] all 11.00");  // never `11`
+  assert.equal(summarised(five("0.5"), all(0.5)), "[5] all 0.5");
+  assert.equal(summarised("[[5.7510843, 3.5971968, 10.31901], [-10.567323, -7.689759, -88.13186]] · kept",
+    { shape: [2, 3], low: -88.13186, high: 10.31901 }), "[2, 3] from -88.13 to 10.32 · kept");
+  assert.equal(summarised("[1.0, 2.0, 3.0]", null), "[1.0, 2.0, 3.0]");  // four numbers or fewer are said whole
+});
+
+test("a summary reads no number of its text: the numbers beside it say the range, and without them nothing is summarised", () => {
+  // digits that say otherwise than the numbers, and no digits at all: the numbers are what is said
+  const written = "grad [0.5000, 0.5000, 0.5000, 0.5000, 0.5000]";
+  assert.equal(summarised(written, { shape: [5], low: 0.25, high: 0.75 }), "grad [5] from 0.25 to 0.75");
+  assert.equal(summarised("value [[?, ?, ?], [?, ?, ?]]", { shape: [2, 3], low: -1.5, high: 2 }), "value [2, 3] from -1.5 to 2");
+  // a large tensor Python already said as its shape and range (a shape of five numbers is not a tensor of five)
+  assert.equal(summarised("value [2, 3, 4, 5, 6] from -1.0 to 1.0", null), "value [2, 3, 4, 5, 6] from -1.0 to 1.0");
 });

@@ -39,7 +39,7 @@ for (const name of ["loop", "mlp3"]) {
     assert.ok(into.length >= 2 && out.length >= 1, "the folded program has edges into and out of its parts");
     for (const edge of into) {
       const presses = stage.tree.groups.get(edge.head).runs.map((r) => r.last);  // where a press on the part stops
-      const said = presses.map((k) => sentIntoParts(stage, k).get(edge.element) || "");
+      const said = presses.map((k) => (sentIntoParts(stage, k).get(edge.element) || { text: "" }).text);
       assert.ok(edge.label, `${edge.element}: the part sends its node something`);
       assert.ok(said.includes(edge.label), edge.element);
       assert.equal(edge.label.length, longest(said).length, `${edge.element}: room for the longest`);
@@ -61,10 +61,15 @@ for (const name of ["loop", "mlp3"]) {
       for (const edge of into) {
         const expected = sentBy(stage.tree.groups.get(edge.head), Number(edge.tail.slice(1)), index);
         if (!expected) { assert.equal(said.get(edge.element), undefined, `${edge.element} at ${index}: nothing yet`); continue; }
-        const got = numbersOf(said.get(edge.element));
+        const { text, range } = said.get(edge.element);
+        const got = numbersOf(text);
         assert.equal(got.length, expected.length, edge.element);
         got.forEach((v, k) => assert.ok(Math.abs(v - expected[k]) <= 5e-4 * Math.abs(expected[k]) + 1e-12,
-          `${edge.element} at ${index}: ${said.get(edge.element)} for ${expected}`));
+          `${edge.element} at ${index}: ${text} for ${expected}`));
+        // its summary's numbers, beside it: the least and greatest of the sum, none for four numbers or fewer
+        const near = (a, b) => Math.abs(a - b) <= 1e-6 * Math.abs(b) + 1e-12;
+        if (expected.length <= 4) assert.equal(range, null, edge.element);
+        else assert.ok(near(range.low, Math.min(...expected)) && near(range.high, Math.max(...expected)), `${edge.element}: ${JSON.stringify(range)}`);
         checked++;
       }
     }
@@ -82,7 +87,7 @@ test("loop, folded: w1 -> the loop stands for its 30 iterations' edges and says 
   const events = data.events.filter((e) => e.kind === "GradientRegistered" && along.some((a) => a.element === e.edge));
   assert.equal(events.length, 30);
   const sum = events.reduce((s, e) => s.map((v, k) => v + e.numbers[k]), events[0].numbers.map(() => 0));
-  const said = numbersOf(sentIntoParts(stage, data.events.length - 1).get(element));
+  const said = numbersOf(sentIntoParts(stage, data.events.length - 1).get(element).text);
   said.forEach((v, k) => assert.ok(Math.abs(v - sum[k]) <= 5e-4 * Math.abs(sum[k]), `${v} for ${sum[k]}`));
 });
 
@@ -100,7 +105,7 @@ for (const name of ["loop", "mlp3"]) {
       for (const run of stage.tree.groups.get(edge.head).runs) {
         const said = sentIntoParts(stage, run.last).get(edge.element);
         if (!said) continue;
-        const lines = wrap(spokenShort(said), width);  // as the picture writes it in a folded view
+        const lines = wrap(spokenShort(said.text, said.range), width);  // as the picture writes it in a folded view
         assert.ok(lines.length <= room.length, `${edge.element}: ${lines} in ${room}`);
         assert.ok(Math.max(...lines.map((l) => l.length)) <= Math.max(...room.map((l) => l.length)), `${edge.element}: ${lines} in ${room}`);
         checked++;
@@ -116,7 +121,7 @@ test("mlp3, folded: four numbers or fewer into a part are said as the engine pri
   for (const edge of edges.filter((e) => !isGroup(stage, e.tail) && isGroup(stage, e.head))) {
     const sent = stage.tree.groups.get(edge.head).runs.flatMap((r) => r.sent).filter((f) => f.node === stage.tree.byElement.get(edge.tail).id);
     if (sent.length !== 1 || JSON.parse(sent[0].value).flat(Infinity).length > 4) continue;  // one run: its sum is the total
-    assert.equal(sentIntoParts(stage, data.events.length - 1).get(edge.element), sent[0].value, edge.element);
+    assert.deepEqual(sentIntoParts(stage, data.events.length - 1).get(edge.element), { text: sent[0].value, range: null }, edge.element);
     checked++;
   }
   assert.ok(checked >= 3, `${checked} edges checked`);

@@ -80,7 +80,8 @@ for (const name of ["seed", "mlp3"]) {
     assert.deepEqual(data.nodes.map((node) => String(node.id)).sort(), Object.keys(fixture.still).sort(),
       "the still draws the replay's nodes");
     for (const node of data.nodes) {
-      assert.deepEqual(nodeView(data, node, last), fixture.still[node.id], `${node.name} (NodeId ${node.id})`);
+      const { state, grad } = nodeView(data, node, last);
+      assert.deepEqual({ state, grad }, fixture.still[node.id], `${node.name} (NodeId ${node.id})`);
     }
   });
 }

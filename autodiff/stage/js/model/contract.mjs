@@ -4,10 +4,13 @@
 /**
  * The contract with Python (`StagePayload` in payload.py, each event kind in events.py): a test checks that
  * both sides name the same kinds and keys, at every level.
- * @typedef {{element: string, id: number, name: string, title: string, value: string, detail: string,
- *   state: string, grad: string, grad_kind: ("leaf"|"op"|"none"), wide: string, group: string}} StageNode
- * @typedef {{element: string, source: number, target: number, tracked: boolean, label: string}} StageEdge
- * @typedef {{node: number, name: string, value: string}} GroupFlow
+ * @typedef {{shape: number[], low: number, high: number}} TensorRange
+ * @typedef {{element: string, id: number, name: string, title: string, value: string,
+ *   value_range: (TensorRange|null), detail: string, state: string, grad: string, grad_range: (TensorRange|null),
+ *   grad_kind: ("leaf"|"op"|"none"), wide: string, wide_range: (TensorRange|null), group: string}} StageNode
+ * @typedef {{element: string, source: number, target: number, tracked: boolean, label: string,
+ *   label_range: (TensorRange|null)}} StageEdge
+ * @typedef {{node: number, name: string, value: string, value_range: (TensorRange|null)}} GroupFlow
  * @typedef {{first: number, last: number, steps: number, came_in: GroupFlow[], sent: GroupFlow[]}} GroupRun
  * @typedef {{element: string, name: string, kind: ("function"|"loop"|"iteration"|"scope"|"line"|"repeat"|"range"),
  *   parent: string, summary: string, output: number, nodes: number, steps: number, lines: (number[]|null),
@@ -17,7 +20,8 @@
  *   rules: string[]}} StepStartedEvent
  * @typedef {{kind: "Recomputed", text: string, node: number}} RecomputedEvent
  * @typedef {{kind: "GradientRegistered", text: string, node: number, source: (number|null), edge: (string|null),
- *   value: string, total: string, total_full: string, shape: string, accumulated: boolean,
+ *   value: string, value_range: (TensorRange|null), total: string, total_range: (TensorRange|null),
+ *   total_full: string, shape: string, accumulated: boolean,
  *   numbers: (number[]|null)}} GradientRegisteredEvent
  * @typedef {{kind: "GradientConsumed", text: string, node: number, kept: boolean}} GradientConsumedEvent
  * @typedef {{kind: "SavedStateFreed", text: string, node: number}} SavedStateFreedEvent

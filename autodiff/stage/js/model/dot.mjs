@@ -41,22 +41,22 @@ export function labelRows(stage, element) {
     ? [...lines(title, part.name, true, "title"), ...lines(body, part.summary, false, "summary")]
     : lines(title, node.title, true, "title");
   const short = speaksShort(stage, element);
-  const said = short ? spokenShort : (text) => text;
+  const value = short ? spokenShort(node.value, node.value_range) : node.value;
   // the gradient laid out as wide as the widest it will say (Python wrote it, in the words the stage will say it;
   // a box that speaks short, each of its texts said short)
   const grad = short ? widestLines(gradTexts(stage.data, node), stage.wrapWidth) : wrap(node.wide, stage.wrapWidth);
-  rows.push(...lines(body, said(node.value), false, "value"), ...grad.map((t) => [body, t, false, "grad"]));
+  rows.push(...lines(body, value, false, "value"), ...grad.map((t) => [body, t, false, "grad"]));
   if (!part) rows.push(...lines(small, node.detail, false, "detail"));
   return rows.filter((r) => r[1].trim());
 }
 
 function widestLines(texts, width) {
-  // room for any of `texts` said short and wrapped to `width`: as many lines as the most of them, each as long as the
-  // longest at its place (a box is as wide as its widest line). Numbers a class's student is not told yet
-  // (payload.py's MASKED_NUMBER) get the widest summary any numbers make, and break their lines elsewhere than the
-  // numbers will: a line of a text that wraps may then be as long as `width`
-  const masked = texts.some((t) => t.includes(MASKED));
-  const wrapped = texts.map((t) => wrap(t.includes(MASKED) ? spokenShort(t, true) : spokenShort(t), width));
+  // room for any of `texts` ({text, range}: payload.py's Said) said short and wrapped to `width`: as many lines as the
+  // most of them, each as long as the longest at its place (a box is as wide as its widest line). Numbers a class's
+  // student is not told yet (payload.py's MASKED_NUMBER) get the widest summary any numbers make, and break their
+  // lines elsewhere than the numbers will: a line of a text that wraps may then be as long as `width`
+  const masked = texts.some((t) => t.text.includes(MASKED));
+  const wrapped = texts.map(({ text, range }) => wrap(spokenShort(text, range, text.includes(MASKED)), width));
   const count = Math.max(...wrapped.map((w) => w.length));
   const rows = Array.from({ length: count }, (_, k) => wrapped.map((w) => w[k] || "").reduce((a, b) => (b.length > a.length ? b : a)));
   if (masked && count > 1) rows[0] = rows[0].padEnd(width, "0");  // drawn over with the words of the moment
@@ -75,22 +75,25 @@ function gradTexts(data, node) {
     for (const e of data.events) {
       if (e.kind !== "GradientRegistered") continue;
       if (!byNode.has(e.node)) byNode.set(e.node, []);
-      byNode.get(e.node).push(e.total);
+      byNode.get(e.node).push(e);
     }
     GRADIENTS.set(data, byNode);
   }
-  const w = data.words, totals = (byNode.get(node.id) || []).filter(Boolean);
+  const w = data.words, got = (byNode.get(node.id) || []).filter((e) => e.total);
   const after = node.grad_kind === "leaf" ? "grad_kept" : "grad_consumed";  // the line once its step has run
-  const said = (key, t) => w[key].replace("{}", () => t);  // as steps.mjs's gradLine writes it
-  const lines = totals.flatMap((t) => [said("grad_held", t), said(after, t)]);
-  const masked = node.wide.includes(MASKED) ? [node.wide] : [];
-  return [...masked, node.grad, w.swept, w.current, w.recomputed, w.unreached, w.none_yet, ...lines];
+  // as steps.mjs's gradLine writes it
+  const said = (key, e) => ({ text: w[key].replace("{}", () => e.total), range: e.total_range });
+  const lines = got.flatMap((e) => [said("grad_held", e), said(after, e)]);
+  const words = [w.swept, w.current, w.recomputed, w.unreached, w.none_yet].map((text) => ({ text, range: null }));
+  // the widest line Python measured: a class's student holds it masked, the only line it has of numbers to come
+  const wide = { text: node.wide, range: node.wide_range };
+  return [wide, { text: node.grad, range: node.grad_range }, ...words, ...lines];
 }
 
-export function spokenShort(text, room = false) {
+export function spokenShort(text, range = null, room = false) {
   // what a box or an edge of a folded view says: a tensor of more than four numbers as its shape and range, and
   // each number written with more than four significant digits to four (`grad [[0.03280, -0.2953]]`)
-  return summarised(text, room).replace(/-?\d+\.\d+(?:e[-+]\d+)?/g, (n) => (significant(n) > 4 ? fourDigits(Number(n)) : n));
+  return summarised(text, range, room).replace(/-?\d+\.\d+(?:e[-+]\d+)?/g, (n) => (significant(n) > 4 ? fourDigits(Number(n)) : n));
 }
 
 function significant(written) {
@@ -103,31 +106,17 @@ export function speaksShort(stage, element) {
   return isGroup(stage, element) || stage.folded;
 }
 
-export function summarised(text, room = false) {
+export function summarised(text, range, room = false) {
   // a folded part says its output's value and gradient short, as the engine summarises a large tensor
-  // (`value [4, 4] from -0.8 to 0.96`), and so does an edge the value it carries; open, a node says every number
-  const match = text.match(/\[[-\d.e+\[\], ]*\]/);
-  if (!match) return text;
-  let values;
-  try { values = JSON.parse(match[0]); } catch { return text; }
-  const flat = [values].flat(Infinity);
-  if (flat.length <= 4 || flat.some((v) => typeof v !== "number")) return text;
-  const shape = [];
-  for (let v = values; Array.isArray(v); v = v[0]) shape.push(v.length);
-  const written = match[0].match(/[-\d.e+]+/g);  // each number as Python wrote it, in the order JSON read them
-  const low = extreme(flat, written, (a, b) => a < b), high = extreme(flat, written, (a, b) => a > b);
+  // (`value [4, 4] from -0.8 to 0.96`), and so does an edge the value it carries; open, a node says every number.
+  // The summary is written from `range`, the numbers Python sent beside the text (format.py's tensor_range: null when
+  // the text says its tensor whole); it takes the place of the text's one tensor, its outer brackets and all
+  const start = text.indexOf("["), end = text.lastIndexOf("]") + 1;
+  if (!range || start < 0) return text;
   const widest = "-0.0001234";  // four significant digits, a sign and a small exponent's worth
-  const range = room ? `from ${widest} to ${widest}` : low === high ? `all ${low}` : `from ${low} to ${high}`;
-  return text.replace(match[0], `[${shape.join(", ")}] ${range}`);
-}
-
-function extreme(values, written, before) {
-  // the least (or greatest) of `values`, to four significant digits: as Python wrote it when it wrote four
-  // (`11.00` read back is 11, which would say `11`), else rounded here
-  let at = 0;
-  values.forEach((v, k) => { if (before(v, values[at])) at = k; });
-  const text = written[at];
-  return significant(text) === 4 ? text : fourDigits(values[at]);
+  const [low, high] = [fourDigits(range.low), fourDigits(range.high)];
+  const said = room ? `from ${widest} to ${widest}` : low === high ? `all ${low}` : `from ${low} to ${high}`;
+  return `${text.slice(0, start)}[${range.shape.join(", ")}] ${said}${text.slice(end)}`;
 }
 
 function htmlLabel(rows) {
@@ -188,7 +177,7 @@ export function dotOf(stage, edges, rankdir, detail, beside = []) {
     if (!edge.tracked) attrs.push("style=dashed", "arrowhead=empty");
     if (edge.label) {  // a long value on several lines: a wide label would push the ranks apart
       // an edge into or out of a folded part says other values press by press (`says`): room for the widest
-      const rows = stage.folded ? widestLines(edge.says, labelWidth(stage)) : wrap(summarised(edge.label), labelWidth(stage));
+      const rows = stage.folded ? widestLines(edge.says, labelWidth(stage)) : wrap(summarised(edge.label, edge.label_range), labelWidth(stage));
       const lines = rows.map((t) => `<B>${escapeHtml(t)}</B>`);
       attrs.push(`label=<${lines.join("<BR/>")}>`);
     }

@@ -61,28 +61,33 @@ export function placeBoxes(stage) {
     const element = !isGroup(stage, tail) && !isGroup(stage, head) ? edge.element : `b_${tail}_${head}`;
     stage.edgeShown.set(edge.element, element);
     const seen = drawn.get(element);
+    // what it says ({text, range}: payload.py's Said), and the longest of it, which its label is laid out for
+    const says = { text: edge.label, range: edge.label_range };
     if (seen) {
       seen.tracked = seen.tracked || edge.tracked;
-      seen.label = longest([seen.label, edge.label]);  // out of a folded part: one of its edges' values at a time
-      seen.says.push(edge.label);
-    } else drawn.set(element, { element, tail, head, tracked: edge.tracked, label: edge.label, says: [edge.label] });
+      seen.says.push(says);  // out of a folded part: one of its edges' values at a time
+      labelled(seen, seen.says);
+    } else drawn.set(element, { element, tail, head, tracked: edge.tracked, label: edge.label, label_range: edge.label_range, says: [says] });
   }
   // into a folded part: what the part sent the node in all, as long as it is said at any press (a run's end)
   const inflows = inflowsOf(stage);
   drawn.forEach((edge) => {
     if (!intoPart(stage, edge.tail, edge.head)) return;
     edge.says = saidAtRuns(stage, inflows.get(edge.element), edge.head);
-    edge.label = longest(edge.says);
+    labelled(edge, edge.says);
   });
   return [...drawn.values()];
 }
 
-function intoPart(stage, tail, head) {
-  return !isGroup(stage, tail) && isGroup(stage, head);
+function labelled(edge, says) {
+  // `edge` labelled with the longest of what it says (the first, of texts as long)
+  const { text, range } = says.reduce((a, b) => (b.text.length > a.text.length ? b : a));
+  edge.label = text;
+  edge.label_range = range;
 }
 
-function longest(texts) {
-  return texts.reduce((a, b) => (b.length > a.length ? b : a), "");
+function intoPart(stage, tail, head) {
+  return !isGroup(stage, tail) && isGroup(stage, head);
 }
 
 const INFLOWS = new WeakMap();  // a payload -> the groups open -> its view's inflows: each view's worked out once
@@ -90,6 +95,7 @@ const INFLOWS = new WeakMap();  // a payload -> the groups open -> its view's in
 function inflowsOf(stage) {
   // each drawn edge from a node into a folded part -> the events that sent the node something from inside the part,
   // and the running total after each: its numbers, or, for a value too large to carry them, the last value sent
+  // (with its range)
   const key = [...stage.open].sort().join(",");
   let views = INFLOWS.get(stage.data);
   if (!views) INFLOWS.set(stage.data, (views = new Map()));
@@ -104,7 +110,7 @@ function inflowsOf(stage) {
     flow.at.push(k);
     // added in float32, as the engine adds gradients
     const numbers = adds ? e.numbers.map((v, j) => Math.fround(v + (before ? before.numbers[j] : 0))) : null;
-    flow.totals.push({ numbers, last: e.value });
+    flow.totals.push({ numbers, last: { text: e.value, range: e.value_range } });
   });
   views.set(key, out);
   return out;
@@ -121,25 +127,34 @@ function totalAt(flow, index) {
   }
   if (!low) return null;
   const total = flow.totals[low - 1];
-  if (total.text === undefined) total.text = total.numbers ? nested(total.numbers, JSON.parse(flow.shape)) : total.last;
-  return total.text;  // written once: a press redraws every label
+  if (total.said === undefined) total.said = total.numbers ? summed(total.numbers, JSON.parse(flow.shape)) : total.last;
+  return total.said;  // written once: a press redraws every label
+}
+
+function summed(numbers, shape) {
+  // a running total as payload.py's Said: written as Python's `brief` writes a value, with its range (format.py's
+  // tensor_range) when it has more than four numbers, all finite
+  const range = numbers.length > BRIEF_ABOVE && numbers.every(Number.isFinite)
+    ? { shape, low: Math.min(...numbers), high: Math.max(...numbers) } : null;
+  return { text: nested(numbers, shape), range };
 }
 
 export function sentIntoParts(stage, index) {
   // each drawn edge from a node into a folded part -> what the part has sent that node up to event `index`, added
-  // up (in the 30-sample loop, w1 -> the loop stands for 30 edges: it says their sum)
+  // up (in the 30-sample loop, w1 -> the loop stands for 30 edges: it says their sum), as {text, range}
   const out = new Map();
   inflowsOf(stage).forEach((flow, element) => {
-    const text = totalAt(flow, index);
-    if (text !== null) out.set(element, text);
+    const said = totalAt(flow, index);
+    if (said !== null) out.set(element, said);
   });
   return out;
 }
 
 function saidAtRuns(stage, flow, part) {
   // what an edge into `part` says at the end of each run of the part's steps, where a press stops
-  if (!flow) return [""];
-  return stage.tree.groups.get(part).runs.map((run) => totalAt(flow, run.last) || "");
+  const nothing = { text: "", range: null };
+  if (!flow) return [nothing];
+  return stage.tree.groups.get(part).runs.map((run) => totalAt(flow, run.last) || nothing);
 }
 
 function nested(flat, shape, write = flat.length > BRIEF_ABOVE ? fourDigits : float32Text) {

@@ -95,9 +95,10 @@ function advance(f, e, k) {
     f.recomputed.add(e.node);
   } else if (e.kind === "GradientRegistered") {
     f.container.set(e.node, e);
-    f.received.set(e.node, e.total);
+    // the event itself: its total (or value) and that tensor's range (each event read, never written)
+    f.received.set(e.node, e);
     if (f.current && e.source === f.current.node) f.flows.push(e);
-    if (e.edge) f.sent.set(e.edge, e.value);
+    if (e.edge) f.sent.set(e.edge, e);
   } else if (e.kind === "GradientConsumed") {
     if (!e.kept) f.container.delete(e.node);
   } else if (FINISH.has(e.kind)) {
@@ -127,28 +128,31 @@ export function frame(data, index) {
 }
 
 function gradLine(words, key, got) {
-  // a gradient line in the payload's words (`grad_held`, `grad_kept`, `grad_consumed`): `{}` is the gradient
-  return words[key].replace("{}", () => got);
+  // a gradient line in the payload's words (`grad_held`, `grad_kept`, `grad_consumed`): `{}` is the gradient the
+  // GradientRegistered event `got` left, and the line's range is its range
+  return { grad: words[key].replace("{}", () => got.total), grad_range: got.total_range };
 }
 
 export function nodeView(data, node, state) {
-  // the state a node is drawn in at this event, and the words on its gradient line (all the payload's)
+  // the state a node is drawn in at this event, the words on its gradient line (all the payload's) and the range of
+  // the gradient they say (format.py's tensor_range: a folded view says it short)
   const id = node.id, words = data.words;
-  if (!state) return { state: node.state, grad: node.grad };
+  const own = { grad: node.grad, grad_range: node.grad_range }, said = (grad) => ({ grad, grad_range: null });
+  if (!state) return { state: node.state, ...own };
   const got = state.received.get(id);
-  if (state.swept.has(id)) return { state: "swept", grad: words.swept };
-  if (state.current && state.current.node === id) return { state: "current", grad: got ? gradLine(words, "grad_held", got) : words.current };
-  if (state.recomputed.has(id)) return { state: "recomputed", grad: words.recomputed };
-  if (node.grad_kind === "none") return { state: node.state, grad: node.grad };
+  if (state.swept.has(id)) return { state: "swept", ...said(words.swept) };
+  if (state.current && state.current.node === id) return { state: "current", ...(got ? gradLine(words, "grad_held", got) : said(words.current)) };
+  if (state.recomputed.has(id)) return { state: "recomputed", ...said(words.recomputed) };
+  if (node.grad_kind === "none") return { state: node.state, ...own };
   // a class's leaf question asks what a leaf gets from the whole backward: its stage says a leaf is not reached
   // once the backward has finished, not from the tape at step 0, where it would answer the question
   const told = !data.classroom || state.finished;
-  if (told && state.onTape && !state.onTape.has(id) && !got) return { state: "unreached", grad: words.unreached };
+  if (told && state.onTape && !state.onTape.has(id) && !got) return { state: "unreached", ...said(words.unreached) };
   if (state.started.has(id)) {
     const leaf = node.grad_kind === "leaf";
-    return { state: leaf ? "leaf" : "consumed", grad: got ? gradLine(words, leaf ? "grad_kept" : "grad_consumed", got) : node.grad };
+    return { state: leaf ? "leaf" : "consumed", ...(got ? gradLine(words, leaf ? "grad_kept" : "grad_consumed", got) : own) };
   }
-  return { state: node.state, grad: got ? gradLine(words, "grad_held", got) : words.none_yet };
+  return { state: node.state, ...(got ? gradLine(words, "grad_held", got) : said(words.none_yet)) };
 }
 
 export function entryWords(data, state, id) {
@@ -170,7 +174,7 @@ export function runningPart(stage, state) {
 }
 
 function flowList(flows) {
-  return flows.map((f) => `${spokenShort(f.value)} to ${f.name}`).join(", ");
+  return flows.map((f) => `${spokenShort(f.value, f.value_range)} to ${f.name}`).join(", ");
 }
 
 export function narration(stage, index, state) {
@@ -188,7 +192,7 @@ export function narration(stage, index, state) {
   if (running) {
     const { group: part, run } = running;
     // said short, as the folded part's box says them: the card beside it lists every number
-    const came = run.came_in.map((f) => `${spokenShort(f.value)} at ${f.name}`).join(", ");
+    const came = run.came_in.map((f) => `${spokenShort(f.value, f.value_range)} at ${f.name}`).join(", ");
     return `${run.steps} step${run.steps === 1 ? "" : "s"} of ${part.name} run at once (it is folded: open it to see each).`
       + (came ? ` Into it came ${came}.` : "") + (run.sent.length ? ` It sends ${flowList(run.sent)}.` : " It sends nothing out of itself.");
   }

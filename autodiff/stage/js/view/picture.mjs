@@ -26,13 +26,16 @@ export function drawPicture(stage, state, animate, period) {
     const selected = stage.selected && stage.selected.includes(id);
     g.setAttribute("class", `node s-${look}${part ? " group" : ""}${selected ? " selected" : ""}`);
     const texts = stage.gradText.get(id);
-    if (texts) fillLines(texts, wrap(speaksShort(stage, id) ? spokenShort(view.grad) : view.grad, stage.wrapWidth));
+    if (texts) fillLines(texts, wrap(speaksShort(stage, id) ? spokenShort(view.grad, view.grad_range) : view.grad, stage.wrapWidth));
   });
   svg.querySelectorAll(".flow-dot").forEach((el) => el.remove());
   stage.labelText.forEach((texts) => texts.forEach((t) => t.removeAttribute("visibility")));  // a dot cut short
-  const sent = new Map();  // each drawn edge -> the last value sent along it; into a folded part, all it sent added up
-  if (state) state.sent.forEach((value, edge) => { if (stage.edgeShown.has(edge)) sent.set(stage.edgeShown.get(edge), value); });
-  if (state) sentIntoParts(stage, stage.index).forEach((value, edge) => sent.set(edge, value));
+  // each drawn edge -> the last value sent along it; into a folded part, all it sent added up ({text, range})
+  const sent = new Map();
+  if (state) {
+    state.sent.forEach((e, edge) => { if (stage.edgeShown.has(edge)) sent.set(stage.edgeShown.get(edge), { text: e.value, range: e.value_range }); });
+    sentIntoParts(stage, stage.index).forEach((said, edge) => sent.set(edge, said));
+  }
   stage.edges.forEach((g, id) => {
     g.classList.remove("flow", "sent");
     const labels = stage.labelText.get(id);
@@ -47,15 +50,16 @@ export function drawPicture(stage, state, animate, period) {
     if (!edge) continue;
     edge.classList.add("flow");
     const path = edge.querySelector("path");
-    if (path && animate && !stage.reduceMotion) travel(stage, edge, path, saidOnEdge(stage, flow.value), Math.min(period * 0.7, 900), stage.labelText.get(edge.id) || []);
+    const value = saidOnEdge(stage, { text: flow.value, range: flow.value_range });
+    if (path && animate && !stage.reduceMotion) travel(stage, edge, path, value, Math.min(period * 0.7, 900), stage.labelText.get(edge.id) || []);
   }
   if (focus) reveal(stage, focus, true);
 }
 
-function saidOnEdge(stage, value) {
+function saidOnEdge(stage, { text, range }) {
   // a value sent along an edge as its label and its moving dot say it: short in a folded view (dot.mjs spokenShort),
   // a large tensor as its shape and range in any (the dot's one line is never wider than the label's box)
-  return stage.folded ? spokenShort(value) : summarised(value);
+  return stage.folded ? spokenShort(text, range) : summarised(text, range);
 }
 
 function travel(stage, edge, path, value, duration, labels) {
