@@ -96,7 +96,7 @@ def _template_lines(source: str) -> set[int]:
 
 def _without_comment_lines(source: str) -> str:
     """`source` without the lines that are only a comment: a `//` line, or a `/* */` block (the contract's typedefs)
-    that starts a line and ends one. Those inside a template literal are its text."""
+    that starts a line and ends one, and without its indentation. Lines inside a template literal are its text."""
     keep = _template_lines(source)
     kept, in_block = [], False
     for k, text in enumerate(source.splitlines(keepends=True)):
@@ -105,7 +105,7 @@ def _without_comment_lines(source: str) -> str:
         elif in_block or text.lstrip().startswith("/*"):
             in_block = not text.rstrip().endswith("*/")
         elif not COMMENT_LINE.fullmatch(text):
-            kept.append(text)
+            kept.append(text.lstrip(" \t"))  # indentation is for the reader (a template's text keeps its own)
     return "".join(kept)
 
 

@@ -124,22 +124,26 @@ def stage_event(
             rules=list(event.rules),
         )
     if isinstance(event, GradientRegistered):
-        source = None if event.source is None else int(event.source)
-        return GradientRegisteredEvent(
-            kind=event.kind,
-            text=text,
-            node=int(event.node_id),
-            source=source,
-            edge=edge,
-            value=brief(event.value, exact),
-            value_range=tensor_range(event.value),
-            total=brief(event.total, exact),
-            total_range=tensor_range(event.total),
-            total_full=format_values(event.total, exact),
-            shape=format_shape(_shape(event.total)),
-            accumulated=event.accumulated,
-            numbers=_checkable(event.value),
-        )
+        value, value_range = brief(event.value, exact), tensor_range(event.value)
+        total, total_range = value, value_range  # a new entry holds what was sent: written once (4 in 5 of them)
+        if event.accumulated:
+            total, total_range = brief(event.total, exact), tensor_range(event.total)
+        # a dict display: the most common event, and a TypedDict called with keywords costs more
+        return {
+            "kind": "GradientRegistered",
+            "text": text,
+            "node": int(event.node_id),
+            "source": None if event.source is None else int(event.source),
+            "edge": edge,
+            "value": value,
+            "value_range": value_range,
+            "total": total,
+            "total_range": total_range,
+            "total_full": format_values(event.total, exact),
+            "shape": format_shape(_shape(event.total)),
+            "accumulated": event.accumulated,
+            "numbers": _checkable(event.value),
+        }
     if isinstance(event, GradientConsumed):
         return GradientConsumedEvent(kind=event.kind, text=text, node=int(event.node_id), kept=event.kept)
     if isinstance(event, Recomputed):

@@ -170,10 +170,10 @@ def test_no_javascript_lives_in_a_python_string_of_the_app():
     assert len(sources) > 50 and not found, found
 
 
-def test_the_bundle_drops_comment_lines_and_blocks_but_never_a_templates_text(tmp_path):
+def test_the_bundle_drops_comment_lines_blocks_and_indentation_but_never_a_templates_text(tmp_path):
     template = (
         "const dot = `digraph {\n// a line of the template, not a comment\n/* nor this\n*/\n"
-        "${`nested ${{ a: 1 }.a}`}\n}`;\n"
+        "  ${`nested ${{ a: 1 }.a}`}\n    indented text\n}`;\n"
     )
     entry = write(
         tmp_path,
@@ -181,8 +181,8 @@ def test_the_bundle_drops_comment_lines_and_blocks_but_never_a_templates_text(tm
             "entry.mjs": (
                 "// what this module is for\n/** @typedef {number} One */\n/**\n * @typedef {string} Two\n */\n"
                 "export default 1;\n"
-                '  // a comment inside code\nconst s = "// a string";\n' + template
+                '  // a comment inside code\nif (1) {\n    const s = "// a string";\n}\n' + template
             )
         },
     )
-    assert bundled(entry) == 'export default 1;\nconst s = "// a string";\n' + template
+    assert bundled(entry) == 'export default 1;\nif (1) {\nconst s = "// a string";\n}\n' + template

@@ -4,6 +4,7 @@ of nodes, text large enough on a laptop, a projector and a phone, and the keyboa
 from __future__ import annotations
 
 import statistics
+import time
 
 import pytest
 
@@ -340,3 +341,14 @@ def in_box(page, selector: str) -> bool:
         }""",
         selector.replace(".stage svg ", "svg "),
     )
+
+
+def comes_into_box(page, selector: str, seconds: float = 10.0) -> bool:
+    """Whether the stage's element `selector` is inside the graph box once the box has scrolled to it (smoothly: from
+    an opened part's corner back to the running step takes a moment, longer on a loaded machine)."""
+    deadline = time.monotonic() + seconds
+    while not in_box(page, selector):
+        if time.monotonic() > deadline:
+            return False
+        page.wait_for_timeout(100)
+    return True
