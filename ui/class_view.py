@@ -170,6 +170,10 @@ def teacher_page(code: str, key: str) -> None:
     room = classroom()
     try:
         view = room.teacher_view(code, key)
+    except RoomNotFound:  # this session's class ended (in another tab, at the end of its lifetime): its data is gone
+        st.session_state.pop(TEACHER, None)
+        st.session_state[ENDED] = code
+        st.rerun()  # the start, saying which class ended, as after the End button
     except ClassroomError as refused:
         st.session_state.pop(TEACHER, None)
         st.title("Class")

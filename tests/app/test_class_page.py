@@ -286,6 +286,21 @@ def test_ending_the_class_deletes_it_and_its_students_are_told():
     assert orders(student)["forget"] and orders(student)["keep"] is None  # the browser forgets the seat
 
 
+def test_a_class_that_ended_under_its_teacher_says_so_with_its_code():
+    """Ended from the teacher link in another tab (or at the end of its lifetime): the teacher's page says that this
+    class ended, by its code, as after its own End button. It said "ended or never existed" as an error, the words of
+    a mistyped code, and a late rerun of the page that had just ended its class said them too (a class end to end in
+    CI)."""
+    teacher, code, key = start_class()
+    other_tab = opened(code, "teacher", key)
+    other_tab.checkbox(key="class_end_sure").check().run()
+    other_tab.button(key="class_end").click().run()
+    teacher.run()
+    assert not teacher.error and not teacher.exception
+    assert f"This class has ended ({code[:4]}-{code[4:8]})" in teacher.info[0].value
+    assert "class_teacher" not in teacher.session_state and teacher.button(key="class_start_send")
+
+
 def test_a_playground_program_becomes_a_class_that_students_on_any_server_replay(route):
     from ui import class_replays
 
