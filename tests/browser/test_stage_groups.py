@@ -10,6 +10,7 @@ import gzip
 import itertools
 import json
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -480,6 +481,39 @@ def test_on_a_phone_a_part_opened_is_brought_where_the_window_shows_it(
             covered,
         )
         screenshot(page, f"stage_phone_opened_{part.replace(' ', '')}_{scheme}")
+    finally:
+        context.close()
+
+
+def test_a_part_opened_while_another_step_runs_is_shown_on_a_projector(browser, folded_examples, tmp_path):
+    # presenting mlp3 at 1280x720, layer3 running: layer1 opened by its button was brought into view, and the frame
+    # drawn with it scrolled straight back to the running step, layer1 below the box (the caption said "Opened")
+    payload = folded_examples[MLP3]
+    layer = next(g for g in payload["groups"] if g["name"] == "layer1")
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        load(page, tmp_path, "projector-open", payload, presenter=True)
+        caption = page.locator(".stage-caption")
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+        expect(caption).to_contain_text("(layer3: ")
+        page.get_by_role("button", name=re.compile(r"^layer1: .*Open it")).click()
+        expect(caption).to_contain_text("Opened layer1.")
+        page.wait_for_timeout(1000)  # a smooth scroll to the running step, had one started, has moved the box
+        box, frame = rect(page.locator(".stage-svg")), rect(page.locator(f".stage-svg g.cluster#{layer['element']}"))
+        corner_x, corner_y = frame["left"] + 8, frame["top"] + 8
+        assert box["left"] <= corner_x <= box["right"] and box["top"] <= corner_y <= box["bottom"], (frame, box)
+        page.keyboard.press("ArrowRight")  # the next press follows the running step again
+        running = page.locator(".stage-svg g.node.s-current")
+        expect(running).to_have_count(1)
+        deadline = time.monotonic() + 10
+        while True:
+            seen = rect(running)
+            if box["top"] <= seen["top"] and seen["bottom"] <= box["bottom"] or time.monotonic() > deadline:
+                break
+            page.wait_for_timeout(100)
+        assert box["top"] <= seen["top"] and seen["bottom"] <= box["bottom"], (seen, box)
     finally:
         context.close()
 

@@ -35,6 +35,7 @@ function newStage(data, parent, root, setStateValue, stopped) {
     index: Math.max(0, Math.min(data.index || 0, data.events.length - 1)),
     byStep: readBy() !== "event", stops: [], answers: new Map(), selected: null,
     recount: "",  // a part just opened or folded changed the count of steps: the next caption says so, once
+    partShown: false,  // a part just opened was brought into view: the frame drawn with it keeps it there (once)
     playing: false, timer: null, stoppedTimer: null,
     svg: null, natural: null, nodes: new Map(), edges: new Map(), gradText: new Map(), labelText: new Map(),
     views: null, current: null, scale: 1, fit: 1, fitted: true, readableScale: 1, maxStatic: 320,

@@ -97,6 +97,7 @@ export function placeReadable(stage) {
   }
   const part = opened && stage.svg.querySelector(`g.cluster#${CSS.escape(opened)}`);
   if (part) revealPart(stage, part);
+  stage.partShown = Boolean(part);
 }
 
 function revealPart(stage, part) {

@@ -53,7 +53,9 @@ export function drawPicture(stage, state, animate, period) {
     const value = saidOnEdge(stage, { text: flow.value, range: flow.value_range });
     if (path && animate && !stage.reduceMotion) travel(stage, edge, path, value, Math.min(period * 0.7, 900), stage.labelText.get(edge.id) || []);
   }
-  if (focus) reveal(stage, focus, true);
+  // the running step is followed, but not away from a part the student has just opened: the next press follows it
+  if (focus && !stage.partShown) reveal(stage, focus, true);
+  stage.partShown = false;
 }
 
 function saidOnEdge(stage, { text, range }) {
