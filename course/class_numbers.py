@@ -11,10 +11,12 @@ question's program has the room's numbers too.
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 
-from course.grading import Question, questions
+from autodiff.stage import replay_payload
+from course.grading import Question, questions, right_answer
 from course.programs import PROGRAMS, DrawnNumbers, ProgramRun, draw_numbers, record_program
 
 DRAWS = 40  # draws tried before the last one is kept as it is (it is still the room's own)
@@ -43,9 +45,28 @@ def class_numbers(program_key: str, seed: int) -> DrawnNumbers:
     for _ in range(DRAWS):
         numbers = draw_numbers(PROGRAMS[program_key], rng)
         run = record_program(program_key, numbers=numbers)
-        if _keeps(questions(run.before, run.recorder, run.names), lesson):
+        drawn = questions(run.before, run.recorder, run.names)
+        if _keeps(drawn, lesson) and not _on_the_lesson_page(drawn, lesson, program_key):
             return numbers
     return numbers
+
+
+def _on_the_lesson_page(drawn: list[Question], lesson: dict[str, Question], program_key: str) -> bool:
+    """Whether an answer of the room's own (one its numbers changed) is written on the lesson's public page: the
+    seed's 2x + 3 on a room's x was the lesson's x itself, [1.0, 2.0], or a partial sum of a card, in a dozen draws."""
+    page = _lesson_page(program_key)
+    for q in drawn:
+        own = lesson[q.key].values
+        if q.values is not None and own is not None and not np.array_equal(q.values, own) and right_answer(q) in page:
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=len(PROGRAMS))
+def _lesson_page(program_key: str) -> str:
+    """Every number the lesson's page writes: its replay's payload (values, gradients, cards, sentences)."""
+    run = record_program(program_key)
+    return json.dumps(replay_payload(run.before, run.recorder, run.names, source=PROGRAMS[program_key].source))
 
 
 def _keeps(drawn: list[Question], lesson: dict[str, Question]) -> bool:
