@@ -74,14 +74,16 @@ def _cancel_unless_back(job: Job) -> None:
     timer.start()
 
 
-def stopped_away_notice() -> None:
+def stopped_away_notice() -> bool:
     """Say that the last run was stopped while the page was away, until the student runs again: the output below
-    (if any) is an earlier run's."""
-    if st.session_state.get(STOPPED_AWAY):
+    (if any) is an earlier run's. True when it is said."""
+    stopped = bool(st.session_state.get(STOPPED_AWAY))
+    if stopped:
         st.warning(
             f"Your last run was stopped: this page lost its connection to the server for more than {AWAY_SECONDS:g} s"
             " while it ran (a closed tab's run stops so that it keeps nobody waiting). Press **Run** to run it again."
         )
+    return stopped
 
 
 class Charge:

@@ -90,10 +90,11 @@ if job is not None:
     if job.state == "done" and hold_result(job.result):
         st.session_state.pop("playground_replay_index", None)
     del st.session_state["playground_job"]
-stopped_away_notice()
+stopped = stopped_away_notice()
 result = st.session_state.get("playground_result")
 if result is None:
-    st.info("Press **Run** to run the program.")
+    if not stopped:  # the notice already says to press Run
+        st.info("Press **Run** to run the program.")
     st.stop()
 
 if result.output:

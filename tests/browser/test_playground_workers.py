@@ -175,6 +175,7 @@ def test_a_run_outlives_a_dropped_connection_and_a_run_stopped_while_away_says_s
     notice = page.get_by_text("Your last run was stopped")
     notice.wait_for()
     assert "Press Run to run it again" in notice.inner_text()
+    assert page.get_by_text("Press Run to run the program.").count() == 0  # said once
     assert page.get_by_text("stopped 1999999000000").count() == 0
     run_in(page, url, "print('again', 3)")  # the next run clears it
     page.get_by_text("again 3").wait_for()
