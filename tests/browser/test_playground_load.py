@@ -27,7 +27,23 @@ def run_in(page, url: str, code: str) -> None:
     editor = page.get_by_label("Program")
     editor.fill(code)
     editor.press("Control+Enter")  # commit the text area
-    page.get_by_role("button", name="Run", exact=True).click()
+    press_run(page)
+
+
+def press_run(page, settle_s: float = 3.0) -> None:
+    """Click Run; when the page is still idle asking for Run `settle_s` later, the click left no trace, and Run is
+    clicked again (twice at most). Under a full suite's load a click now and then reached no run, cause not found
+    (not reproduced in 30 runs alone, nor under CPU hogs), and a test of something else waited its whole timeout."""
+    button = page.get_by_role("button", name="Run", exact=True)
+    for _ in range(3):
+        button.click()
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline:
+            idle = page.locator(".stApp[data-test-script-state='notRunning']").count() > 0
+            if not idle or page.get_by_text("Press Run to run the program.").count() == 0:
+                return  # a run is under way, or its result replaced the line
+            page.wait_for_timeout(100)
+        print("press_run: the Run click left no trace; clicking again")
 
 
 def test_five_concurrent_sessions_are_isolated_and_memory_returns(browser, tmp_path):

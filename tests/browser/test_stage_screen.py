@@ -15,6 +15,7 @@ from playground.examples import EXAMPLES
 from playground.sandbox import run_program
 
 from .conftest import screenshot
+from .test_playground_load import press_run
 
 pytestmark = pytest.mark.browser
 
@@ -123,7 +124,7 @@ def playground_run(page, url: str, name: str, presenter: bool = False) -> None:
     editor = page.get_by_label("Program")
     editor.fill(EXAMPLES[PROGRAMS[name]])
     editor.press("Control+Enter")  # commit the text area
-    page.get_by_role("button", name="Run", exact=True).click()
+    press_run(page)
     drawn(page)
 
 
