@@ -110,25 +110,32 @@ def brief(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exact
 
 
 class TensorRange(TypedDict):
-    """A tensor a text writes out number by number (5 to 16 of them), as a folded view says it: its shape, its least
-    and its greatest number. The stage writes them (js/model/dot.mjs `summarised`), from these numbers, never from
-    the text."""
+    """The numbers of a tensor a text writes out number by number (16 of them at most), as a folded view says it: its
+    shape, its least and its greatest number, and, for four numbers or fewer, every one of them (row by row). The
+    stage writes a folded view's words from these (js/model/dot.mjs `spokenShort`), never from the text: a tensor of
+    5 to 16 numbers as its shape and range, a smaller one number by number, each to four significant digits."""
 
     shape: list[int]
     low: float
     high: float
+    numbers: list[float] | None  # None above four numbers: its range is all a folded view says
 
 
 def tensor_range(values: object) -> TensorRange | None:
-    """The range of a tensor `brief` and `compact` write out whole with more than four numbers. None for one said
-    whole anyway (four numbers or fewer), one `compact` already wrote as its shape and range (more than 16), a preview,
-    or one with a number that is not finite (JSON has no NaN; the stage then says its text as it is)."""
-    if not isinstance(values, np.ndarray) or not BRIEF_ABOVE < values.size <= WHOLE:
+    """The numbers of a tensor `brief` and `compact` write out whole. None for one `compact` wrote as its shape and
+    range (more than 16 numbers), an empty one, a preview, or one with a number that is not finite (JSON has no NaN;
+    the stage then says its text as it is)."""
+    if not isinstance(values, np.ndarray) or not 0 < values.size <= WHOLE:
         return None
+    if values.size <= BRIEF_ABOVE:  # most of a replay's values: a few Python floats cost less than numpy's min
+        numbers = values.ravel().tolist()
+        if not all(map(math.isfinite, numbers)):
+            return None
+        return {"shape": list(values.shape), "low": min(numbers), "high": max(numbers), "numbers": numbers}
     low, high = float(values.min()), float(values.max())
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
-    return TensorRange(shape=list(values.shape), low=low, high=high)
+    return {"shape": list(values.shape), "low": low, "high": high, "numbers": None}
 
 
 def _nested(values: object) -> str:

@@ -301,9 +301,12 @@ def masked_numbers(text: str) -> str:
 
 
 def _masked_range(numbers: TensorRange | None) -> TensorRange | None:
-    """A range as a student's stage holds it before the room reaches it: its shape (the room its summary takes), none
-    of its numbers."""
-    return None if numbers is None else {**numbers, "low": 0.0, "high": 0.0}
+    """A tensor's numbers as a student's stage holds them before the room reaches them: its shape and how many numbers
+    it has (the room its words take), none of its numbers."""
+    if numbers is None:
+        return None
+    every = numbers["numbers"]
+    return {**numbers, "low": 0.0, "high": 0.0, "numbers": None if every is None else [0.0] * len(every)}
 
 
 def _masked_wide(node: StageNode, totals: list[Said]) -> StageNode:

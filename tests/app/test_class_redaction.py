@@ -101,10 +101,11 @@ def test_a_masked_number_says_nothing_but_how_many_numbers_there_are(program):
         held = [redacted(r.payload(False), at) for r in replays]
         layouts = [([n["wide"] for n in h["nodes"]], [e["label"] for e in h["edges"]]) for h in held]
         assert layouts[0] == layouts[1] == layouts[2]
-        # a summary's numbers to come: its shape, the room it takes, and none of its numbers
+        # numbers to come: a tensor's shape and how many numbers it has (the room they take), none of its numbers
         ranges = [[n["wide_range"] for n in h["nodes"]] + [e["label_range"] for e in h["edges"]] for h in held]
         assert ranges[0] == ranges[1] == ranges[2]
-        assert all(r["low"] == r["high"] == 0 for r in ranges[0] if r)
+        assert all(r["low"] == r["high"] == 0 and not any(r["numbers"] or []) for r in ranges[0] if r)
+        assert any(r and r["numbers"] for r in ranges[0])  # four numbers or fewer are sent every one, masked here
         numbers = [n for wides, labels in layouts for n in NUMBER.findall(" ".join(wides + labels))]
         assert set(numbers) <= {MASKED_NUMBER}
 

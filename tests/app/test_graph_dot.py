@@ -154,12 +154,14 @@ def test_the_stage_names_micrograds_nodes_as_the_program_wrote_them():
 
 
 def _range_of(values: object) -> dict[str, object] | None:
-    """What the stage is sent to summarise a tensor by, from numpy: its shape, least and greatest number, for a tensor
-    a text writes out number by number with more than four of them (16 at most: a larger one Python summarises)."""
+    """What the stage is sent to say a tensor by, from numpy: its shape, least and greatest number, and every number of
+    one of four or fewer, for a tensor a text writes out number by number (16 at most: a larger one Python
+    summarises)."""
     array = np.asarray(values)
-    if not 4 < array.size <= 16:
+    if not 0 < array.size <= 16:
         return None
-    return {"shape": list(array.shape), "low": float(np.min(array)), "high": float(np.max(array))}
+    every = [float(v) for v in array.flat] if array.size <= 4 else None
+    return {"shape": list(array.shape), "low": float(np.min(array)), "high": float(np.max(array)), "numbers": every}
 
 
 def test_the_numbers_a_summary_is_written_from_are_the_engines_tensors_own():
@@ -209,5 +211,18 @@ def test_the_numbers_a_summary_is_written_from_are_the_engines_tensors_own():
                 assert flow["value_range"] == _range_of(np.sum(sent_to, axis=0)), (group["name"], flow)
                 flows += flow["value_range"] is not None
     assert flows >= 1
-    held = held_gradients({2: np.arange(-3, 5, dtype=np.float32).reshape(2, 4), 3: np.ones(4, dtype=np.float32)})
-    assert held is not None and held[2].range == {"shape": [2, 4], "low": -3.0, "high": 4.0} and held[3].range is None
+    few = [r["total_range"]["numbers"] for r in sent if r["total_range"] and r["total_range"]["numbers"]]
+    assert len(few) >= 5, few  # four numbers or fewer travel as numbers too
+    held = held_gradients(
+        {
+            2: np.arange(-3, 5, dtype=np.float32).reshape(2, 4),
+            3: np.array([0.1, -2.5, 3.0], dtype=np.float32),
+            4: np.array([1.0, np.nan], dtype=np.float32),  # JSON has no NaN: its text is said as it is
+            5: np.zeros(0, dtype=np.float32),
+        }
+    )
+    assert held is not None
+    assert held[2].range == {"shape": [2, 4], "low": -3.0, "high": 4.0, "numbers": None}
+    tenth = float(np.float32(0.1))  # float32's own number, not the 0.1 its text writes
+    assert held[3].range == {"shape": [3], "low": -2.5, "high": 3.0, "numbers": [tenth, -2.5, 3.0]}
+    assert held[4].range is None and held[5].range is None

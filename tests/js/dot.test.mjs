@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
-import { dotOf, labelRows, summarised, wrap } from "../../autodiff/stage/js/model/dot.mjs";
+import { dotOf, labelRows, spokenShort, summarised, wrap } from "../../autodiff/stage/js/model/dot.mjs";
 import { fourDigits } from "../../autodiff/stage/js/model/numbers.mjs";
 import { placeBoxes, programTree } from "../../autodiff/stage/js/model/parts.mjs";
 import { entryWords, frame, narration, nodeView, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
@@ -147,20 +147,59 @@ for (const name of ["mlp3", "loop"]) {
     // say the same, and each summary says its range's shape and its least and greatest number to four digits
     const data = await payload(name);
     const garbled = (text) => text.replace(/\d/g, "?");
-    const unreadableValues = { ...data, nodes: data.nodes.map((n) => (n.value_range ? { ...n, value: garbled(n.value) } : n)) };
-    const unreadableLabels = { ...data, edges: data.edges.map((e) => (e.label_range ? { ...e, label: garbled(e.label) } : e)) };
+    const summary = (range) => range && !range.numbers;  // more than four numbers: said as a summary
+    const unreadableValues = { ...data, nodes: data.nodes.map((n) => (summary(n.value_range) ? { ...n, value: garbled(n.value) } : n)) };
+    const unreadableLabels = { ...data, edges: data.edges.map((e) => (summary(e.label_range) ? { ...e, label: garbled(e.label) } : e)) };
     const values = (view) => [...new Set(view.stage.boxOf.values())].flatMap((box) => labelRows(view.stage, box).filter((r) => r[3] === "value"));
     const folded = values(viewOf(data, false));
     assert.deepEqual(values(viewOf(unreadableValues, false)), folded);  // folded, every box says its value short
     assert.equal(viewOf(unreadableLabels, true).dot, viewOf(data, true).dot);  // open, an edge says a large tensor short
-    assert.ok(data.edges.some((e) => e.label_range), "an edge carries a tensor of more than four numbers");
+    assert.ok(data.edges.some((e) => summary(e.label_range)), "an edge carries a tensor of more than four numbers");
     const summaries = folded.map((r) => r[1]).filter((t) => / (from|all) /.test(t));
-    const ranged = data.nodes.filter((n) => n.value_range);
+    const ranged = data.nodes.filter((n) => summary(n.value_range));
     assert.ok(summaries.length >= 1 && ranged.length >= 1, `${summaries.length} summaries`);
     for (const node of ranged) {
       const { shape, low, high } = node.value_range;
       const said = low === high ? `all ${fourDigits(low)}` : `from ${fourDigits(low)} to ${fourDigits(high)}`;
       assert.equal(summarised(node.value, node.value_range), `value [${shape.join(", ")}] ${said}`, node.element);
     }
+  });
+}
+
+for (const name of ["mlp3", "loop"]) {
+  test(`${name}: four numbers or fewer are said short from the numbers Python sent beside them, not from their text`, async () => {
+    // every digit of each text that writes out a tensor of 1 to 4 numbers (a node's value and gradient lines, an
+    // edge's label, an event's value and total) made unreadable: the folded view draws the same, at every press
+    const data = await payload(name);
+    const few = (range) => Boolean(range && range.numbers);
+    const garbled = (text, range) => (few(range) ? text.replace(/\d/g, "?") : text);
+    const unreadable = {
+      ...data,
+      nodes: data.nodes.map((n) => ({ ...n, value: garbled(n.value, n.value_range), grad: garbled(n.grad, n.grad_range), wide: garbled(n.wide, n.wide_range) })),
+      edges: data.edges.map((e) => ({ ...e, label: garbled(e.label, e.label_range) })),
+      events: data.events.map((e) => (e.kind === "GradientRegistered"
+        ? { ...e, value: garbled(e.value, e.value_range), total: garbled(e.total, e.total_range) } : e)),
+    };
+    const [view, blind] = [viewOf(data, false), viewOf(unreadable, false)];
+    assert.equal(blind.dot, view.dot);  // every box and every edge's label, laid out for all it will say
+    const [boxes, blindBoxes] = [view, blind].map(({ stage }) => [...new Set(stage.boxOf.values())]);
+    for (let k = 0; k < data.events.length; k += 1) {  // each gradient line as a press leaves it, said short
+      const said = (d, nodes) => nodes.map((box) => {
+        const node = view.stage.tree.byElement.get(box) || view.stage.tree.byId.get(view.stage.tree.groups.get(box).output);
+        const { grad, grad_range } = nodeView(d, d.nodes.find((n) => n.id === node.id), frame(d, k));
+        return spokenShort(grad, grad_range);
+      });
+      assert.deepEqual(said(unreadable, blindBoxes), said(data, boxes), `at ${k}`);
+    }
+    // the texts Python wrote, read as the stage read them before (each long number to four digits), say the same
+    const texts = [
+      ...data.nodes.flatMap((n) => [[n.value, n.value_range], [n.wide, n.wide_range]]),
+      ...data.edges.map((e) => [e.label, e.label_range]),
+      ...data.events.filter((e) => e.kind === "GradientRegistered").flatMap((e) => [[e.value, e.value_range], [e.total, e.total_range]]),
+    ].filter(([, range]) => few(range));
+    for (const [text, range] of texts) assert.equal(spokenShort(text, range), spokenShort(text, null), text);
+    const shapes = new Set(texts.map(([, range]) => range.shape.length));
+    assert.ok(texts.length >= 10 && shapes.size >= 2, `${texts.length} texts, of ${[...shapes]} dimensions`);
+    assert.ok(texts.some(([text, range]) => spokenShort(text, range) !== text), "some number is said shorter");
   });
 }

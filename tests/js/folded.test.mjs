@@ -41,6 +41,20 @@ test("spoken short: more than four numbers as a shape and range, each number to 
   assert.equal(spokenShort("not reached: no gradient"), "not reached: no gradient");
 });
 
+test("spoken short from the numbers sent beside a text: four numbers or fewer written from them, in the tensor's place", () => {
+  const few = (shape, numbers) => ({ shape, low: Math.min(...numbers), high: Math.max(...numbers), numbers });
+  // the text's digits say otherwise, or nothing: the numbers are what is said, nested by their shape
+  assert.equal(spokenShort("grad [[?, ?], [?, ?]] · kept", few([2, 2], [0.032801434, -0.29530662, 1.218788, -0.08876477])),
+    "grad [[0.03280, -0.2953], [1.219, -0.08876]] · kept");
+  assert.equal(spokenShort("value [[9.9, 9.9, 9.9, 9.9]]", few([1, 4], [0, 0, 0, 0])), "value [[0.0, 0.0, 0.0, 0.0]]");
+  assert.equal(spokenShort("grad ??.?????? · consumed", few([], [10.996227])), "grad 11.00 · consumed");  // a scalar
+  assert.equal(spokenShort("value -?.???????e-??", few([], [-1.3061234e-05])), "value -1.306e-05");
+  assert.equal(spokenShort("[0.5, 2.0]", few([2], [0.5, 2])), "[0.5, 2.0]");  // as the engine prints it: short already
+  // numbers a class's student is not told yet: said masked, as wide as any numbers make them
+  const masked = "grad [0.0000000000, 0.0000000000] · kept";
+  assert.equal(spokenShort(masked, few([2], [0, 0]), true), masked);
+});
+
 for (const name of ["mlp3", "loop"]) {
   for (const width of [48, 26]) {
     test(`${name}, folded, lines of ${width}: each box's gradient lines hold what it says at every event`, async () => {

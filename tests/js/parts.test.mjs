@@ -66,10 +66,12 @@ for (const name of ["loop", "mlp3"]) {
         assert.equal(got.length, expected.length, edge.element);
         got.forEach((v, k) => assert.ok(Math.abs(v - expected[k]) <= 5e-4 * Math.abs(expected[k]) + 1e-12,
           `${edge.element} at ${index}: ${text} for ${expected}`));
-        // its summary's numbers, beside it: the least and greatest of the sum, none for four numbers or fewer
+        // its numbers, beside it: the least and greatest of the sum, and every number of one of four or fewer (the
+        // numbers its text writes, in float32)
         const near = (a, b) => Math.abs(a - b) <= 1e-6 * Math.abs(b) + 1e-12;
-        if (expected.length <= 4) assert.equal(range, null, edge.element);
-        else assert.ok(near(range.low, Math.min(...expected)) && near(range.high, Math.max(...expected)), `${edge.element}: ${JSON.stringify(range)}`);
+        assert.ok(near(range.low, Math.min(...expected)) && near(range.high, Math.max(...expected)), `${edge.element}: ${JSON.stringify(range)}`);
+        if (expected.length <= 4) assert.deepEqual(range.numbers.map(Math.fround), got.map(Math.fround), edge.element);
+        else assert.equal(range.numbers, null, edge.element);
         checked++;
       }
     }
@@ -121,7 +123,9 @@ test("mlp3, folded: four numbers or fewer into a part are said as the engine pri
   for (const edge of edges.filter((e) => !isGroup(stage, e.tail) && isGroup(stage, e.head))) {
     const sent = stage.tree.groups.get(edge.head).runs.flatMap((r) => r.sent).filter((f) => f.node === stage.tree.byElement.get(edge.tail).id);
     if (sent.length !== 1 || JSON.parse(sent[0].value).flat(Infinity).length > 4) continue;  // one run: its sum is the total
-    assert.deepEqual(sentIntoParts(stage, data.events.length - 1).get(edge.element), { text: sent[0].value, range: null }, edge.element);
+    // and with the numbers Python sent beside the part's sum (groups.py: summed in numpy)
+    assert.ok(sent[0].value_range.numbers, edge.element);
+    assert.deepEqual(sentIntoParts(stage, data.events.length - 1).get(edge.element), { text: sent[0].value, range: sent[0].value_range }, edge.element);
     checked++;
   }
   assert.ok(checked >= 3, `${checked} edges checked`);

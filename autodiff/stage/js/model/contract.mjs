@@ -4,7 +4,7 @@
 /**
  * The contract with Python (`StagePayload` in payload.py, each event kind in events.py): a test checks that
  * both sides name the same kinds and keys, at every level.
- * @typedef {{shape: number[], low: number, high: number}} TensorRange
+ * @typedef {{shape: number[], low: number, high: number, numbers: (number[]|null)}} TensorRange
  * @typedef {{element: string, id: number, name: string, title: string, value: string,
  *   value_range: (TensorRange|null), detail: string, state: string, grad: string, grad_range: (TensorRange|null),
  *   grad_kind: ("leaf"|"op"|"none"), wide: string, wide_range: (TensorRange|null), group: string}} StageNode

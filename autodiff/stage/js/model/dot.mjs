@@ -1,6 +1,6 @@
 // The DOT of a view, DOM-free: each box's lines, wrapped and summarised, as the Graphviz input of what is drawn.
 
-import { fourDigits } from "./numbers.mjs";
+import { float32Text, fourDigits, nested } from "./numbers.mjs";
 import { isGroup } from "./parts.mjs";
 
 export const WRAP = 48;  // a value or gradient longer than this goes on several lines: a wide box would shrink every box
@@ -91,13 +91,38 @@ function gradTexts(data, node) {
 }
 
 export function spokenShort(text, range = null, room = false) {
-  // what a box or an edge of a folded view says: a tensor of more than four numbers as its shape and range, and
-  // each number written with more than four significant digits to four (`grad [[0.03280, -0.2953]]`)
-  return summarised(text, range, room).replace(/-?\d+\.\d+(?:e[-+]\d+)?/g, (n) => (significant(n) > 4 ? fourDigits(Number(n)) : n));
+  // what a box or an edge of a folded view says: a tensor of more than four numbers as its shape and range
+  // (`summarised`), one of four or fewer number by number, each the engine prints with more than four significant
+  // digits to four (`grad [[0.03280, -0.2953]]`). Both are written from `range`, the numbers Python sent beside the
+  // text (format.py's tensor_range), never read out of the text; numbers a class's student is not told yet (`room`)
+  // are said as masked, as wide as any. A text that came without numbers (a summary Python wrote of more than 16, a
+  // value with a number not finite) has each long number it writes said to four digits
+  if (range && range.numbers) return room ? text : inPlace(text, range.shape, nested(range.numbers, range.shape, shortNumber));
+  if (range) return summarised(text, range, room);
+  return text.replace(/-?\d+\.\d+(?:e[-+]\d+)?/g, (n) => (significant(n) > 4 ? fourDigits(Number(n)) : n));
+}
+
+function shortNumber(value) {
+  // a number as the engine prints it, to four significant digits if it prints more (`0.5` stays, 10.996227 is `11.00`)
+  const printed = float32Text(value);
+  return significant(printed) > 4 ? fourDigits(value) : printed;
 }
 
 function significant(written) {
   return written.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "").length;
+}
+
+// a scalar as a text writes it: the one word of no letter but an exponent's (`grad 10.996227 · consumed`)
+const SCALAR = /(?<=^|\s)[^\s·a-df-zA-Z]+(?=\s|$)/;
+
+function inPlace(text, shape, said) {
+  // `said` in the place of the tensor `text` writes: from its first `[` to its last `]`, or a scalar's one word
+  let start = text.indexOf("["), end = text.lastIndexOf("]") + 1;
+  if (!shape.length) {
+    const word = SCALAR.exec(text);
+    [start, end] = word ? [word.index, word.index + word[0].length] : [-1, 0];
+  }
+  return start < 0 ? text : `${text.slice(0, start)}${said}${text.slice(end)}`;
 }
 
 export function speaksShort(stage, element) {
@@ -109,14 +134,14 @@ export function speaksShort(stage, element) {
 export function summarised(text, range, room = false) {
   // a folded part says its output's value and gradient short, as the engine summarises a large tensor
   // (`value [4, 4] from -0.8 to 0.96`), and so does an edge the value it carries; open, a node says every number.
-  // The summary is written from `range`, the numbers Python sent beside the text (format.py's tensor_range: null when
-  // the text says its tensor whole); it takes the place of the text's one tensor, its outer brackets and all
-  const start = text.indexOf("["), end = text.lastIndexOf("]") + 1;
-  if (!range || start < 0) return text;
+  // The summary is written from `range`, the numbers Python sent beside the text (format.py's tensor_range: it holds
+  // every number, and nothing is summarised, when the text says four numbers or fewer); it takes the place of the
+  // text's one tensor, its outer brackets and all
+  if (!range || range.numbers) return text;
   const widest = "-0.0001234";  // four significant digits, a sign and a small exponent's worth
   const [low, high] = [fourDigits(range.low), fourDigits(range.high)];
   const said = room ? `from ${widest} to ${widest}` : low === high ? `all ${low}` : `from ${low} to ${high}`;
-  return `${text.slice(0, start)}[${range.shape.join(", ")}] ${said}${text.slice(end)}`;
+  return inPlace(text, range.shape, `[${range.shape.join(", ")}] ${said}`);
 }
 
 function htmlLabel(rows) {

@@ -2,6 +2,7 @@
 // writes them in Python (both read tests/fixtures/four_digits.json).
 
 const SIGNIFICANT = 4;
+export const BRIEF_ABOVE = 4;  // a value with more numbers is said to four significant digits each (format.py's BRIEF_ABOVE)
 
 export function fourDigits(value) {
   // `value` as Python's `format(value, ".4g")`, but `11.00` for 10.996227, never `11`, which reads as a whole number
@@ -63,4 +64,13 @@ export function float32Text(value) {
   }
   const power10 = `${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
   return `${sign}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ""}e${power10}`;
+}
+
+export function nested(flat, shape, write) {
+  // a flat row of numbers in the tensor's shape, each written by `write`, as Python writes a tensor (`[[1.0, 2.0]]`;
+  // a scalar, shape [], bare)
+  if (!shape.length) return write(flat[0]);
+  const size = flat.length / shape[0];
+  const rows = Array.from({ length: shape[0] }, (_, k) => nested(flat.slice(k * size, (k + 1) * size), shape.slice(1), write));
+  return `[${rows.join(", ")}]`;
 }

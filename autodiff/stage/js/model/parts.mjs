@@ -1,9 +1,8 @@
 // The program's parts, DOM-free: each group's children, depth and nodes (groups.py made them), and which box shows
 // each node and which edges are drawn with the groups open now, and what an edge into a folded part says.
 
-import { float32Text, fourDigits } from "./numbers.mjs";
+import { BRIEF_ABOVE, float32Text, fourDigits, nested } from "./numbers.mjs";
 
-const BRIEF_ABOVE = 4;  // a value with more numbers is said to four significant digits each (format.py's BRIEF_ABOVE)
 export const MAX_DRAWN = 48;  // a view with more boxes than this cannot be read whole on a screen: it is not tried first
 
 export function programTree(data) {
@@ -132,11 +131,12 @@ function totalAt(flow, index) {
 }
 
 function summed(numbers, shape) {
-  // a running total as payload.py's Said: written as Python's `brief` writes a value, with its range (format.py's
-  // tensor_range) when it has more than four numbers, all finite
-  const range = numbers.length > BRIEF_ABOVE && numbers.every(Number.isFinite)
-    ? { shape, low: Math.min(...numbers), high: Math.max(...numbers) } : null;
-  return { text: nested(numbers, shape), range };
+  // a running total as payload.py's Said: written as Python's `brief` writes a value (more than four numbers each to
+  // four significant digits), with its numbers as format.py's tensor_range sends them when all are finite
+  const range = numbers.length && numbers.every(Number.isFinite)
+    ? { shape, low: Math.min(...numbers), high: Math.max(...numbers), numbers: numbers.length > BRIEF_ABOVE ? null : numbers }
+    : null;
+  return { text: nested(numbers, shape, numbers.length > BRIEF_ABOVE ? fourDigits : float32Text), range };
 }
 
 export function sentIntoParts(stage, index) {
@@ -155,15 +155,6 @@ function saidAtRuns(stage, flow, part) {
   const nothing = { text: "", range: null };
   if (!flow) return [nothing];
   return stage.tree.groups.get(part).runs.map((run) => totalAt(flow, run.last) || nothing);
-}
-
-function nested(flat, shape, write = flat.length > BRIEF_ABOVE ? fourDigits : float32Text) {
-  // a flat row of numbers in the tensor's shape, as Python's `brief` writes one: four numbers or fewer as the engine
-  // prints them (`[166.60059]`, as the cards say it), more each to four significant digits (`[[0.8506, 0.637], …]`)
-  if (!shape.length) return write(flat[0]);
-  const size = flat.length / shape[0];
-  const rows = Array.from({ length: shape[0] }, (_, k) => nested(flat.slice(k * size, (k + 1) * size), shape.slice(1), write));
-  return `[${rows.join(", ")}]`;
 }
 
 export function drawnCount(stage, open, container = "") {
