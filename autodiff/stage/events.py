@@ -7,6 +7,7 @@ trace's classes agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
 import numpy as np
@@ -105,10 +106,14 @@ StageEvent = (
 
 
 def stage_event(
-    event: Event, called: dict[int, str], edge: str | None = None, exact: Exact = format_array
+    event: Event,
+    called: dict[int, str],
+    edge: str | None = None,
+    exact: Exact = format_array,
+    numbers: Callable[[object], TensorRange | None] = tensor_range,
 ) -> StageEvent:
     """The event as the stage reads it; a GradientRegistered travels along `edge`, which the caller finds in the
-    picture. `exact` writes a small value's numbers."""
+    picture. `exact` writes a small value's numbers, and `numbers` sends them (`ArrayTexts` does both, each once)."""
     text = describe(event, called, exact)
     if isinstance(event, TapeBuilt):
         nodes = [int(n) for bucket in event.buckets for n in bucket]
@@ -124,10 +129,10 @@ def stage_event(
             rules=list(event.rules),
         )
     if isinstance(event, GradientRegistered):
-        value, value_range = brief(event.value, exact), tensor_range(event.value)
+        value, value_range = brief(event.value, exact), numbers(event.value)
         total, total_range = value, value_range  # a new entry holds what was sent: written once (4 in 5 of them)
         if event.accumulated:
-            total, total_range = brief(event.total, exact), tensor_range(event.total)
+            total, total_range = brief(event.total, exact), numbers(event.total)
         # a dict display: the most common event, and a TypedDict called with keywords costs more
         return {
             "kind": "GradientRegistered",

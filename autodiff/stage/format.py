@@ -27,6 +27,7 @@ class ArrayTexts:
     def __init__(self) -> None:
         self._by_identity: dict[int, tuple[np.ndarray, str]] = {}
         self._by_contents: dict[tuple[str, tuple[int, ...], bytes], str] = {}
+        self._numbers: dict[tuple[str, tuple[int, ...], bytes], TensorRange | None] = {}
 
     def __call__(self, array: np.ndarray) -> str:
         known = self._by_identity.get(id(array))
@@ -38,6 +39,16 @@ class ArrayTexts:
             text = self._by_contents[contents] = format_array(array)
         self._by_identity[id(array)] = (array, text)
         return text
+
+    def numbers(self, values: object) -> TensorRange | None:
+        """`tensor_range(values)`, one for each different array of the payload: equal gradients share it, and the
+        payload's signature pickles a shared one once."""
+        if not isinstance(values, np.ndarray) or not 0 < values.size <= WHOLE:
+            return None
+        contents = (values.dtype.str, values.shape, values.tobytes())
+        if contents not in self._numbers:
+            self._numbers[contents] = tensor_range(values)
+        return self._numbers[contents]
 
 
 def format_number(value: float) -> str:

@@ -206,7 +206,7 @@ def replay_payload(
             used[pair] = k + 1
             elements = edges_left.get(pair, [])
             along = elements[k] if k < len(elements) else None
-        record = stage_event(event, called, along, exact)
+        record = stage_event(event, called, along, exact, exact.numbers)
         if record["kind"] == "GradientRegistered":
             if along:
                 label = edge_labels.get(along)
