@@ -25,8 +25,7 @@ import numpy as np
 from autodiff import BackwardRecorder, GraphSnapshot, NodeSnapshot, Requirement
 from autodiff.stage import ATOL, RTOL
 from autodiff.stage.chain_rule import ELEMENTWISE, ORDINALS, StepCard, step_cards
-from autodiff.stage.naming import expressions, op_kind
-from autodiff.stage.narration import short_names
+from autodiff.stage.naming import expressions, graph_names, op_kind
 from autodiff.trace import GradientRegistered, StepStarted
 
 ANSWER_CHARS = 2_000  # an answer box takes this much (the browser stops typing there; the server checks again)
@@ -106,13 +105,17 @@ def matches(expected: np.ndarray, answer: str, limit: int = ANSWER_CHARS) -> boo
     return _close(np.array(values), expected)
 
 
-def questions(before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[int, str]) -> list[Question]:
+def questions(
+    before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[int, str], first: frozenset[int] = frozenset()
+) -> list[Question]:
     """Every question a recorded backward allows: each step's send to each input whose numbers a student can work
-    out (whole arrays), each leaf's gradient, and which gradients remain."""
+    out (whole arrays), each leaf's gradient, and which gradients remain. `first`: the scalar ops the program wrote
+    with their constant first (`naming.constants_first`), so that a node is named as the stage names it (`2·c`)."""
     by_id = {int(n.id): n for n in before.nodes}
-    called = short_names(before.nodes, names)  # what the stage calls each node
-    exprs = expressions(before.nodes, names)  # `x·x`: a step's expression, where a prompt names its operand
-    cards = step_cards(before, recorder, dict(names))
+    named = graph_names(before.nodes, names, first)
+    called = named.called  # what the stage calls each node
+    exprs = expressions(before.nodes, names, first)  # `x·x`: a step's expression, where a prompt names its operand
+    cards = step_cards(before, recorder, dict(names), named)
     events = recorder.events
     found: list[Question] = []
     totals: dict[int, np.ndarray] = {}  # each node's gradient entry so far

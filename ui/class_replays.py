@@ -22,6 +22,8 @@ import numpy as np
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.snapshot import ValueSummary
 from autodiff.stage import StagePayload, replay_payload, revealed_events
+from autodiff.stage.naming import constants_first
+from autodiff.stage.source_lines import node_lines
 from autodiff.trace import BackwardFinished, StepStarted, SweepFreed
 from classroom.asking import AskedJson, GradedAnswer, RevealJson
 from classroom.errors import InvalidInput, QuestionNotFound
@@ -51,7 +53,7 @@ class ClassReplay:
     recorder: BackwardRecorder
     names: dict[int, str]
     source: str
-    lines: dict[int, tuple[int, int]] | None  # None: worked out from the source (a Playground program)
+    lines: dict[int, tuple[int, int]]  # NodeId -> the lines of the statement that made it (the stage lights them)
     questions: dict[str, Question]
     payloads: dict[bool, StagePayload] = field(default_factory=dict, compare=False)  # by presenter mode
 
@@ -93,7 +95,11 @@ class ClassReplay:
 def _recorded(
     key: str, title: str, run: BackwardRun, source: str, lines: dict[int, tuple[int, int]] | None
 ) -> ClassReplay:
-    asked = {q.key: q for q in questions(run.before, run.recorder, run.names)}
+    if lines is None:  # a Playground program: read from its text, as the stage would read them
+        lines = node_lines(source, run.before.nodes, run.names)
+    # the questions, the worked answers and the report name each node as the stage does (`2·c` as written, not `c·2`)
+    first = constants_first(run.before.nodes, source, lines)
+    asked = {q.key: q for q in questions(run.before, run.recorder, run.names, first)}
     return ClassReplay(key, title, run.before, run.recorder, run.names, source, lines, asked)
 
 

@@ -476,3 +476,26 @@ def test_a_room_the_teacher_closed_refuses_a_late_student_in_a_sentence_until_re
     assert teacher.button(key="class_lock").label == "Close the room to new students"
     join(code)
     assert classroom().teacher_view(code, key).students == 2
+
+
+def test_a_playground_class_names_each_node_as_its_stage_does_in_the_prompt_and_the_report(route):
+    # `2 * (a * a)` is drawn `2·(a·a)`, as the program wrote it: its questions, worked answers and report said `a·a·2`
+    program = "a = Tensor.from_floats([1.0, -2.0], ad).require_grad()\nloss = (2 * (a * a)).sum()\nloss.backward()\n"
+    play = open_link("pages/check_and_play/playground.py")
+    play.session_state["playground_code"] = program
+    play.button(key="playground_run").click().run()
+    play.button(key="playground_teach").click().run()
+    assert not play.exception and not play.error, [e.value for e in play.error]
+    code, key = play.session_state["class_teacher"]
+    student, teacher = join(code), opened(code, "teacher", key)
+    drawn = {node["id"]: node["name"] for node in stage_payload(teacher)["nodes"]}
+    doubled = next(node for node, name in drawn.items() if name.startswith("2·"))  # the stage's own name for it
+    prompt = f"What does the step of {drawn[doubled + 1]} send to {drawn[doubled]}?"  # the first step: loss's
+    menu = teacher.selectbox(key="class_question")
+    menu.select_index(menu.options.index(prompt))  # the teacher's menu names it so too
+    teacher.button(key="class_ask_send").click().run()
+    assert follow(route, student)["question"]["prompt"] == prompt
+    teacher.button(key="class_reveal").click().run()
+    worked = follow(route, student)["result"]["worked"]
+    assert f"sum({drawn[doubled]})" in worked and "a·a·2" not in worked
+    assert list(teacher.table[0].value["Question"]) == [prompt]
