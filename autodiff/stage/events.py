@@ -27,7 +27,7 @@ from autodiff.trace import (
     TensorPreview,
 )
 
-from .format import Exact, TensorRange, brief, format_shape, format_values, tensor_range
+from .format import Exact, TensorNumbers, brief, format_shape, format_values, tensor_range
 from .narration import describe
 
 
@@ -60,9 +60,9 @@ class GradientRegisteredEvent(TypedDict):
     source: int | None  # the step that sent it
     edge: str | None  # the element of the edge it travels along
     value: str  # what was sent, as the picture says it (`brief`)
-    value_range: TensorRange | None  # its numbers for a folded view's summary (format.tensor_range)
+    value_range: TensorNumbers | None  # its numbers for a folded view's summary (format.tensor_range)
     total: str  # the entry afterwards, as the picture says it
-    total_range: TensorRange | None
+    total_range: TensorNumbers | None
     total_full: str  # the same, as the container table shows it
     shape: str
     accumulated: bool
@@ -110,7 +110,7 @@ def stage_event(
     called: dict[int, str],
     edge: str | None = None,
     exact: Exact = format_array,
-    numbers: Callable[[object], TensorRange | None] = tensor_range,
+    numbers: Callable[[object], TensorNumbers | None] = tensor_range,
 ) -> StageEvent:
     """The event as the stage reads it; a GradientRegistered travels along `edge`, which the caller finds in the
     picture. `exact` writes a small value's numbers, and `numbers` sends them (`ArrayTexts` does both, each once)."""

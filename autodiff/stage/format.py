@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -16,6 +16,7 @@ MAX_VALUES = 16  # a value with more numbers is written as its first ones and ho
 WHOLE = WHOLE_VALUE  # a value with at most this many numbers is written whole (a student can check it by hand)
 
 Exact = Callable[[np.ndarray], str]  # an array's every number, as `format_array` writes them
+_FLOAT32 = np.dtype(np.float32)
 
 
 class ArrayTexts:
@@ -27,7 +28,7 @@ class ArrayTexts:
     def __init__(self) -> None:
         self._by_identity: dict[int, tuple[np.ndarray, str]] = {}
         self._by_contents: dict[tuple[str, tuple[int, ...], bytes], str] = {}
-        self._numbers: dict[tuple[str, tuple[int, ...], bytes], TensorRange | None] = {}
+        self._numbers: dict[tuple[str, tuple[int, ...], bytes], TensorNumbers | None] = {}
 
     def __call__(self, array: np.ndarray) -> str:
         known = self._by_identity.get(id(array))
@@ -40,11 +41,11 @@ class ArrayTexts:
         self._by_identity[id(array)] = (array, text)
         return text
 
-    def numbers(self, values: object) -> TensorRange | None:
+    def numbers(self, values: object) -> TensorNumbers | None:
         """`tensor_range(values)`, one for each different array of the payload: equal gradients share it, and the
         payload's signature pickles a shared one once."""
-        if not isinstance(values, np.ndarray) or not 0 < values.size <= WHOLE:
-            return None
+        if not isinstance(values, np.ndarray) or not 0 < values.size <= WHOLE:  # a large one's bytes cost its min
+            return tensor_range(values)
         contents = (values.dtype.str, values.shape, values.tobytes())
         if contents not in self._numbers:
             self._numbers[contents] = tensor_range(values)
@@ -109,6 +110,7 @@ def compact(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exa
 
 
 BRIEF_ABOVE = 4  # on the picture, a value with more numbers shows each to four significant digits
+SIGNIFICANT = 4  # a number said short has this many significant digits at most
 
 
 def brief(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exact = format_array) -> str:
@@ -121,32 +123,76 @@ def brief(values: np.ndarray | TensorPreview | ValueSummary | None, exact: Exact
 
 
 class TensorRange(TypedDict):
-    """The numbers of a tensor a text writes out number by number (16 of them at most), as a folded view says it: its
-    shape, its least and its greatest number, and, for four numbers or fewer, every one of them (row by row). The
-    stage writes a folded view's words from these (js/model/dot.mjs `spokenShort`), never from the text: a tensor of
-    5 to 16 numbers as its shape and range, a smaller one number by number, each to four significant digits."""
+    """A tensor of more than four numbers as a folded view says it: its shape, its least and its greatest number."""
 
     shape: list[int]
     low: float
     high: float
-    numbers: list[float] | None  # None above four numbers: its range is all a folded view says
 
 
-def tensor_range(values: object) -> TensorRange | None:
-    """The numbers of a tensor `brief` and `compact` write out whole. None for one `compact` wrote as its shape and
-    range (more than 16 numbers), an empty one, a preview, or one with a number that is not finite (JSON has no NaN;
+# The numbers of a tensor a text writes, sent beside the text: four or fewer nested as the tensor is (`[[0.18561745,
+# 2.0]]`, a scalar bare), more as its TensorRange. Each is the number the text writes (the engine prints float32's
+# shortest form: `0.18561745` travels as that, never as its double's 17 digits), so its JSON text is the text's own
+# and costs the wire little beside it. The stage writes a folded view's words from these (js/model/dot.mjs
+# `spokenShort`), never from the text: more than four numbers as a shape and range, fewer number by number, each to
+# four significant digits.
+TensorNumbers = TensorRange | float | list[Any]
+
+
+def tensor_range(values: object) -> TensorNumbers | None:
+    """The numbers of a tensor `brief` and `compact` write, as they write them: a small one's every number
+    (`format_array`'s, four at most), a larger one's least and greatest (`compact` writes more than 16 as float32
+    prints them, as does a value that came back from a worker as its summary). None for a small one whose every number
+    the engine prints with four significant digits or fewer (a folded view says its text as it is: `[[2.0, 0.5]]`), an
+    empty one, a preview (its text writes no number of it), or one with a number that is not finite (JSON has no NaN;
     the stage then says its text as it is)."""
-    if not isinstance(values, np.ndarray) or not 0 < values.size <= WHOLE:
+    if isinstance(values, ValueSummary):
+        low, high = values.minimum, values.maximum
+        if not (math.isfinite(low) and math.isfinite(high)):
+            return None
+        return {"shape": list(values.shape), "low": _printed(low), "high": _printed(high)}
+    if not isinstance(values, np.ndarray) or not values.size:
         return None
     if values.size <= BRIEF_ABOVE:  # most of a replay's values: a few Python floats cost less than numpy's min
-        numbers = values.ravel().tolist()
-        if not all(map(math.isfinite, numbers)):
-            return None
-        return {"shape": list(values.shape), "low": min(numbers), "high": max(numbers), "numbers": numbers}
+        return _said_short(values)
     low, high = float(values.min()), float(values.max())
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
-    return {"shape": list(values.shape), "low": low, "high": high, "numbers": None}
+    if values.size > WHOLE or values.dtype != np.float64:  # `compact` writes a large one's as float32 prints them
+        dtype = values.dtype if values.size <= WHOLE else _FLOAT32
+        low, high = _printed(low, dtype), _printed(high, dtype)
+    return {"shape": list(values.shape), "low": low, "high": high}
+
+
+def _said_short(values: np.ndarray) -> float | list[Any] | None:
+    """Four numbers or fewer, nested as the tensor, each as `format_array` writes it (a float64 as its own repr):
+    None when none has more than four significant digits to say short, or one is not finite."""
+    numbers = values.ravel().tolist()
+    if not all(map(math.isfinite, numbers)):
+        return None
+    texts = (
+        list(map(repr, numbers))
+        if values.dtype == np.float64
+        else [format_float(v, _kind(values.dtype)) for v in numbers]
+    )
+    if all(_significant(text) <= SIGNIFICANT for text in texts):
+        return None
+    return np.array([float(t) for t in texts]).reshape(values.shape).tolist()
+
+
+def _significant(text: str) -> int:
+    """How many significant digits a number's text writes (`0.03280` 4, `1.3061234e-05` 8)."""
+    return len(text.partition("e")[0].replace("-", "").replace(".", "").lstrip("0"))
+
+
+def _kind(dtype: np.dtype) -> np.dtype:
+    return dtype if dtype.kind == "f" else _FLOAT32  # an integer array's numbers are written as float32
+
+
+def _printed(value: float, dtype: np.dtype = _FLOAT32) -> float:
+    """`value` as the number the engine prints it (`format_float`: a float32's shortest round-trip form, another
+    float width's own): its JSON text is that text."""
+    return float(format_float(value, _kind(dtype)))
 
 
 def _nested(values: object) -> str:

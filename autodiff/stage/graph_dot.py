@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
 from autodiff.stage.naming import labels
 
-from .format import TensorRange, brief, compact, format_bytes, tensor_range
+from .format import TensorNumbers, brief, compact, format_bytes, tensor_range
 
 SIZES = {False: (17, 15, 12), True: (24, 21, 17)}  # (title, value and gradient, detail) in points, by presenter
 
@@ -22,7 +22,7 @@ class HeldGradient(NamedTuple):
     """A gradient the container beside a picture holds, as its leaf says it."""
 
     text: str  # `[5.0, 7.0]`
-    range: TensorRange | None  # its numbers for a folded view's summary (format.tensor_range)
+    range: TensorNumbers | None  # its numbers for a folded view's summary (format.tensor_range)
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,9 @@ class PictureNode:
     element: str  # its element id in the SVG
     title: str  # `h = x·x`, `x·3`, `x`
     value: str  # `value [1.0, 4.0]`
-    value_range: TensorRange | None  # the value's numbers for a folded view's summary (format.tensor_range)
+    value_range: TensorNumbers | None  # the value's numbers for a folded view's summary (format.tensor_range)
     grad: str  # the gradient line as first drawn (the stage rewrites it as the replay goes)
-    grad_range: TensorRange | None  # the numbers of the gradient it says, if any
+    grad_range: TensorNumbers | None  # the numbers of the gradient it says, if any
     detail: str  # `NodeId(2) · mul`, smaller
     state: str  # a key of `palette.STATES`
 

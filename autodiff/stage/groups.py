@@ -30,7 +30,7 @@ from autodiff import BackwardRecorder, NodeSnapshot, Requirement
 from autodiff.printing import format_array
 from autodiff.trace import BackwardFinished, GradientConsumed, GradientRegistered, StepStarted, SweepFreed
 
-from .format import Exact, TensorRange, compact, tensor_range
+from .format import Exact, TensorNumbers, compact, tensor_range
 from .naming import name_or_id, op_kind
 
 SMALL_GRAPH = 8  # a graph this small is drawn whole: groups appear where they help (an explicit scope still shows)
@@ -47,7 +47,7 @@ class GroupFlow(TypedDict):
     node: int
     name: str
     value: str  # added up over the run, compact
-    value_range: TensorRange | None  # its numbers for a folded view's summary (format.tensor_range)
+    value_range: TensorNumbers | None  # its numbers for a folded view's summary (format.tensor_range)
 
 
 class GroupRun(TypedDict):

@@ -29,7 +29,7 @@ from .bundle import bundle
 from .chain_rule import GradientSum, StepCard, gradient_sums, step_cards
 from .code import Segment, code_lines, token_rules
 from .events import StageEvent, stage_event
-from .format import ArrayTexts, TensorRange
+from .format import ArrayTexts, TensorNumbers, TensorRange
 from .graph_dot import ENTRY_WORDS, GRAD_LINES, SIZES, STATE_WORDS, Overlay, Picture, picture
 from .groups import GroupRun, StageGroup, group_runs, group_tree
 from .naming import GraphNames, constants_first, graph_names
@@ -55,7 +55,7 @@ RANKDIRS = ["BT", "LR"]  # the browser lays the graph out both ways once and kee
 # js/model/contract.mjs)
 PACKED_KEYS = ("nodes", "edges", "events", "cards", "sums", "groups", "program")
 RTOL, ATOL = 1e-3, 1e-4  # an answer to a prediction is right within these (the stage checks, and the app's tables)
-Said = tuple[str, TensorRange | None]  # a text that may write a tensor out, and that tensor's range (format.py)
+Said = tuple[str, TensorNumbers | None]  # a text that may write a tensor out, and that tensor's range (format.py)
 
 
 class StageNode(TypedDict):
@@ -65,14 +65,14 @@ class StageNode(TypedDict):
     title: str  # its first line: `h = x·x`
     value: str  # `value [1.0, 4.0]`
     # the numbers of the tensor a text beside it writes out, for a folded view's summary (format.tensor_range)
-    value_range: TensorRange | None
+    value_range: TensorNumbers | None
     detail: str  # `NodeId(2) · mul`
     state: str  # a key of the legend
     grad: str  # its gradient line before any event
-    grad_range: TensorRange | None
+    grad_range: TensorNumbers | None
     grad_kind: Literal["leaf", "op", "none"]  # what its gradient does: kept, consumed, or there is none
     wide: str  # the longest gradient line it will show: its box is laid out that wide, so nothing moves
-    wide_range: TensorRange | None
+    wide_range: TensorNumbers | None
     group: str  # the element of the innermost group it belongs to ("" at the top)
 
 
@@ -82,7 +82,7 @@ class StageEdge(TypedDict):
     target: int  # the NodeId of the node that uses it
     tracked: bool
     label: str  # the longest value that will be sent along it ("" if none): laid out with room for it
-    label_range: TensorRange | None  # its numbers for a folded view's summary (format.tensor_range)
+    label_range: TensorNumbers | None  # its numbers for a folded view's summary (format.tensor_range)
 
 
 class StageProgram(TypedDict):
@@ -300,13 +300,13 @@ def masked_numbers(text: str) -> str:
     return _NUMBER.sub(MASKED_NUMBER, text)
 
 
-def _masked_range(numbers: TensorRange | None) -> TensorRange | None:
-    """A tensor's numbers as a student's stage holds them before the room reaches them: its shape and how many numbers
-    it has (the room its words take), none of its numbers."""
-    if numbers is None:
+def _masked_range(numbers: TensorNumbers | None) -> TensorRange | None:
+    """A tensor's numbers as a student's stage holds them before the room reaches them: a summary's shape (the room
+    its words take), none of its numbers; none of four numbers or fewer, which the masked text already lays out (and
+    whether Python sent them would tell whether they are short)."""
+    if not isinstance(numbers, dict):
         return None
-    every = numbers["numbers"]
-    return {**numbers, "low": 0.0, "high": 0.0, "numbers": None if every is None else [0.0] * len(every)}
+    return {**numbers, "low": 0.0, "high": 0.0}
 
 
 def _masked_wide(node: StageNode, totals: list[Said]) -> StageNode:

@@ -6,19 +6,22 @@ number still to come is masked by its shape alone (issue 54)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import numpy as np
 import pytest
 import test_class_page
+import test_graph_dot
 from apptest import open_link, stage_data
 from test_class_page import follow, join, send, start_class, typed
 
-from autodiff.stage import redacted, revealed_events
+from autodiff.stage import redacted, replay_payload, revealed_events
 from autodiff.stage.payload import MASKED_NUMBER
 from classroom.live import classroom
 from course.grading import right_answer
 from course.programs import PROGRAMS
+from playground.sandbox import run_program
 from ui.class_replays import class_replay, lesson_replay, room_replay, room_seed
 
 LEAF_GRAD = "grad:0"  # the seed's x: [5, 7] = [1, 2] + [1, 2] + [3, 3]
@@ -104,10 +107,31 @@ def test_a_masked_number_says_nothing_but_how_many_numbers_there_are(program):
         # numbers to come: a tensor's shape and how many numbers it has (the room they take), none of its numbers
         ranges = [[n["wide_range"] for n in h["nodes"]] + [e["label_range"] for e in h["edges"]] for h in held]
         assert ranges[0] == ranges[1] == ranges[2]
-        assert all(r["low"] == r["high"] == 0 and not any(r["numbers"] or []) for r in ranges[0] if r)
-        assert any(r and r["numbers"] for r in ranges[0])  # four numbers or fewer are sent every one, masked here
+        # a summary's shape, none of its numbers; four numbers or fewer not at all (whether they are sent would say
+        # whether they are short), which the whole payload sends
+        assert all(isinstance(r, dict) and r["low"] == r["high"] == 0 for r in ranges[0] if r is not None)
+        sent = [n["wide_range"] for r in replays for n in r.payload(False)["nodes"]]
+        assert program == "seed" or any(isinstance(numbers, (list, float)) for numbers in sent)  # the seed's are short
         numbers = [n for wides, labels in layouts for n in NUMBER.findall(" ".join(wides + labels))]
         assert set(numbers) <= {MASKED_NUMBER}
+
+
+def test_a_summary_of_more_than_16_numbers_to_come_is_masked_to_its_shape():
+    # a Playground program a teacher runs: Python summarises its [5, 4] and [6, 4] gradients (`[5, 4] from ... to ...`)
+    # and sends their least and greatest numbers beside them; before the room reaches them, a student holds their shape
+    source = test_graph_dot.WIDE
+    result = run_program(source)
+    assert result.backward is not None, result.error
+    run = result.backward
+    full = replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+    large = [e["label_range"] for e in full["edges"] if e["label_range"] and math.prod(e["label_range"]["shape"]) > 16]
+    assert len(large) >= 2 and any(r["low"] != 0 for r in large)
+    held = redacted(full, 0)
+    masked = [e["label_range"] for e in held["edges"] if e["label_range"] and math.prod(e["label_range"]["shape"]) > 16]
+    assert [r["shape"] for r in masked] == [r["shape"] for r in large]
+    assert all(r == {"shape": r["shape"], "low": 0.0, "high": 0.0} for r in masked)
+    texts = [n["wide"] for n in held["nodes"]] + [e["label"] for e in held["edges"]]
+    assert set(NUMBER.findall(" ".join(texts))) - {"5", "6", "4"} <= {MASKED_NUMBER}, texts
 
 
 def gradients_in(payload: dict) -> str:

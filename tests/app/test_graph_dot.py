@@ -2,14 +2,18 @@
 use, the words of a gradient line in one place, and one contract with the browser, the numbers a folded view
 summarises sent as numbers. (The DOT is the stage's: tests/js/dot.test.mjs.)"""
 
+import json
+import math
 import re
 
 import numpy as np
 import pytest
 
 from autodiff import Device, Distribution, NodeStatus, Tensor
-from autodiff.stage import PAYLOAD_KEYS, STAGE_JS, graph_dot, replay_payload, static_payload
+from autodiff.snapshot import ValueSummary
+from autodiff.stage import PAYLOAD_KEYS, STAGE_JS, StagePayload, graph_dot, replay_payload, static_payload
 from autodiff.stage.bundle import JS
+from autodiff.stage.format import four_digits
 from autodiff.stage.graph_dot import GRAD_LINES, Overlay, held_gradients, picture
 from autodiff.stage.naming import node_names
 from autodiff.stage.recording import recorded_backward
@@ -153,15 +157,23 @@ def test_the_stage_names_micrograds_nodes_as_the_program_wrote_them():
     assert "1 + c + (−a)" in sentences and "c + 1 + −a" not in sentences
 
 
-def _range_of(values: object) -> dict[str, object] | None:
-    """What the stage is sent to say a tensor by, from numpy: its shape, least and greatest number, and every number of
-    one of four or fewer, for a tensor a text writes out number by number (16 at most: a larger one Python
-    summarises)."""
+def _printed(value: object) -> float:
+    """A float32 as the number the engine prints it (`0.18561745`, not its double's 0.18561745196580887)."""
+    return float(str(np.float32(value)))
+
+
+def _range_of(values: object) -> object:
+    """What the stage is sent to say a tensor by, from numpy: its shape, least and greatest number; for four numbers or
+    fewer, each as the engine prints it, nested as the tensor, when one has more than four significant digits."""
     array = np.asarray(values)
-    if not 0 < array.size <= 16:
+    if not array.size:
         return None
-    every = [float(v) for v in array.flat] if array.size <= 4 else None
-    return {"shape": list(array.shape), "low": float(np.min(array)), "high": float(np.max(array)), "numbers": every}
+    if array.size > 4:
+        return {"shape": list(array.shape), "low": _printed(np.min(array)), "high": _printed(np.max(array))}
+    texts = [str(np.float32(v)) for v in array.flat]
+    if all(len(t.partition("e")[0].replace("-", "").replace(".", "").lstrip("0")) <= 4 for t in texts):
+        return None
+    return np.array([float(t) for t in texts]).reshape(array.shape).tolist()
 
 
 def test_the_numbers_a_summary_is_written_from_are_the_engines_tensors_own():
@@ -182,9 +194,9 @@ def test_the_numbers_a_summary_is_written_from_are_the_engines_tensors_own():
             if r["edge"] == edge["element"] and r["value"] == edge["label"]
         ]
         assert edge["label_range"] == (_range_of(along[0].value) if along else None), edge["element"]
-    ranged = [r for r in sent if r["total_range"]] + [n for n in payload["nodes"] if n["value_range"]]
+    ranged = [r for r in sent if isinstance(r["total_range"], dict)] + [n for n in payload["nodes"] if n["value_range"]]
     assert len(ranged) >= 10 and any(
-        r["total_range"]["low"] < 0 < r["total_range"]["high"] for r in sent if r["total_range"]
+        r["total_range"]["low"] < 0 < r["total_range"]["high"] for r in ranged if "total_range" in r
     )
     group_of = {node["id"]: node["group"] for node in payload["nodes"]}
     parent = {group["element"]: group["parent"] for group in payload["groups"]}
@@ -211,18 +223,93 @@ def test_the_numbers_a_summary_is_written_from_are_the_engines_tensors_own():
                 assert flow["value_range"] == _range_of(np.sum(sent_to, axis=0)), (group["name"], flow)
                 flows += flow["value_range"] is not None
     assert flows >= 1
-    few = [r["total_range"]["numbers"] for r in sent if r["total_range"] and r["total_range"]["numbers"]]
+    few = [r["total_range"] for r in sent if isinstance(r["total_range"], list)]
     assert len(few) >= 5, few  # four numbers or fewer travel as numbers too
+    large = np.linspace(-0.8123457, 0.96, 64 * 4, dtype=np.float32).reshape(64, 4)
     held = held_gradients(
         {
             2: np.arange(-3, 5, dtype=np.float32).reshape(2, 4),
             3: np.array([0.1, -2.5, 3.0], dtype=np.float32),
+            8: np.array([0.1, -2.5, 3.12345], dtype=np.float32),
             4: np.array([1.0, np.nan], dtype=np.float32),  # JSON has no NaN: its text is said as it is
             5: np.zeros(0, dtype=np.float32),
+            6: large,  # more than 16 numbers: Python writes its shape and range, and sends them
         }
     )
     assert held is not None
-    assert held[2].range == {"shape": [2, 4], "low": -3.0, "high": 4.0, "numbers": None}
-    tenth = float(np.float32(0.1))  # float32's own number, not the 0.1 its text writes
-    assert held[3].range == {"shape": [3], "low": -2.5, "high": 3.0, "numbers": [tenth, -2.5, 3.0]}
+    assert held[2].range == {"shape": [2, 4], "low": -3.0, "high": 4.0}
+    assert held[3].range is None  # every number short already: its text is said as it is
+    # 0.1 as the engine prints it, which its JSON text writes: not float32's own 0.10000000149011612
+    assert held[8].range == [0.1, -2.5, 3.12345]
     assert held[4].range is None and held[5].range is None
+    assert held[6] == (
+        "[64, 4] from -0.8123457 to 0.96",
+        {"shape": [64, 4], "low": -0.8123457, "high": 0.96},
+    )
+    assert held_gradients({7: ValueSummary((20, 3), -0.5, 0.1, 0.30000001)}) == {  # a worker's summary of a value
+        7: ("[20, 3] from -0.5 to 0.3", {"shape": [20, 3], "low": -0.5, "high": 0.3})
+    }
+
+
+WIDE = """w = Tensor.random([5, 4], Distribution.Default, ad).require_grad()
+b = Tensor.zeros([6, 4], ad).require_grad()
+x = Tensor.random([3, 5], Distribution.Default, ad)
+loss = (b * 3.0).sum() + (x.matmul(w).tanh() * 2.0).sum()
+grads = loss.backward()
+"""
+_WORD = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?")  # a number as a text writes it, a shape's sizes too
+
+
+def _replayed(program: str) -> StagePayload:
+    if program in PROGRAMS:
+        run = record_program(program)
+        return replay_payload(run.before, run.recorder, run.names)
+    source = WIDE if program == "wide" else EXAMPLES["Per-sample loop (30 samples)"]
+    result = run_program(source)
+    assert result.backward is not None, result.error
+    backward = result.backward
+    return replay_payload(backward.before, backward.recorder, backward.names, source=source, lines=result.lines)
+
+
+@pytest.mark.parametrize("program", ["seed", "mlp3", "loop", "wide"])
+def test_each_number_sent_beside_a_text_is_the_number_the_text_writes(program):
+    # the numbers travel as the engine prints them (format_float, float32's shortest form): the JSON text of each is
+    # the text's own word for it, never a double's 17 digits (what gzip packs nearly free beside the text)
+    payload = _replayed(program)
+    flows = [f for g in payload["groups"] for r in g["runs"] for f in r["came_in"] + r["sent"]]
+    said = [
+        *[(n[key], n[f"{key}_range"]) for n in payload["nodes"] for key in ("value", "grad", "wide")],
+        *[(e["label"], e["label_range"]) for e in payload["edges"]],
+        *[
+            (e[k], e[f"{k}_range"])
+            for e in payload["events"]
+            if e["kind"] == "GradientRegistered"
+            for k in ("value", "total")
+        ],
+        *[(f["value"], f["value_range"]) for f in flows],
+    ]
+    sizes = set()
+    for text, numbers in [(t, r) for t, r in said if r is not None]:
+        words = _WORD.findall(text)
+        if not isinstance(numbers, dict):  # four or fewer: every number, written out in its place, nested as the text
+            every = list(np.ravel(numbers))
+            assert words == [json.dumps(n) for n in every], text
+            if isinstance(numbers, list):  # nested as the text nests them: the tensor the text writes, read as JSON
+                assert json.loads(text[text.find("[") : text.rfind("]") + 1]) == numbers, text
+            assert any(len(w.partition("e")[0].replace("-", "").replace(".", "").lstrip("0")) > 4 for w in words), text
+            sizes.add(1)
+            continue
+        size, low, high = math.prod(numbers["shape"]), json.dumps(numbers["low"]), json.dumps(numbers["high"])
+        if size > 16:  # more: Python's summary, its shape then its least and greatest number as the engine prints them
+            assert words == [str(d) for d in numbers["shape"]] + ([low] if low == high else [low, high]), text
+        else:  # 5 to 16, written out, whole (a part's flow) or each to four digits (a box)
+            floats = [float(w) for w in words]
+            shown = {low, high} <= set(words) or {four_digits(numbers["low"]), four_digits(numbers["high"])} <= set(
+                words
+            )
+            assert shown, text
+            assert min(floats) == pytest.approx(numbers["low"], rel=1e-3), text
+            assert max(floats) == pytest.approx(numbers["high"], rel=1e-3), text
+        sizes.add(16 if size <= 16 else 17)
+    # the seed's numbers are all short ([5.0, 7.0]): none is sent, its texts are said as they are
+    assert sizes == {"seed": set(), "wide": {1, 16, 17}}.get(program, {1, 16}), sizes

@@ -12,8 +12,8 @@ import { test } from "node:test";
 import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
 import { dotOf, labelRows, spokenShort, summarised, wrap } from "../../autodiff/stage/js/model/dot.mjs";
 import { fourDigits } from "../../autodiff/stage/js/model/numbers.mjs";
-import { placeBoxes, programTree } from "../../autodiff/stage/js/model/parts.mjs";
-import { entryWords, frame, narration, nodeView, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
+import { placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
+import { entryWords, frame, narration, nodeView, runningPart, stopsOf } from "../../autodiff/stage/js/model/steps.mjs";
 
 const FOLDER = process.env.STAGE_FIXTURES;
 const PROGRAMS = ["seed", "loop", "mlp3"];
@@ -147,7 +147,7 @@ for (const name of ["mlp3", "loop"]) {
     // say the same, and each summary says its range's shape and its least and greatest number to four digits
     const data = await payload(name);
     const garbled = (text) => text.replace(/\d/g, "?");
-    const summary = (range) => range && !range.numbers;  // more than four numbers: said as a summary
+    const summary = (range) => range && !Array.isArray(range) && typeof range === "object";  // more than four numbers: said as a summary
     const unreadableValues = { ...data, nodes: data.nodes.map((n) => (summary(n.value_range) ? { ...n, value: garbled(n.value) } : n)) };
     const unreadableLabels = { ...data, edges: data.edges.map((e) => (summary(e.label_range) ? { ...e, label: garbled(e.label) } : e)) };
     const values = (view) => [...new Set(view.stage.boxOf.values())].flatMap((box) => labelRows(view.stage, box).filter((r) => r[3] === "value"));
@@ -166,40 +166,70 @@ for (const name of ["mlp3", "loop"]) {
   });
 }
 
-for (const name of ["mlp3", "loop"]) {
-  test(`${name}: four numbers or fewer are said short from the numbers Python sent beside them, not from their text`, async () => {
-    // every digit of each text that writes out a tensor of 1 to 4 numbers (a node's value and gradient lines, an
-    // edge's label, an event's value and total) made unreadable: the folded view draws the same, at every press
+function readAloud(text) {
+  // how the stage read a text before its numbers travelled beside it (each number printed with more than four
+  // significant digits said to four): the words it said then, which the numbers must say again
+  const significant = (n) => n.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "").length;
+  return text.replace(/-?\d+\.\d+(?:e[-+]\d+)?/g, (n) => (significant(n) > 4 ? fourDigits(Number(n)) : n));
+}
+
+// how many numbers a tensor's numbers sent beside a text stand for: four or fewer nested as the tensor (a scalar a
+// bare number), more as their shape and range
+const sizeOf = (range) => (typeof range === "number" ? 1 : Array.isArray(range) ? range.flat(Infinity).length
+  : range.shape.reduce((a, b) => a * b, 1));
+
+for (const name of ["mlp3", "loop", "wide"]) {
+  test(`${name}: a folded view says every number from the numbers Python sent beside its text, never from the text`, async () => {
+    // every digit of every text that comes with its numbers (a node's value and gradient lines, an edge's label, an
+    // event's value and total, a part's flows; tensors of 1 to 4, 5 to 16 and more than 16 numbers) made unreadable:
+    // the folded view draws the same DOT, and says the same gradient lines, edge labels and captions at every press
     const data = await payload(name);
-    const few = (range) => Boolean(range && range.numbers);
-    const garbled = (text, range) => (few(range) ? text.replace(/\d/g, "?") : text);
+    const garbled = (text, range) => (range ? text.replace(/\d/g, "?") : text);
+    const flows = (list) => list.map((f) => ({ ...f, value: garbled(f.value, f.value_range) }));
     const unreadable = {
       ...data,
       nodes: data.nodes.map((n) => ({ ...n, value: garbled(n.value, n.value_range), grad: garbled(n.grad, n.grad_range), wide: garbled(n.wide, n.wide_range) })),
       edges: data.edges.map((e) => ({ ...e, label: garbled(e.label, e.label_range) })),
       events: data.events.map((e) => (e.kind === "GradientRegistered"
         ? { ...e, value: garbled(e.value, e.value_range), total: garbled(e.total, e.total_range) } : e)),
+      groups: data.groups.map((g) => ({ ...g, runs: g.runs.map((r) => ({ ...r, came_in: flows(r.came_in), sent: flows(r.sent) })) })),
     };
     const [view, blind] = [viewOf(data, false), viewOf(unreadable, false)];
     assert.equal(blind.dot, view.dot);  // every box and every edge's label, laid out for all it will say
-    const [boxes, blindBoxes] = [view, blind].map(({ stage }) => [...new Set(stage.boxOf.values())]);
-    for (let k = 0; k < data.events.length; k += 1) {  // each gradient line as a press leaves it, said short
-      const said = (d, nodes) => nodes.map((box) => {
-        const node = view.stage.tree.byElement.get(box) || view.stage.tree.byId.get(view.stage.tree.groups.get(box).output);
-        const { grad, grad_range } = nodeView(d, d.nodes.find((n) => n.id === node.id), frame(d, k));
+    const boxes = [...new Set(view.stage.boxOf.values())];
+    const saidAt = ({ stage }, k) => {
+      const state = frame(stage.data, k), { tree } = stage;
+      const grads = boxes.map((box) => {
+        const id = (tree.byElement.get(box) || tree.byId.get(tree.groups.get(box).output)).id;
+        const { grad, grad_range } = nodeView(stage.data, stage.data.nodes.find((n) => n.id === id), state);
         return spokenShort(grad, grad_range);
       });
-      assert.deepEqual(said(unreadable, blindBoxes), said(data, boxes), `at ${k}`);
+      const into = [...sentIntoParts(stage, k)].map(([edge, { text, range }]) => `${edge}: ${spokenShort(text, range)}`);
+      const along = [...state.sent].map(([edge, e]) => `${edge}: ${spokenShort(e.value, e.value_range)}`);
+      const running = runningPart(stage, state) ? narration(stage, k, state) : "";  // a folded part's run, told short
+      return { grads, into, along, running };
+    };
+    let runs = 0;
+    for (let k = 0; k < data.events.length; k += 1) {
+      const said = saidAt(view, k);
+      assert.deepEqual(saidAt(blind, k), said, `at ${k}`);
+      runs += Boolean(said.running);
     }
-    // the texts Python wrote, read as the stage read them before (each long number to four digits), say the same
+    assert.ok(runs >= 1, `${runs} runs of a folded part told`);
+    // where a text writes its tensor out (four numbers or fewer) or Python summarised it (more than 16), the numbers
+    // say what the stage said reading the text: not one word changed
     const texts = [
-      ...data.nodes.flatMap((n) => [[n.value, n.value_range], [n.wide, n.wide_range]]),
+      ...data.nodes.flatMap((n) => [[n.value, n.value_range], [n.grad, n.grad_range], [n.wide, n.wide_range]]),
       ...data.edges.map((e) => [e.label, e.label_range]),
       ...data.events.filter((e) => e.kind === "GradientRegistered").flatMap((e) => [[e.value, e.value_range], [e.total, e.total_range]]),
-    ].filter(([, range]) => few(range));
-    for (const [text, range] of texts) assert.equal(spokenShort(text, range), spokenShort(text, null), text);
-    const shapes = new Set(texts.map(([, range]) => range.shape.length));
-    assert.ok(texts.length >= 10 && shapes.size >= 2, `${texts.length} texts, of ${[...shapes]} dimensions`);
+      ...data.groups.flatMap((g) => g.runs.flatMap((r) => [...r.came_in, ...r.sent].map((f) => [f.value, f.value_range]))),
+      ...data.events.map((_, k) => [...sentIntoParts(view.stage, k).values()].map(({ text, range }) => [text, range])).flat(),
+    ].filter(([, range]) => range && (sizeOf(range) <= 4 || sizeOf(range) > 16));
+    for (const [text, range] of texts) assert.equal(spokenShort(text, range), readAloud(text), text);
     assert.ok(texts.some(([text, range]) => spokenShort(text, range) !== text), "some number is said shorter");
+    const [few, many] = [texts.filter(([, r]) => sizeOf(r) <= 4), texts.filter(([, r]) => sizeOf(r) > 16)];
+    if (name === "wide") {  // Python's summaries of more than 16 numbers, one of them all one number
+      assert.ok(many.length >= 6 && many.some(([text]) => text.includes(", all ")), `${many.length} summaries`);
+    } else assert.ok(few.length >= 10 && few.some(([, r]) => Array.isArray(r[0])) && few.some(([, r]) => !Array.isArray(r[0])), `${few.length} texts`);
   });
 }

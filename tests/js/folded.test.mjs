@@ -31,28 +31,36 @@ function fits(said, room, what) {
 }
 
 test("spoken short: more than four numbers as a shape and range, each number to four significant digits", () => {
-  assert.equal(spokenShort("grad [[0.032801434, -0.29530662, 1.218788, -0.08876477]] · kept"),
-    "grad [[0.03280, -0.2953, 1.219, -0.08876]] · kept");
-  assert.equal(spokenShort("value [[0.0, 0.0, 0.0, 0.0]]"), "value [[0.0, 0.0, 0.0, 0.0]]");  // already short
-  assert.equal(spokenShort("[[1.5, 2.25], [3.0, 4.125], [5.0, -6.0]]", { shape: [3, 2], low: -6, high: 5 }), "[3, 2] from -6 to 5");
-  assert.equal(spokenShort("value [64, 4] from -0.80000001 to 0.96", null), "value [64, 4] from -0.8 to 0.96");
-  assert.equal(spokenShort("grad 10.996227 · consumed"), "grad 11.00 · consumed");
-  assert.equal(spokenShort("value 1.3061234e-05"), "value 1.306e-05");
+  const range = (shape, low, high) => ({ shape, low, high, numbers: null });
+  assert.equal(spokenShort("[[1.5, 2.25], [3.0, 4.125], [5.0, -6.0]]", range([3, 2], -6, 5)), "[3, 2] from -6 to 5");
+  // more than 16 numbers, which Python summarised (format.py's compact): its words, each number said short from the
+  // numbers sent beside them, whatever the text's digits say
+  const large = range([64, 4], -0.80000001, 0.96);
+  assert.equal(spokenShort("value [64, 4] from -0.80000001 to 0.96", large), "value [64, 4] from -0.8 to 0.96");
+  assert.equal(spokenShort("grad [??, ?] from -?.???????? to ?.?? · kept", range([64, 4], -0.81234567, 0.96)),
+    "grad [64, 4] from -0.8123 to 0.96 · kept");
+  assert.equal(spokenShort("[?, ?], all ?.?", range([6, 4], 3, 3)), "[6, 4], all 3.0");
+  assert.equal(spokenShort("value [64, 4], 256 values", range([64, 4], 0, 1)), "value [64, 4], 256 values");  // not a summary
+  // a text without numbers beside it is said as it is: no number is read out of a text
+  assert.equal(spokenShort("grad 10.996227 · consumed"), "grad 10.996227 · consumed");
+  assert.equal(spokenShort("value [nan, 1.3061234e-05]"), "value [nan, 1.3061234e-05]");
   assert.equal(spokenShort("not reached: no gradient"), "not reached: no gradient");
+  // a class's student, before the room reaches them: masked, as Python wrote it
+  const masked = "grad [64, 4] from 0.0000000000 to 0.0000000000 · kept";
+  assert.equal(spokenShort(masked, range([64, 4], 0, 0), true), masked);
 });
 
 test("spoken short from the numbers sent beside a text: four numbers or fewer written from them, in the tensor's place", () => {
-  const few = (shape, numbers) => ({ shape, low: Math.min(...numbers), high: Math.max(...numbers), numbers });
-  // the text's digits say otherwise, or nothing: the numbers are what is said, nested by their shape
-  assert.equal(spokenShort("grad [[?, ?], [?, ?]] · kept", few([2, 2], [0.032801434, -0.29530662, 1.218788, -0.08876477])),
+  // the text's digits say otherwise, or nothing: the numbers, nested as the tensor (a scalar bare), are what is said
+  assert.equal(spokenShort("grad [[?, ?], [?, ?]] · kept", [[0.032801434, -0.29530662], [1.218788, -0.08876477]]),
     "grad [[0.03280, -0.2953], [1.219, -0.08876]] · kept");
-  assert.equal(spokenShort("value [[9.9, 9.9, 9.9, 9.9]]", few([1, 4], [0, 0, 0, 0])), "value [[0.0, 0.0, 0.0, 0.0]]");
-  assert.equal(spokenShort("grad ??.?????? · consumed", few([], [10.996227])), "grad 11.00 · consumed");  // a scalar
-  assert.equal(spokenShort("value -?.???????e-??", few([], [-1.3061234e-05])), "value -1.306e-05");
-  assert.equal(spokenShort("[0.5, 2.0]", few([2], [0.5, 2])), "[0.5, 2.0]");  // as the engine prints it: short already
+  assert.equal(spokenShort("value [[9.9, 9.9, 9.9, 9.9]]", [[0, 0, 0, 0.12345678]]), "value [[0.0, 0.0, 0.0, 0.1235]]");
+  assert.equal(spokenShort("grad ??.?????? · consumed", 10.996227), "grad 11.00 · consumed");  // a scalar
+  assert.equal(spokenShort("value -?.???????e-??", -1.3061234e-05), "value -1.306e-05");
+  assert.equal(spokenShort("[0.5, 2.0]", [0.5, 2]), "[0.5, 2.0]");  // as the engine prints it: short already
   // numbers a class's student is not told yet: said masked, as wide as any numbers make them
   const masked = "grad [0.0000000000, 0.0000000000] · kept";
-  assert.equal(spokenShort(masked, few([2], [0, 0]), true), masked);
+  assert.equal(spokenShort(masked, [0, 0], true), masked);
 });
 
 for (const name of ["mlp3", "loop"]) {

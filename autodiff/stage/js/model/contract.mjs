@@ -4,13 +4,14 @@
 /**
  * The contract with Python (`StagePayload` in payload.py, each event kind in events.py): a test checks that
  * both sides name the same kinds and keys, at every level.
- * @typedef {{shape: number[], low: number, high: number, numbers: (number[]|null)}} TensorRange
+ * @typedef {{shape: number[], low: number, high: number}} TensorRange
+ * @typedef {(TensorRange|number|Array<*>)} TensorNumbers
  * @typedef {{element: string, id: number, name: string, title: string, value: string,
- *   value_range: (TensorRange|null), detail: string, state: string, grad: string, grad_range: (TensorRange|null),
- *   grad_kind: ("leaf"|"op"|"none"), wide: string, wide_range: (TensorRange|null), group: string}} StageNode
+ *   value_range: (TensorNumbers|null), detail: string, state: string, grad: string, grad_range: (TensorNumbers|null),
+ *   grad_kind: ("leaf"|"op"|"none"), wide: string, wide_range: (TensorNumbers|null), group: string}} StageNode
  * @typedef {{element: string, source: number, target: number, tracked: boolean, label: string,
- *   label_range: (TensorRange|null)}} StageEdge
- * @typedef {{node: number, name: string, value: string, value_range: (TensorRange|null)}} GroupFlow
+ *   label_range: (TensorNumbers|null)}} StageEdge
+ * @typedef {{node: number, name: string, value: string, value_range: (TensorNumbers|null)}} GroupFlow
  * @typedef {{first: number, last: number, steps: number, came_in: GroupFlow[], sent: GroupFlow[]}} GroupRun
  * @typedef {{element: string, name: string, kind: ("function"|"loop"|"iteration"|"scope"|"line"|"repeat"|"range"),
  *   parent: string, summary: string, output: number, nodes: number, steps: number, lines: (number[]|null),
@@ -20,7 +21,7 @@
  *   rules: string[]}} StepStartedEvent
  * @typedef {{kind: "Recomputed", text: string, node: number}} RecomputedEvent
  * @typedef {{kind: "GradientRegistered", text: string, node: number, source: (number|null), edge: (string|null),
- *   value: string, value_range: (TensorRange|null), total: string, total_range: (TensorRange|null),
+ *   value: string, value_range: (TensorNumbers|null), total: string, total_range: (TensorNumbers|null),
  *   total_full: string, shape: string, accumulated: boolean,
  *   numbers: (number[]|null)}} GradientRegisteredEvent
  * @typedef {{kind: "GradientConsumed", text: string, node: number, kept: boolean}} GradientConsumedEvent

@@ -1,6 +1,6 @@
 // The DOT of a view, DOM-free: each box's lines, wrapped and summarised, as the Graphviz input of what is drawn.
 
-import { float32Text, fourDigits, nested } from "./numbers.mjs";
+import { float32Text, fourDigits, significant } from "./numbers.mjs";
 import { isGroup } from "./parts.mjs";
 
 export const WRAP = 48;  // a value or gradient longer than this goes on several lines: a wide box would shrink every box
@@ -92,14 +92,41 @@ function gradTexts(data, node) {
 
 export function spokenShort(text, range = null, room = false) {
   // what a box or an edge of a folded view says: a tensor of more than four numbers as its shape and range
-  // (`summarised`), one of four or fewer number by number, each the engine prints with more than four significant
-  // digits to four (`grad [[0.03280, -0.2953]]`). Both are written from `range`, the numbers Python sent beside the
-  // text (format.py's tensor_range), never read out of the text; numbers a class's student is not told yet (`room`)
-  // are said as masked, as wide as any. A text that came without numbers (a summary Python wrote of more than 16, a
-  // value with a number not finite) has each long number it writes said to four digits
-  if (range && range.numbers) return room ? text : inPlace(text, range.shape, nested(range.numbers, range.shape, shortNumber));
-  if (range) return summarised(text, range, room);
-  return text.replace(/-?\d+\.\d+(?:e[-+]\d+)?/g, (n) => (significant(n) > 4 ? fourDigits(Number(n)) : n));
+  // (`summarised`, or Python's own summary of more than 16 with each number said short), one of four or fewer number
+  // by number, each the engine prints with more than four significant digits to four (`grad [[0.03280, -0.2953]]`).
+  // All are written from `range`, the numbers Python sent beside the text as the engine prints them (format.py's
+  // tensor_range: four or fewer nested as the tensor, a scalar bare), never read out of the text; numbers a class's
+  // student is not told yet (`room`) are said as masked, as wide as any. A text that came without numbers (numbers
+  // short already, a value with a number not finite, a preview's) is said as it is
+  if (range === null || range === undefined) return text;
+  if (!isRange(range)) return room ? text : inPlace(text, !Array.isArray(range), writtenShort(range));
+  if (sizeOf(range.shape) > WHOLE) return room ? text : inPlace(text, false, engineSummary(range), SUMMARY_WORDS);
+  return summarised(text, range, room);
+}
+
+const WHOLE = 16;  // a tensor with more numbers Python writes as its shape and range (format.py's WHOLE)
+// the words after a large tensor's shape in Python's summary of it (format.py's `compact`: `[64, 4] from -0.81234567
+// to 0.96`, `[64, 4], all 0.0`), found by where they stand, not by what they write
+const SUMMARY_WORDS = /^(?: from \S+ to \S+|, all \S+)/;
+
+function isRange(range) {
+  // a TensorRange (more than four numbers), not the numbers themselves (four or fewer: a nested array, or a number)
+  return typeof range === "object" && !Array.isArray(range);
+}
+
+function sizeOf(shape) {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+function writtenShort(numbers) {
+  // numbers nested as their tensor, written as Python writes one (`[[1.0, 0.03280]]`, a scalar bare), each said short
+  return Array.isArray(numbers) ? `[${numbers.map(writtenShort).join(", ")}]` : shortNumber(numbers);
+}
+
+function engineSummary(range) {
+  // a large tensor as Python's `compact` writes it, each number said short (`[64, 4] from -0.8123 to 0.96`)
+  const said = range.low === range.high ? `, all ${shortNumber(range.low)}` : ` from ${shortNumber(range.low)} to ${shortNumber(range.high)}`;
+  return `[${range.shape.join(", ")}]${said}`;
 }
 
 function shortNumber(value) {
@@ -108,17 +135,19 @@ function shortNumber(value) {
   return significant(printed) > 4 ? fourDigits(value) : printed;
 }
 
-function significant(written) {
-  return written.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "").length;
-}
-
 // a scalar as a text writes it: the one word of no letter but an exponent's (`grad 10.996227 · consumed`)
 const SCALAR = /(?<=^|\s)[^\s·a-df-zA-Z]+(?=\s|$)/;
 
-function inPlace(text, shape, said) {
-  // `said` in the place of the tensor `text` writes: from its first `[` to its last `]`, or a scalar's one word
+function inPlace(text, scalar, said, after = null) {
+  // `said` in the place of the tensor `text` writes: from its first `[` to its last `]`, or a scalar's one word; or,
+  // with `after` (a large tensor, which Python summarises), its shape's brackets and the words `after` finds behind them
   let start = text.indexOf("["), end = text.lastIndexOf("]") + 1;
-  if (!shape.length) {
+  if (after) {
+    const close = text.indexOf("]", start) + 1;
+    const words = start < 0 ? null : after.exec(text.slice(close));
+    end = words ? close + words[0].length : 0;
+    if (!words) start = -1;
+  } else if (scalar) {
     const word = SCALAR.exec(text);
     [start, end] = word ? [word.index, word.index + word[0].length] : [-1, 0];
   }
@@ -134,14 +163,14 @@ export function speaksShort(stage, element) {
 export function summarised(text, range, room = false) {
   // a folded part says its output's value and gradient short, as the engine summarises a large tensor
   // (`value [4, 4] from -0.8 to 0.96`), and so does an edge the value it carries; open, a node says every number.
-  // The summary is written from `range`, the numbers Python sent beside the text (format.py's tensor_range: it holds
-  // every number, and nothing is summarised, when the text says four numbers or fewer); it takes the place of the
-  // text's one tensor, its outer brackets and all
-  if (!range || range.numbers) return text;
+  // The summary is written from `range`, the numbers Python sent beside the text (format.py's tensor_range: the
+  // numbers themselves, and nothing is summarised, when the text says four numbers or fewer); it takes the place of
+  // the text's one tensor, its outer brackets and all
+  if (!range || !isRange(range) || sizeOf(range.shape) > WHOLE) return text;  // a large one Python summarised already
   const widest = "-0.0001234";  // four significant digits, a sign and a small exponent's worth
   const [low, high] = [fourDigits(range.low), fourDigits(range.high)];
   const said = room ? `from ${widest} to ${widest}` : low === high ? `all ${low}` : `from ${low} to ${high}`;
-  return inPlace(text, range.shape, `[${range.shape.join(", ")}] ${said}`);
+  return inPlace(text, false, `[${range.shape.join(", ")}] ${said}`);
 }
 
 function htmlLabel(rows) {

@@ -53,8 +53,7 @@ export function float32Text(value) {
   if (Number.isNaN(f)) return "nan";
   if (!Number.isFinite(f)) return f > 0 ? "inf" : "-inf";
   if (f === 0) return Object.is(f, -0) ? "-0.0" : "0.0";
-  let precision = 1;  // the fewest digits that read back as this float32
-  while (precision < 9 && Math.fround(Number(f.toPrecision(precision))) !== f) precision++;
+  const precision = shortestDigits(f);
   const [mantissa, power] = Math.abs(f).toExponential(precision - 1).split("e");
   const digits = mantissa.replace(".", "").replace(/0+$/, "") || "0", exponent = Number(power);
   const sign = f < 0 ? "-" : "";
@@ -64,6 +63,33 @@ export function float32Text(value) {
   }
   const power10 = `${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
   return `${sign}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ""}e${power10}`;
+}
+
+export function float32Number(value) {
+  // a float32 as the number the engine prints (`0.18561745`, not its double's 0.18561745196580887), as Python sends
+  // numbers beside a text (format.py's tensor_range): what its text reads back as
+  const f = Math.fround(value);
+  return Number.isFinite(f) && f !== 0 ? Number(f.toPrecision(shortestDigits(f))) : f;
+}
+
+function shortestDigits(f) {
+  // the fewest significant digits that read back as the float32 `f` (finite, not zero)
+  let precision = 1;
+  while (precision < 9 && Math.fround(Number(f.toPrecision(precision))) !== f) precision++;
+  return precision;
+}
+
+export function significant(written) {
+  // how many significant digits a number's text writes (`0.03280` 4, `1.3061234e-05` 8)
+  return written.replace(/e.*$/, "").replace(/[-.]/g, "").replace(/^0+/, "").length;
+}
+
+export function shaped(flat, shape) {
+  // a flat row of numbers nested as the tensor of `shape` is (a scalar, shape [], bare), as Python sends four numbers
+  // or fewer (format.py's tensor_range)
+  if (!shape.length) return flat[0];
+  const size = flat.length / shape[0];
+  return Array.from({ length: shape[0] }, (_, k) => shaped(flat.slice(k * size, (k + 1) * size), shape.slice(1)));
 }
 
 export function nested(flat, shape, write) {

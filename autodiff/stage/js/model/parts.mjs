@@ -1,7 +1,7 @@
 // The program's parts, DOM-free: each group's children, depth and nodes (groups.py made them), and which box shows
 // each node and which edges are drawn with the groups open now, and what an edge into a folded part says.
 
-import { BRIEF_ABOVE, float32Text, fourDigits, nested } from "./numbers.mjs";
+import { BRIEF_ABOVE, float32Number, float32Text, fourDigits, nested, shaped, significant } from "./numbers.mjs";
 
 export const MAX_DRAWN = 48;  // a view with more boxes than this cannot be read whole on a screen: it is not tried first
 
@@ -132,10 +132,13 @@ function totalAt(flow, index) {
 
 function summed(numbers, shape) {
   // a running total as payload.py's Said: written as Python's `brief` writes a value (more than four numbers each to
-  // four significant digits), with its numbers as format.py's tensor_range sends them when all are finite
-  const range = numbers.length && numbers.every(Number.isFinite)
-    ? { shape, low: Math.min(...numbers), high: Math.max(...numbers), numbers: numbers.length > BRIEF_ABOVE ? null : numbers }
-    : null;
+  // four significant digits), with its numbers as format.py's tensor_range sends them when all are finite: each as
+  // the engine prints it, the number its text writes (a folded view says it from these, as it says Python's), four
+  // or fewer nested as the tensor when one has more than four significant digits, more as their shape and range
+  const printed = numbers.map(float32Number);
+  let range = null;
+  if (numbers.length > BRIEF_ABOVE && numbers.every(Number.isFinite)) range = { shape, low: Math.min(...printed), high: Math.max(...printed) };
+  else if (numbers.every(Number.isFinite) && printed.some((v) => significant(float32Text(v)) > 4)) range = shaped(printed, shape);
   return { text: nested(numbers, shape, numbers.length > BRIEF_ABOVE ? fourDigits : float32Text), range };
 }
 
