@@ -58,6 +58,7 @@ from classroom.views import (
     TeacherView,
     VoteTally,
 )
+from classroom.words import OPEN_QUESTION_HOLDS
 
 CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0/O, 1/I: 32 signs, 5 bits each
 CODE_LENGTH = 8  # 40 bits: guesses are rate-limited, so a room is not found by walking codes
@@ -201,10 +202,7 @@ class Classroom:
                 raise InvalidInput(f"Step {step} is not in this replay, which has steps 0 to {room.replay_events}.")
             newest = self._newest_question(conn, room.code)
             if newest is not None and newest.phase != REVEALED and step > newest.step:
-                raise WrongPhase(
-                    "A question is open on this step: running it would show the room the answer. "
-                    "Reveal the answer first, then step on."
-                )
+                raise WrongPhase(OPEN_QUESTION_HOLDS)
             where = room_steps.c.room == room.code
             conn.execute(update(room_steps).where(where).values(step=step, changed_at=self.clock()))
             conn.execute(update(room_teachers).where(room_teachers.c.room == room.code).values(seen_at=self.clock()))

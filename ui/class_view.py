@@ -20,12 +20,13 @@ import segno
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from autodiff.stage import ClassroomLink, in_classroom, redacted
+from autodiff.stage import ClassroomLink, ClassWords, in_classroom, redacted
 from classroom.errors import ClassroomError, RoomNotFound
 from classroom.live import classroom
 from classroom.report import answers_csv, question_reports
 from classroom.rooms import normalize_code
 from classroom.views import DISCUSS, REVEALED, VOTE1, VOTE2, TeacherView
+from classroom.words import OPEN_QUESTION_HOLDS, ROOM_PHASES, STUDENT_PHASES, TEACHER_PHASES, TRANSFER_OPEN
 from course.grading import MISTAKES, Question, right_answer
 from course.programs import PROGRAMS
 from course.transfer import transfer_for, transfer_key
@@ -45,6 +46,8 @@ from .state import client_address, presenter_mode
 CLASS_PAGE = "pages/teach/class_mode.py"
 API = "class/api/"  # the push route, relative to the page (a prefix in front of the app keeps working)
 ENDED = "class_ended"  # the code of the class this session just ended, or that ended under this student
+# what both stages say in class mode's words, sent in their link: the stage's code holds no copy (classroom/words.py)
+STAGE_WORDS: ClassWords = {"holds": OPEN_QUESTION_HOLDS, "room_phases": ROOM_PHASES, "student_phases": STUDENT_PHASES}
 
 
 def teach_playground(source: str, backward: BackwardRun) -> None:
@@ -201,6 +204,7 @@ def teacher_page(code: str, key: str) -> None:
         "mistakes": MISTAKES,
         "phase": f"{newest.id}:{newest.phase}" if newest else "none",  # the controls below are this phase's
         "histogram": bool(newest and st.session_state.get(_histogram_key(newest.id))),
+        "said": STAGE_WORDS,
     }
     index = _followed_index(view.step, replay)
     with bar:
@@ -280,7 +284,7 @@ def question_controls(view: TeacherView, replay: ClassReplay, key: str, index: i
         if source:  # a transfer: the program it is about, for the room to read (their phones show it too)
             code_block(source)
         if not compact:
-            st.caption(_phase_sentence(current.phase, current.is_transfer))
+            st.caption(TRANSFER_OPEN if current.is_transfer else TEACHER_PHASES[current.phase])
         return
     if current is not None:  # one row on a projector: the answer worked out, and its transfer question
         row = st.container(horizontal=True, wrap=False, vertical_alignment="center") if compact else st.container()
@@ -344,16 +348,6 @@ def transfer_button(
         _teacher_act(
             lambda: room.open_question(view.code, key, index, q.kind, transfer_key(transfer), limit, revealed_id)
         )
-
-
-def _phase_sentence(phase: str, transfer: bool) -> str:
-    if transfer:
-        return "The transfer question is open: each student answers alone, once. Reveal when most have answered."
-    return {
-        VOTE1: "Vote 1 is open: the room answers on their own. Close it when most have answered, to discuss.",
-        DISCUSS: "Vote 1 is closed. Let neighbours convince each other, then open vote 2.",
-        VOTE2: "Vote 2 is open: the same question after the discussion.",
-    }[phase]
 
 
 def _teacher_act(action: Callable[[], object]) -> None:
@@ -473,6 +467,7 @@ def student_page(code: str, seat: str) -> None:
         "mistakes": {},
         "phase": "",
         "histogram": False,
+        "said": STAGE_WORDS,
     }
     st.subheader(f"Class {spaced(view.code, keep_whole=True)}")
     st.caption("The stage follows your teacher's steps; their questions appear in it, with a box for your answer.")

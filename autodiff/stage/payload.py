@@ -90,6 +90,14 @@ class StageProgram(TypedDict):
     spans: dict[str, tuple[int, int]]  # NodeId (as text) -> the first and last line of the statement that made it
 
 
+class ClassWords(TypedDict):
+    """What a class's stage says in class mode's own words, written once (classroom/words.py): a phase -> words."""
+
+    holds: str  # a teacher's press past a question still open, refused
+    room_phases: dict[str, str]  # the tally beside the graph (the room's screen)
+    student_phases: dict[str, str]  # a student's status
+
+
 class ClassroomLink(TypedDict):
     """A stage in a class (issue 27): a student's follows the room's step, a teacher's posts each step and shows the
     answers as they come, both through the push route beside the app (classroom/routes.py)."""
@@ -105,6 +113,7 @@ class ClassroomLink(TypedDict):
     # a stage that sees the room elsewhere (another teacher device moved it) asks the page to draw them again
     phase: str
     histogram: bool  # the teacher chose to show the room vote 1's answers (without a mark) once vote 1 is closed
+    said: ClassWords
 
 
 class StagePayload(TypedDict):

@@ -19,6 +19,7 @@ from classroom.routes import ClassRoutes
 from classroom.serve import PUBLIC_URL_ENV
 from ui.class_replays import CourseQuestions, lesson_replay, room_seed
 from ui.class_secret import SEAT, take
+from ui.class_view import STAGE_WORDS
 
 PAGE = "pages/teach/class_mode.py"
 
@@ -129,6 +130,7 @@ def test_students_join_by_link_follow_the_room_and_never_hold_the_teacher_key():
     payload = stage_payload(student)
     link = payload["classroom"]
     assert link["role"] == "student" and link["room"] == code and link["secret"] != key
+    assert link["said"] == stage_payload(teacher)["classroom"]["said"] == STAGE_WORDS  # the words they say: sent
     assert "class_teacher" not in student.session_state and key not in str(payload)
     assert not [b for b in student.button if b.key in ("class_reveal", "class_close", "class_end")]
     assert classroom().teacher_view(code, key).students == 1

@@ -1,7 +1,7 @@
 """The fixtures of the node tests (tests/js/*.test.mjs), written from real payloads: the seed, a folded loop program
-(the Playground's per-sample loop, its 30 iterations folded), mlp3 and a program of tensors of more than 16 numbers
-(wide), each as a class follows it (the payload travels packed, as `wire` sends it), with how Python counts its
-steps. (The answer grammar's cases are read from tests/fixtures/answer_grammar.json itself.)
+(the Playground's per-sample loop, its 30 iterations folded) and mlp3, each as a class follows it (the payload
+travels packed, as `wire` sends it), with how Python counts its steps, and a student's redacted payload with what
+the room reveals of it. (The answer grammar's cases are read from tests/fixtures/answer_grammar.json itself.)
 
     python tests/js/stage_fixtures.py FOLDER && STAGE_FIXTURES=FOLDER node --test tests/js/
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script (.ci/run): the app's packages from the checkout, as pytest has them
     sys.path.insert(0, str(ROOT))
 
-from autodiff.stage import wire  # noqa: E402
+from autodiff.stage import redacted, revealed_events, wire  # noqa: E402
 from autodiff.stage.still import kept_gradients, last_frame_picture  # noqa: E402
 from course.programs import record_program  # noqa: E402
 from playground import Limits  # noqa: E402
@@ -28,31 +28,17 @@ from ui.class_replays import ClassReplay, keep_played, lesson_replay  # noqa: E4
 
 LOOP = "Per-sample loop (30 samples)"
 LESSONS = ("seed", "mlp3")
-# tensors of more than 16 numbers, which Python writes as their shape and range (`[5, 4] from -0.81234567 to 0.96`),
-# one of them all one number (`[6, 4], all 0.0`), inside a part a folded view says short
-WIDE = """w = Tensor.random([5, 4], Distribution.Default, ad).require_grad()
-b = Tensor.zeros([6, 4], ad).require_grad()
-x = Tensor.random([3, 5], Distribution.Default, ad)
-
-
-def layer(x):
-    return (x.matmul(w) * 0.5).tanh()
-
-
-loss = (b * 3.0).sum() + (layer(x) * 2.0).sum()
-grads = loss.backward()
-"""
 
 
 def replays() -> dict[str, ClassReplay]:
-    """The programs the node tests replay, as a class follows each: two lessons and two Playground programs."""
-    played = {}
-    for name, source in (("loop", EXAMPLES[LOOP]), ("wide", WIDE)):
-        result = run_program(source, Limits(seconds=60))  # the folding is tested, not a busy machine's clock
-        if result.error is not None or result.backward is None:
-            raise RuntimeError(f"the Playground's {name!r} program did not run: {result.error}")
-        played[name] = keep_played(source, result.backward)
-    return {**{key: lesson_replay(key) for key in LESSONS}, **played}
+    """The programs the node tests replay, as a class follows each: two lessons and a Playground program."""
+    result = run_program(EXAMPLES[LOOP], Limits(seconds=60))  # the folding is tested, not a busy machine's clock
+    if result.error is not None or result.backward is None:
+        raise RuntimeError(f"the Playground's {LOOP!r} did not run: {result.error}")
+    return {
+        **{key: lesson_replay(key) for key in LESSONS},
+        "loop": keep_played(EXAMPLES[LOOP], result.backward),
+    }
 
 
 def still(key: str, replay: ClassReplay) -> dict[str, dict[str, str]]:
@@ -75,6 +61,19 @@ def fixture(name: str, replay: ClassReplay) -> dict[str, object]:
         "starts": replay.steps(),
         "positions": [replay.position(index) for index in range(replay.events)],
         "still": still(name, replay) if name in LESSONS else None,
+        "reveals": reveals(replay),
+    }
+
+
+def reveals(replay: ClassReplay) -> dict[str, object]:
+    """A class's student's stage as the room moves on: the payload redacted at a third of the events (as the page
+    sends it, packed), and what the route reveals as the room reaches two thirds, then the end (`revealed_events`)."""
+    whole, last = replay.payload(False), replay.events - 1
+    upto, then = last // 3, 2 * last // 3
+    return {
+        "upto": upto,
+        "redacted": wire(redacted(whole, upto)),
+        "revealed": [revealed_events(whole, upto + 1, then), revealed_events(whole, then + 1, last)],
     }
 
 

@@ -1,6 +1,7 @@
 // Class mode: the room's step and answers, long-polled from the push route beside the app; a student's stage
 // follows the room (through `stage.show`, the controller's callback), a teacher's sends each step.
 
+import { programTree } from "../model/parts.mjs";
 import { stopAt } from "../model/steps.mjs";
 import { later, element } from "../view/dom.mjs";
 import { pause } from "./input.mjs";
@@ -94,27 +95,25 @@ export function roomHolds(stage, index) {
   pause(stage);
   const scrub = stage.root.querySelector(".stage-scrub");
   if (scrub) scrub.value = String(Math.max(1, stopAt(stage, stage.index) + 1));
-  classStatus(stage, "A question is open on this step: running it would show the room the answer. Reveal the answer first, then step on.");
+  classStatus(stage, link.said.holds);  // the server's own refusal (classroom/words.py)
   return true;
 }
 
-const STUDENT_PHASE_WORDS = {  // said in the stage's status (a live region); the question's box says the rest
-  vote1: "Your teacher asked a question: answer it in the question box. ",
-  discuss: "Vote 1 is closed: discuss with your neighbours. ",
-  vote2: "Vote 2 is open: answer again in the question box. ",
-  revealed: "The answer is revealed in the question box. ",
-};
-
 /** @param {RevealedEvents|null} revealed */
-function fillIn(stage, revealed) {
-  // the events the room reached, whole: the stage held them without their words and numbers until now
+export function fillIn(stage, revealed) {
+  // the events the room reached, whole: the stage held them without their words and numbers until now. The payload
+  // it was given is never written to: the stage's data becomes a new object, its tree and frames worked out anew
   if (!revealed || revealed.start > stage.whole) return;
-  const { data } = stage;
-  revealed.events.forEach((e, k) => { data.events[revealed.start + k] = e; });
-  Object.assign(data.cards, revealed.cards);
-  Object.assign(data.sums, revealed.sums);
-  revealed.runs.forEach((runs, g) => runs.forEach((run, r) => Object.assign(data.groups[g].runs[r], run)));
-  stage.whole = Math.max(stage.whole, revealed.start + revealed.events.length);
+  const { data } = stage, { start, events } = revealed;
+  stage.data = {
+    ...data,
+    events: [...data.events.slice(0, start), ...events, ...data.events.slice(start + events.length)],
+    cards: { ...data.cards, ...revealed.cards },
+    sums: { ...data.sums, ...revealed.sums },
+    groups: data.groups.map((group, g) => ({ ...group, runs: group.runs.map((run, r) => ({ ...run, ...revealed.runs[g][r] })) })),
+  };
+  stage.tree = programTree(stage.data);  // its groups are the new data's: a folded part's runs say what they sent
+  stage.whole = Math.max(stage.whole, start + events.length);
   stage.lastFrame = null;  // frames are worked out again from the whole events
 }
 
@@ -124,7 +123,7 @@ function studentSees(stage, body) {
   const index = Math.max(0, Math.min(body.step, last));
   if (index !== stage.index) stage.show(index, index === stage.index + 1 || stage.stops.includes(index), 800, false);
   const q = body.question;
-  const asked = q ? STUDENT_PHASE_WORDS[q.phase] : "";
+  const asked = q ? `${stage.data.classroom.said.student_phases[q.phase]} ` : "";  // the question's box says the rest
   classStatus(stage, `${asked}Following the teacher: ${stage.root.querySelector(".stage-scrub").getAttribute("aria-valuetext")}.`);
   drawQuestion(stage, body);
 }

@@ -3,8 +3,6 @@
 import { SVG_NS, element } from "../view/dom.mjs";
 import { place } from "../view/viewport.mjs";
 
-const PHASE_WORDS = { vote1: "Vote 1", discuss: "Discussion after vote 1", vote2: "Vote 2", revealed: "Revealed" };
-
 function roomTally(q, link, students) {
   // what the whole room may see (a projector): how many answered the newest vote; a closed vote 1's answers, without
   // a mark, if the teacher chose to show them; who is right (words, bars, mistakes) only once the answer is revealed
@@ -12,7 +10,7 @@ function roomTally(q, link, students) {
   const which = q.phase === "vote2" || (revealed && q.votes["2"].answered) ? "2" : "1";
   const vote = q.votes[which];
   const right = revealed && vote.graded ? `, ${vote.graded.right} right` : "";
-  const lines = [`${PHASE_WORDS[q.phase]}. In vote ${which}, ${vote.answered} of ${students} answered${right}.`];
+  const lines = [`${link.said.room_phases[q.phase]}. In vote ${which}, ${vote.answered} of ${students} answered${right}.`];
   const shown = revealed ? which : link.histogram && (q.phase === "discuss" || q.phase === "vote2") ? "1" : null;
   const histogram = shown && q.votes[shown].answers ? q.votes[shown] : null;
   if (histogram && shown !== which) lines.push(`Vote 1's answers, most given first:`);

@@ -36,8 +36,10 @@
  * @typedef {{value: string, path: string}} SumTerm
  * @typedef {{node: number, terms: SumTerm[], total: string, text: string}} GradientSum
  * @typedef {{lines: Array<Array<Array<(string|null)>>>, spans: Object<string, number[]>}} StageProgram
+ * @typedef {{holds: string, room_phases: Object<string, string>, student_phases: Object<string, string>}} ClassWords
  * @typedef {{role: ("teacher"|"student"), room: string, secret: string, api: string, join: string,
- *   asked: Object<string, number>, mistakes: Object<string, string>, phase: string, histogram: boolean}} ClassroomLink
+ *   asked: Object<string, number>, mistakes: Object<string, string>, phase: string, histogram: boolean,
+ *   said: ClassWords}} ClassroomLink
  * @typedef {{start: number, events: StageEvent[], cards: Object<string, StepCard>,
  *   sums: Object<string, GradientSum>, runs: GroupRun[][]}} RevealedEvents
  * @typedef {{mode: ("static"|"replay"), rankdirs: string[], fonts: number[],

@@ -1,0 +1,49 @@
+// A class's student's stage fills in what the room reveals without writing to the payload it was given (issue 53:
+// "the payload is never written to after it is built"): the payload arrives deep-frozen, and after the room's
+// reveals the stage's data holds every event, card, sum and part's runs of the whole payload, as does its tree.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { fillIn } from "../../autodiff/stage/js/features/class.mjs";
+import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
+import { programTree } from "../../autodiff/stage/js/model/parts.mjs";
+
+const FOLDER = process.env.STAGE_FIXTURES;
+const FILLED = ["events", "cards", "sums", "groups"];  // what a reveal brings; nodes and edges stay masked
+
+function deepFrozen(value) {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    Object.values(value).forEach(deepFrozen);
+  }
+  return value;
+}
+
+for (const name of ["seed", "loop", "mlp3"]) {
+  test(`${name}: the room's reveals fill a new data, the payload received untouched`, async () => {
+    assert.ok(FOLDER, "STAGE_FIXTURES names no folder: run tests/js/stage_fixtures.py FOLDER first");
+    const fixture = JSON.parse(readFileSync(join(FOLDER, `${name}.json`), "utf8"));
+    const whole = await unpack(fixture.payload);
+    const { upto, redacted, revealed } = fixture.reveals;
+    const received = deepFrozen(await unpack(redacted));
+    const sent = JSON.stringify(received);
+    assert.notDeepEqual(received.events, whole.events);  // what the room had not reached was not there
+    const stage = { data: received, whole: upto + 1, lastFrame: {}, tree: programTree(received) };
+
+    fillIn(stage, deepFrozen(revealed[0]));
+    const reached = revealed[0].start + revealed[0].events.length;
+    assert.deepEqual(stage.data.events.slice(0, reached), whole.events.slice(0, reached));
+    assert.deepEqual(stage.data.events.slice(reached), received.events.slice(reached));  // still to come: blank
+    fillIn(stage, deepFrozen(revealed[1]));
+
+    assert.equal(JSON.stringify(received), sent);
+    assert.notEqual(stage.data, received);
+    for (const key of FILLED) assert.deepEqual(stage.data[key], whole[key], key);
+    assert.equal(stage.whole, whole.events.length);
+    assert.equal(stage.lastFrame, null);  // frames are worked out again, from the whole events
+    for (const group of whole.groups) assert.deepEqual(stage.tree.groups.get(group.element).runs, group.runs);
+  });
+}
