@@ -1,7 +1,8 @@
 """The fixtures of the node tests (tests/js/*.test.mjs), written from real payloads: the seed, a folded loop program
-(the Playground's per-sample loop, its 30 iterations folded) and mlp3, each as a class follows it (the payload
-travels packed, as `wire` sends it), with how Python counts its steps, and a student's redacted payload with what
-the room reveals of it. (The answer grammar's cases are read from tests/fixtures/answer_grammar.json itself.)
+(the Playground's per-sample loop, its 30 iterations folded), mlp3 and a program of tensors of more than 16 numbers
+(wide), each as a class follows it (the payload travels packed, as `wire` sends it), with how Python counts its
+steps and what a student's stage holds redacted and is then revealed. (The answer grammar's cases are read from
+tests/fixtures/answer_grammar.json itself.)
 
     python tests/js/stage_fixtures.py FOLDER && STAGE_FIXTURES=FOLDER node --test tests/js/
 
@@ -28,17 +29,31 @@ from ui.class_replays import ClassReplay, keep_played, lesson_replay  # noqa: E4
 
 LOOP = "Per-sample loop (30 samples)"
 LESSONS = ("seed", "mlp3")
+# tensors of more than 16 numbers, which Python writes as their shape and range (`[5, 4] from -0.81234567 to 0.96`),
+# one of them all one number (`[6, 4], all 0.0`), inside a part a folded view says short
+WIDE = """w = Tensor.random([5, 4], Distribution.Default, ad).require_grad()
+b = Tensor.zeros([6, 4], ad).require_grad()
+x = Tensor.random([3, 5], Distribution.Default, ad)
+
+
+def layer(x):
+    return (x.matmul(w) * 0.5).tanh()
+
+
+loss = (b * 3.0).sum() + (layer(x) * 2.0).sum()
+grads = loss.backward()
+"""
 
 
 def replays() -> dict[str, ClassReplay]:
-    """The programs the node tests replay, as a class follows each: two lessons and a Playground program."""
-    result = run_program(EXAMPLES[LOOP], Limits(seconds=60))  # the folding is tested, not a busy machine's clock
-    if result.error is not None or result.backward is None:
-        raise RuntimeError(f"the Playground's {LOOP!r} did not run: {result.error}")
-    return {
-        **{key: lesson_replay(key) for key in LESSONS},
-        "loop": keep_played(EXAMPLES[LOOP], result.backward),
-    }
+    """The programs the node tests replay, as a class follows each: two lessons and two Playground programs."""
+    played = {}
+    for name, source in (("loop", EXAMPLES[LOOP]), ("wide", WIDE)):
+        result = run_program(source, Limits(seconds=60))  # the folding is tested, not a busy machine's clock
+        if result.error is not None or result.backward is None:
+            raise RuntimeError(f"the Playground's {name!r} program did not run: {result.error}")
+        played[name] = keep_played(source, result.backward)
+    return {**{key: lesson_replay(key) for key in LESSONS}, **played}
 
 
 def still(key: str, replay: ClassReplay) -> dict[str, dict[str, str]]:
