@@ -29,7 +29,8 @@ def program_questions(program_key: str, seed: int | None = None) -> tuple[Questi
     """A lesson program's questions on the lesson's numbers (`seed` None), or on the numbers of a class seeded
     `seed`; recorded once per process and kept for the last rooms (the programs run seeded: the same each time)."""
     run = record_program(program_key) if seed is None else class_run(program_key, seed)
-    return tuple(questions(run.before, run.recorder, run.names))
+    source = PROGRAMS[program_key].source if seed is None else class_numbers(program_key, seed).source
+    return tuple(questions(run.before, run.recorder, run.names, source, run.lines))
 
 
 def class_run(program_key: str, seed: int) -> ProgramRun:
@@ -45,7 +46,7 @@ def class_numbers(program_key: str, seed: int) -> DrawnNumbers:
     for _ in range(DRAWS):
         numbers = draw_numbers(PROGRAMS[program_key], rng)
         run = record_program(program_key, numbers=numbers)
-        drawn = questions(run.before, run.recorder, run.names)
+        drawn = questions(run.before, run.recorder, run.names, numbers.source, run.lines)
         if _keeps(drawn, lesson) and not _on_the_lesson_page(drawn, lesson, program_key):
             return numbers
     return numbers

@@ -25,7 +25,7 @@ import numpy as np
 from autodiff import BackwardRecorder, GraphSnapshot, NodeSnapshot, Requirement
 from autodiff.stage import ATOL, RTOL
 from autodiff.stage.chain_rule import ELEMENTWISE, ORDINALS, StepCard, step_cards
-from autodiff.stage.naming import expressions, graph_names, op_kind
+from autodiff.stage.naming import constants_first, expressions, graph_names, op_kind
 from autodiff.trace import GradientRegistered, StepStarted
 
 ANSWER_CHARS = 2_000  # an answer box takes this much (the browser stops typing there; the server checks again)
@@ -106,11 +106,17 @@ def matches(expected: np.ndarray, answer: str, limit: int = ANSWER_CHARS) -> boo
 
 
 def questions(
-    before: GraphSnapshot, recorder: BackwardRecorder, names: Mapping[int, str], first: frozenset[int] = frozenset()
+    before: GraphSnapshot,
+    recorder: BackwardRecorder,
+    names: Mapping[int, str],
+    source: str | None = None,
+    lines: Mapping[int, tuple[int, int]] | None = None,
 ) -> list[Question]:
     """Every question a recorded backward allows: each step's send to each input whose numbers a student can work
-    out (whole arrays), each leaf's gradient, and which gradients remain. `first`: the scalar ops the program wrote
-    with their constant first (`naming.constants_first`), so that a node is named as the stage names it (`2·c`)."""
+    out (whole arrays), each leaf's gradient, and which gradients remain. With the program's `source` and `lines`
+    (NodeId -> the lines of the statement that made it), a node is named as the stage names it: `2·c` where the
+    program wrote `2 * c`."""
+    first = constants_first(before.nodes, source, lines)
     by_id = {int(n.id): n for n in before.nodes}
     named = graph_names(before.nodes, names, first)
     called = named.called  # what the stage calls each node

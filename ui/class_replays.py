@@ -22,7 +22,6 @@ import numpy as np
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.snapshot import ValueSummary
 from autodiff.stage import StagePayload, replay_payload, revealed_events
-from autodiff.stage.naming import constants_first
 from autodiff.stage.source_lines import node_lines
 from autodiff.trace import BackwardFinished, StepStarted, SweepFreed
 from classroom.asking import AskedJson, GradedAnswer, RevealJson
@@ -98,8 +97,7 @@ def _recorded(
     if lines is None:  # a Playground program: read from its text, as the stage would read them
         lines = node_lines(source, run.before.nodes, run.names)
     # the questions, the worked answers and the report name each node as the stage does (`2·c` as written, not `c·2`)
-    first = constants_first(run.before.nodes, source, lines)
-    asked = {q.key: q for q in questions(run.before, run.recorder, run.names, first)}
+    asked = {q.key: q for q in questions(run.before, run.recorder, run.names, source, lines)}
     return ClassReplay(key, title, run.before, run.recorder, run.names, source, lines, asked)
 
 
