@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypedDict
 
 import numpy as np
@@ -168,16 +169,43 @@ def _said_short(values: np.ndarray) -> float | list[Any] | None:
     """Four numbers or fewer, nested as the tensor, each as `format_array` writes it (a float64 as its own repr):
     None when none has more than four significant digits to say short, or one is not finite."""
     numbers = values.ravel().tolist()
-    if not all(map(math.isfinite, numbers)):
+    char = values.dtype.char  # a character, not a dtype: comparing dtypes costs a replay's thousands of values
+    if char == "f":  # float32, nearly every value of a replay: each number's words read once
+        said = list(map(_float32_said, numbers))
+    else:
+        write = repr if char == "d" else partial(format_float, dtype=_kind(values.dtype))
+        said = [_said(write(v)) if math.isfinite(v) else None for v in numbers]
+    if None in said or not any(long for _, long in said):  # type: ignore[misc]
         return None
-    texts = (
-        list(map(repr, numbers))
-        if values.dtype == np.float64
-        else [format_float(v, _kind(values.dtype)) for v in numbers]
-    )
-    if all(_significant(text) <= SIGNIFICANT for text in texts):
-        return None
-    return np.array([float(t) for t in texts]).reshape(values.shape).tolist()
+    printed = [number for number, _ in said]  # type: ignore[misc]
+    shape = values.shape
+    if len(shape) <= 1:
+        return printed if shape else printed[0]
+    if len(shape) == 2:  # a replay's values are mostly rows: nested without numpy
+        return [printed[k * shape[1] : (k + 1) * shape[1]] for k in range(shape[0])]
+    return np.array(printed).reshape(shape).tolist()
+
+
+_FLOAT32_SAID: dict[float, tuple[float, bool]] = {}  # by value: a replay's values repeat
+
+
+def _float32_said(value: float) -> tuple[float, bool] | None:
+    """A float32 as the number the engine prints, and whether it prints more than four significant digits; None
+    when it is not finite."""
+    said = _FLOAT32_SAID.get(value)
+    if said is None:
+        if not math.isfinite(value):
+            return None
+        if len(_FLOAT32_SAID) >= 65_536:
+            _FLOAT32_SAID.clear()
+        said = _said(format_float(value))
+        if value:  # 0.0 and -0.0 are one key of a dict (both short: never sent alone)
+            _FLOAT32_SAID[value] = said
+    return said
+
+
+def _said(text: str) -> tuple[float, bool]:
+    return float(text), _significant(text) > SIGNIFICANT
 
 
 def _significant(text: str) -> int:
