@@ -1,7 +1,7 @@
-"""The picture of a folded program, in Chromium at 1440x900 (and 1024x768 for the labels): an edge into a folded part
-says what the part sent its node, added up over the runs played so far (the 30-sample loop's w1 -> loop stands for 30
-edges); no edge label overlaps another or a box, at any press; the moving dot carries a value its edge's label does
-not say twice."""
+"""The picture of a folded program, in Chromium at 1440x900 (and for the labels 1024x768, and a projector's 1280x720
+presenting): an edge into a folded part says what the part sent its node, added up over the runs played so far (the
+30-sample loop's w1 -> loop stands for 30 edges); no edge label touches another or a box, at any press, folded, opened
+or with one part opened; the moving dot carries a value its edge's label does not say twice."""
 
 from __future__ import annotations
 
@@ -24,26 +24,29 @@ MLP3 = "Three-layer MLP, one function per layer"
 LOOP = "Per-sample loop (30 samples)"
 MICROGRAD = "micrograd's README example"
 
-# every edge label's box and every node's box, as drawn (a label hidden while the dot carries its value is not drawn)
+# every edge label's box and its type's size in pixels, and every node's box, as drawn (a label hidden while the dot
+# carries its value is not drawn)
 BOXES = """() => {
   const svg = document.querySelector('.stage-svg svg');
+  const unit = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
   const nodes = [...svg.querySelectorAll('g.node')]
     .map((g) => ({ id: g.id, r: g.querySelector('path, polygon').getBoundingClientRect().toJSON() }));
   const labels = [];
   svg.querySelectorAll('g.edge').forEach((g) => g.querySelectorAll('text').forEach((t) => {
     if (t.closest('.flow-dot') || !t.textContent.trim() || t.getAttribute('visibility') === 'hidden') return;
-    labels.push({ id: g.id, text: t.textContent, r: t.getBoundingClientRect().toJSON() });
+    const size = parseFloat(t.getAttribute('font-size')) * unit;
+    labels.push({ id: g.id, text: t.textContent, size, r: t.getBoundingClientRect().toJSON() });
   }));
   return { nodes, labels };
 }"""
 
 
-def payload_of(program: str):
+def payload_of(program: str, presenter: bool = False):
     source = EXAMPLES[program]
     result = run_program(source)
     assert result.error is None, result.error
     run = result.backward
-    return replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
+    return replay_payload(run.before, run.recorder, run.names, presenter, source=source, lines=result.lines)
 
 
 def fold_top(page, payload) -> None:
@@ -71,12 +74,16 @@ def at_last_step(page) -> bool:
 
 
 def overlaps(seen: dict) -> list:
-    def hit(a, b):  # half a pixel of antialiasing either way
+    """Each pair of an edge label and another edge's label or a box that touch: drawn less than an eighth of the
+    label's type size apart, each side (two labels a quarter of it, about a space: `0.8703 to[[1.120]` reads as one
+    text)."""
+
+    def hit(a, b, room):
         return (
-            a["left"] < b["right"] - 0.5
-            and b["left"] < a["right"] - 0.5
-            and a["top"] < b["bottom"] - 0.5
-            and b["top"] < a["bottom"] - 0.5
+            a["left"] - room < b["right"]
+            and b["left"] < a["right"] + room
+            and a["top"] - room < b["bottom"]
+            and b["top"] < a["bottom"] + room
         )
 
     labels, found = seen["labels"], []
@@ -84,9 +91,9 @@ def overlaps(seen: dict) -> list:
         found += [
             (a["id"], a["text"], b["id"], b["text"])
             for b in labels[k + 1 :]
-            if a["id"] != b["id"] and hit(a["r"], b["r"])
+            if a["id"] != b["id"] and hit(a["r"], b["r"], (a["size"] + b["size"]) / 8)
         ]
-        found += [(a["id"], a["text"], n["id"]) for n in seen["nodes"] if hit(a["r"], n["r"])]
+        found += [(a["id"], a["text"], n["id"]) for n in seen["nodes"] if hit(a["r"], n["r"], a["size"] / 8)]
     return found
 
 
@@ -155,37 +162,64 @@ def laptop(browser):
     context.close()
 
 
-@pytest.mark.parametrize("screen", [(1440, 900), (1024, 768)], ids=["1440x900", "1024x768"])
+SCREENS = [(1440, 900, False), (1024, 768, False), (1280, 720, True)]  # and a projector, presenting (16 px labels)
+
+
+def screen_id(screen: tuple[int, int, bool]) -> str:
+    return f"{screen[0]}x{screen[1]}{'-presenting' if screen[2] else ''}"
+
+
+@pytest.mark.parametrize("screen", SCREENS, ids=screen_id)
 @pytest.mark.parametrize("program", [MICROGRAD, MLP3])
 @pytest.mark.parametrize("opened", [False, True], ids=["as-opened", "every-part-open"])
 def test_no_edge_label_overlaps_another_or_a_box_at_any_press(browser, tmp_path, program, opened, screen):
     context = browser.new_context(viewport={"width": screen[0], "height": screen[1]})
     try:
-        no_label_overlaps_at_any_press(context.new_page(), tmp_path, program, opened, screen)
+        page = context.new_page()
+        payload = payload_of(program, screen[2])
+        load(page, tmp_path, "labels", payload, screen[2])
+        if opened:
+            open_all(page)
+        else:
+            fold_top(page, payload)
+        no_label_overlaps_at_any_press(page)
+        name = "micrograd" if program == MICROGRAD else "mlp3"
+        screenshot(page, f"labels-{name}-{'open' if opened else 'folded'}-{screen_id(screen)}")
     finally:
         context.close()
 
 
-def no_label_overlaps_at_any_press(page, tmp_path, program: str, opened: bool, screen: tuple[int, int]) -> None:
-    payload = payload_of(program)
-    load(page, tmp_path, "labels", payload)
-    if opened:
-        open_all(page)
-    else:
-        fold_top(page, payload)
+@pytest.mark.parametrize("screen", [SCREENS[0], SCREENS[2]], ids=screen_id)
+def test_no_edge_label_overlaps_another_or_a_box_with_one_part_opened_and_the_rest_folded(browser, tmp_path, screen):
+    # each of mlp3's layers opened alone (as a student opens the one they study): its nodes drawn between folded
+    # parts' boxes, whose edges say sums, the picture the lead saw two labels touch in (layer1 open, presenting)
+    context = browser.new_context(viewport={"width": screen[0], "height": screen[1]})
+    try:
+        page = context.new_page()
+        payload = payload_of(MLP3, screen[2])
+        for part in [g for g in payload["groups"] if g["parent"] == ""]:
+            load(page, tmp_path, "one-part", payload, screen[2])
+            fold_top(page, payload)
+            page.get_by_role("button", name=re.compile(rf"^{re.escape(part['name'])}: ")).click()
+            page.locator(f".stage-svg g.cluster#{part['element']}").wait_for()
+            no_label_overlaps_at_any_press(page, part["name"])
+            screenshot(page, f"labels-mlp3-{part['element']}-alone-{screen_id(screen)}")
+    finally:
+        context.close()
+
+
+def no_label_overlaps_at_any_press(page, what: str = "") -> None:
     presses, labelled = 0, 0
     while True:
         page.locator(".stage-svg .flow-dot").first.wait_for(state="detached")  # every label shown, the dots arrived
         seen = page.evaluate(BOXES)
-        assert not overlaps(seen), (page.locator(".stage-caption").inner_text()[:40], overlaps(seen))
+        assert not overlaps(seen), (what, page.locator(".stage-caption").inner_text()[:40], overlaps(seen))
         labelled = max(labelled, len(seen["labels"]))
         if at_last_step(page):
             break
         page.keyboard.press("ArrowRight")
         presses += 1
-    assert presses >= 10 and labelled >= 10, (presses, labelled)  # a whole replay, with its labels drawn
-    name = "micrograd" if program == MICROGRAD else "mlp3"
-    screenshot(page, f"labels-{name}-{'open' if opened else 'folded'}-{screen[0]}x{screen[1]}")
+    assert presses >= 10 and labelled >= 10, (what, presses, labelled)  # a whole replay, with its labels drawn
 
 
 # a press, and at once (the dot is on its way): each moving dot's value, and whether its edge's label shows too

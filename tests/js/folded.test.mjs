@@ -117,7 +117,7 @@ test("mlp3, folded: each edge's label holds what it says at every press, said sh
   let checked = 0;
   for (const edge of edges.filter((e) => e.label)) {
     const label = dot.match(new RegExp(`id="${edge.element}"[^\\n]*label=<(.*)>\\];`))[1];
-    const room = label.split("<BR/>").map((l) => l.replace(/<\/?B>/g, ""));
+    const room = label.split("<BR/>").map((l) => l.replace(/<[^>]*>/g, ""));  // the lines, without the tags around them
     for (let k = 0; k < data.events.length; k += 1) {
       const into = sentIntoParts(stage, k).get(edge.element);
       const along = [...frame(data, k).sent].filter(([e]) => stage.edgeShown.get(e) === edge.element)

@@ -106,7 +106,7 @@ for (const name of ["loop", "mlp3"]) {
     for (const edge of edges.filter((e) => !isGroup(stage, e.tail) && isGroup(stage, e.head) && e.label)) {
       // the lines Graphviz lays the label out with
       const label = dot.match(new RegExp(`id="${edge.element}"[^\\n]*label=<(.*)>\\];`))[1];
-      const room = label.split("<BR/>").map((l) => l.replace(/<\/?B>/g, ""));
+      const room = label.split("<BR/>").map((l) => l.replace(/<[^>]*>/g, ""));  // the lines, without the tags around them
       for (const run of stage.tree.groups.get(edge.head).runs) {
         const said = sentIntoParts(stage, run.last).get(edge.element);
         if (!said) continue;

@@ -233,7 +233,10 @@ export function dotOf(stage, edges, rankdir, detail, beside = []) {
       // an edge into or out of a folded part says other values press by press (`says`): room for the widest
       const rows = stage.folded ? widestLines(edge.says, labelWidth(stage)) : wrap(summarised(edge.label, edge.label_range), labelWidth(stage));
       const lines = rows.map((t) => `<B>${escapeHtml(t)}</B>`);
-      attrs.push(`label=<${lines.join("<BR/>")}>`);
+      // a blank cell either side, about a space wide: Graphviz draws a label against its own edge and the next edge
+      // with no gap (`0.8703 to[[1.120]` read as one text)
+      const side = `<TD WIDTH="${Math.ceil(body / 4)}"></TD>`;
+      attrs.push(`label=<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>${side}<TD>${lines.join("<BR/>")}</TD>${side}</TR></TABLE>>`);
     }
     if (beside.includes(edge)) {
       lines.push(`  ${edge.head} -> ${edge.tail} [${[...attrs, "dir=back"].join(", ")}];`);
