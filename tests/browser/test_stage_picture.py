@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -302,3 +303,25 @@ def test_a_gradient_to_a_weight_beside_its_folded_layer_moves_from_the_layer_to_
             moved += 1
         page.clock.run_for(1000)
     assert moved >= 3, moved
+
+
+def test_each_row_of_the_per_sample_loops_container_names_its_own_node(laptop, tmp_path):
+    # the loop's 30 passes make the same seven expressions: a row of the Gradients container says which pass made its
+    # node (`sum(…²) (i = 24)`), as the loop's iteration box is named (`i = 24`), never ten rows all `sum(…²)`
+    page = laptop
+    payload = payload_of(LOOP)
+    iterations = {g["name"] for g in payload["groups"] if g["kind"] == "iteration"}
+    load(page, tmp_path, "loop-container", payload)
+    rows = page.locator(".stage .grad-body [role=row] > :first-child")
+    most: list[str] = []
+    while not at_last_step(page):
+        page.keyboard.press("ArrowRight")
+        page.locator(".stage-svg .flow-dot").first.wait_for(state="detached")
+        names = rows.evaluate_all("cells => cells.map((c) => c.textContent)")  # a row off screen is not laid out
+        assert len(set(names)) == len(names), names
+        passes = [re.fullmatch(r".+ \((i = \d+)\)", name) for name in names]
+        assert all(p.group(1) in iterations for p in passes if p), names
+        most = max(most, names, key=len)
+    # at its fullest, most of it one expression (`tanh(x @ w1)`) of many passes, each row its own
+    expressions = Counter(re.sub(r" \(i = \d+\)$", "", name) for name in most)
+    assert len(most) >= 10 and max(expressions.values()) >= 8, most
