@@ -1,8 +1,7 @@
 """What a node is called in the pictures: the variable it was assigned to, else its expression in the program's
 own terms (`x·x`, `x·3`, `h + x·3`, `tanh(w @ x + b)`), derived from the recorded ops, with the brackets Python
 needed to make it (`c + (1 + c + (−a))`, never `c + c + 1 + −a`) and a constant where the program wrote it (`1 + c`,
-read from its statement: the engine records `1 + c` and `c + 1` alike). A name nodes of other iterations of a loop
-have too says its iteration (`…² (i = 3)`). The one place node ids get their names."""
+read from its statement: the engine records `1 + c` and `c + 1` alike). The one place node ids get their names."""
 
 from __future__ import annotations
 
@@ -107,9 +106,9 @@ def expressions(
 def labels(
     nodes: Iterable[NodeSnapshot], names: Mapping[int, str], first: frozenset[int] = frozenset()
 ) -> dict[int, str]:
-    """The title a picture gives each node: `h = x·x` for a named op, `x` for a named leaf, `x·3` unnamed; a loop's
-    node whose name other iterations' nodes have too, its iteration: `…² (i = 3)` (`graph_names`)."""
-    return graph_names(nodes, names, first).titles
+    """The title a picture gives each node: `h = x·x` for a named op, `x` for a named leaf, `x·3` unnamed."""
+    nodes = list(nodes)
+    return _titles(nodes, names, expressions(nodes, names, first))
 
 
 def constants_first(
@@ -187,36 +186,9 @@ class GraphNames:
 def graph_names(
     nodes: Iterable[NodeSnapshot], names: Mapping[int, str], first: frozenset[int] = frozenset()
 ) -> GraphNames:
-    """Each node's names. A node whose name nodes of other iterations of a loop have too says which iteration made it,
-    as the folded picture names the iteration (`…² (i = 3)`, `loss (i = 3)`, `loss = loss + sum(…²) (i = 3)`):
-    the 30-sample loop's 30 squares are 30 rows of the Gradients container, each told apart and found on the graph."""
     nodes = list(nodes)
     exprs = expressions(nodes, names, first)
-    called, titles = {**exprs, **names}, _titles(nodes, names, exprs)
-    for node_id, iteration in _iterations_told_apart(nodes, called).items():
-        called[node_id] = f"{called[node_id]} ({iteration})"
-        titles[node_id] = f"{titles[node_id]} ({iteration})"
-    return GraphNames(called=called, titles=titles)
-
-
-def _iterations_told_apart(nodes: list[NodeSnapshot], called: Mapping[int, str]) -> dict[int, str]:
-    """For each node made in a loop whose name other nodes have too: the iterations it was made in, at each depth of
-    loops where the nodes of that name were not all made in one iteration (`i = 3`; nested: `epoch = 2, i = 3`)."""
-    sharing: dict[str, list[NodeSnapshot]] = {}
-    for node in nodes:
-        sharing.setdefault(called[int(node.id)], []).append(node)
-    out: dict[int, str] = {}
-    for same in sharing.values():
-        if len(same) < 2:
-            continue
-        paths = [[frame for frame in node.group if frame.kind == "iteration"] for node in same]
-        depth = max(len(path) for path in paths)
-        differ = [d for d in range(depth) if len({path[d].key if d < len(path) else "" for path in paths}) > 1]
-        for node, path in zip(same, paths, strict=True):
-            told = [path[d].name for d in differ if d < len(path)]
-            if told:
-                out[int(node.id)] = ", ".join(told)
-    return out
+    return GraphNames(called={**exprs, **names}, titles=_titles(nodes, names, exprs))
 
 
 def _titles(nodes: list[NodeSnapshot], names: Mapping[int, str], exprs: Mapping[int, str]) -> dict[int, str]:

@@ -5,7 +5,6 @@ import re
 import pytest
 
 from autodiff import Device, Tensor
-from autodiff.stage import replay_payload
 from autodiff.stage.naming import constants_first, expressions, labels, node_names
 from course.programs import PROGRAMS, record_program
 from playground.examples import EXAMPLES
@@ -138,48 +137,6 @@ def test_a_constant_stays_where_each_pass_of_a_loop_wrote_it():
         "grads = (y + z).sum().backward()\n"
     )
     titles = list(playground_labels(source).values())
-    # the passes that made the same expression say which they are (`2·y (i = 1)`); the first pass's is its own
-    doubled = [t for t in titles if re.fullmatch(r"(2·\w|\w·2)( \(i = \d\))?", t)]
-    assert doubled == ["2·x", "x·2", "2·y (i = 1)", "y·2 (i = 1)", "2·y (i = 2)", "y·2 (i = 2)"]
-    assert {"2·y + 1 (i = 1)", "2·y + 1 (i = 2)"} <= set(titles)
+    assert [t for t in titles if re.fullmatch(r"2·\w|\w·2", t)] == ["2·x", "x·2", "2·y", "y·2", "2·y", "y·2"]
+    assert titles.count("2·y + 1") == 2
     assert "-1·(x + 1)" in titles and "x·-1" in titles
-
-
-def test_each_node_the_per_sample_loop_makes_has_a_name_of_its_own_that_says_its_iteration():
-    """The 30-sample loop makes its seven ops 30 times over: a node whose name other iterations' nodes have too says
-    its iteration as the folded picture names it (`…² (i = 3)`), in every place the stage names it (its box, its
-    card, the Gradients container's row), so each square is told apart and found in its iteration's box."""
-    source = EXAMPLES["Per-sample loop (30 samples)"]
-    result = run_program(source)
-    assert result.error is None and result.backward is not None, result.error
-    run = result.backward
-    payload = replay_payload(run.before, run.recorder, run.names, source=source, lines=result.lines)
-    nodes = payload["nodes"]
-    assert len({n["name"] for n in nodes}) == len(nodes) == len(run.before.nodes), [n["name"] for n in nodes]
-    assert len({n["title"] for n in nodes}) == len(nodes)
-    squares = [n["name"] for n in nodes if n["name"].startswith("…²")]
-    assert len(squares) == 31 and "…²" in squares and "…² (i = 3)" in squares, squares  # the first, before the loop
-    iterations = {g["element"]: g["name"] for g in payload["groups"] if g["kind"] == "iteration"}
-    inside = [n for n in nodes if n["group"] in iterations]
-    assert len(inside) >= 30 * 7 and all(n["name"].endswith(f" ({iterations[n['group']]})") for n in inside)
-    # a step's card names the node and its inputs as their boxes do: `∂(loss (i = 24))/∂(loss (i = 23))`
-    called, titled = {n["id"]: n["name"] for n in nodes}, {n["id"]: n["title"] for n in nodes}
-    cards = list(payload["cards"].values())
-    assert len(cards) >= 30 * 7 and all(card["title"] == titled[card["node"]] for card in cards)
-    assert all(i["input"] == called[i["node"]] for card in cards for i in card["inputs"])
-
-
-def test_a_nested_loops_names_say_each_level_where_their_nodes_differ():
-    source = (
-        "x = Tensor.from_floats([1.0], ad).require_grad()\n"
-        "y = x\n"
-        "for epoch in range(2):\n"
-        "    for i in range(2):\n"
-        "        y = (y * 2.0).tanh()\n"
-        "    y = y + 1.0\n"
-        "grads = y.sum().backward()\n"
-    )
-    titles = list(playground_labels(source).values())
-    assert len(set(titles)) == len(titles), titles
-    assert "y = tanh(y·2) (epoch = 1, i = 0)" in titles and "y = y + 1 (epoch = 1)" in titles, titles
-    assert "x·2" in titles and "sum(y)" in titles  # a name no other node has says no iteration

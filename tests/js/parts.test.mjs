@@ -9,7 +9,7 @@ import { test } from "node:test";
 
 import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
 import { dotOf, labelWidth, spokenShort, wrap } from "../../autodiff/stage/js/model/dot.mjs";
-import { isGroup, placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
+import { calledOf, isGroup, placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
 
 const FOLDER = process.env.STAGE_FIXTURES;
 
@@ -131,4 +131,32 @@ test("mlp3, folded: four numbers or fewer into a part are said as the engine pri
     checked++;
   }
   assert.ok(checked >= 3, `${checked} edges checked`);
+});
+
+test("loop: a node named out of its box says its iteration where other iterations made a node of its name", async () => {
+  // the 30-sample loop makes the same seven expressions each iteration: its Gradients container listed ten rows all
+  // `…²`. Named out of its box (a container row, a card), each is told apart by the iteration the picture names
+  const { data, stage } = await folded("loop");
+  const iterations = new Map(data.groups.filter((g) => g.kind === "iteration").map((g) => [g.element, g.name]));
+  const called = data.nodes.map((node) => calledOf(stage, node.id, node.name));
+  assert.equal(new Set(called).size, data.nodes.length, "every node has a name of its own");
+  const inside = data.nodes.filter((node) => iterations.has(node.group));
+  assert.ok(inside.length >= 30 * 7, inside.length);
+  for (const node of inside) assert.equal(calledOf(stage, node.id, node.name), `${node.name} (${iterations.get(node.group)})`);
+  const alone = data.nodes.filter((node) => data.nodes.filter((other) => other.name === node.name).length === 1);
+  assert.ok(alone.length >= 2 && alone.every((node) => calledOf(stage, node.id, node.name) === node.name), "a name no other node has is said as it is");
+});
+
+test("nested loops: a node says the iterations of each depth where the nodes of its name differ", () => {
+  // y = tanh(y·2) made in epochs 0 and 1, at i = 0 and 1 each; y + 1 once an epoch, outside the inner loop
+  const groups = [{ element: "e0", name: "epoch = 0", parent: "", kind: "iteration" }, { element: "e1", name: "epoch = 1", parent: "", kind: "iteration" },
+    ...["e0", "e1"].flatMap((e) => [0, 1].map((i) => ({ element: `${e}i${i}`, name: `i = ${i}`, parent: e, kind: "iteration" })))];
+  const nodes = [{ id: 1, name: "x", group: "" },
+    ...["e0", "e1"].flatMap((e, k) => [{ id: 10 * k + 2, name: "y = tanh(y·2)", group: `${e}i0` }, { id: 10 * k + 3, name: "y = tanh(y·2)", group: `${e}i1` },
+      { id: 10 * k + 4, name: "y = y + 1", group: e }])];
+  const data = { nodes, groups, edges: [] };
+  const stage = { data, tree: programTree(data) };
+  const said = Object.fromEntries(nodes.map((n) => [n.id, calledOf(stage, n.id, n.name)]));
+  assert.deepEqual(said, { 1: "x", 2: "y = tanh(y·2) (epoch = 0, i = 0)", 3: "y = tanh(y·2) (epoch = 0, i = 1)", 4: "y = y + 1 (epoch = 0)",
+    12: "y = tanh(y·2) (epoch = 1, i = 0)", 13: "y = tanh(y·2) (epoch = 1, i = 1)", 14: "y = y + 1 (epoch = 1)" });
 });

@@ -2,6 +2,7 @@
 // the table in words.
 
 import { nodeById, nameOf } from "../model/contract.mjs";
+import { calledOf } from "../model/parts.mjs";
 import { question, runningPart, entryWords } from "../model/steps.mjs";
 import { SVG_NS, element, table, strong } from "./dom.mjs";
 import { verdictLine, askForm } from "../features/exercise.mjs";
@@ -21,7 +22,7 @@ export function drawStep(stage, state) {
     const parts = [element("p", "stage-note", "No step is running at this event.")];
     if (leaves.length && state.started.size) {
       parts.push(element("p", "stage-note", "Where each kept gradient came from:"));
-      for (const n of leaves) parts.push(sumLine(data, data.sums[n.id]));
+      for (const n of leaves) parts.push(sumLine(stage, data.sums[n.id]));
     }
     return box.replaceChildren(...parts);
   }
@@ -31,10 +32,10 @@ export function drawStep(stage, state) {
   const q = question(stage, state.currentAt);
   const upstream = card ? card.upstream : state.upstream ?? "—";
   const head = element("p", "stage-note");
-  head.append(strong(card ? card.title : nameOf(data, step.node)), ` received the gradient ${upstream}.`);
+  head.append(strong(calledOf(stage, step.node, card ? card.title : nameOf(data, step.node))), ` received the gradient ${upstream}.`);
   const parts = [head];
   const sum = data.sums[step.node];
-  if (sum && sum.terms.length > 1) parts.push(element("p", "stage-note", "Its paths met: the gradients sent along them add up."), sumLine(data, sum));
+  if (sum && sum.terms.length > 1) parts.push(element("p", "stage-note", "Its paths met: the gradients sent along them add up."), sumLine(stage, sum));
   if (!step.parents.length) {
     parts.push(element("p", "stage-note", step.op && nodeById(data, step.node)?.grad_kind === "leaf"
       ? "A leaf has no inputs: its step only takes its gradient, and for a leaf that asked for one (require_grad) the container keeps it."
@@ -50,7 +51,7 @@ export function drawStep(stage, state) {
   step.parents.forEach((parent, k) => {
     const i = sent.findIndex((f) => f.node === parent);
     const flow = i >= 0 ? sent.splice(i, 1)[0] : null;
-    parts.push(cardInput(data, step, k, card, flow));
+    parts.push(cardInput(stage, step, k, card, flow));
   });
   box.replaceChildren(...parts);
 }
@@ -63,7 +64,7 @@ function partCard(stage, { group, run }) {
   if (run.came_in.length) {
     parts.push(element("p", "stage-note", "Into it came:"));
     const list = element("ul", "card-paths");
-    run.came_in.forEach((f) => list.append(element("li", "", `${f.value} at ${f.name}`)));
+    run.came_in.forEach((f) => list.append(element("li", "", `${f.value} at ${calledOf(stage, f.node, f.name)}`)));
     parts.push(list);
   }
   if (run.sent.length) {
@@ -71,7 +72,7 @@ function partCard(stage, { group, run }) {
     for (const f of run.sent) {
       const row = element("div", "card-input");
       const to = element("p", "card-to");
-      to.append("to ", strong(f.name), ": ");
+      to.append("to ", strong(calledOf(stage, f.node, f.name)), ": ");
       row.append(to, element("p", "card-math", f.value));
       parts.push(row);
     }
@@ -82,11 +83,11 @@ function partCard(stage, { group, run }) {
   return parts;
 }
 
-function cardInput(data, step, k, card, flow) {
-  const input = card ? card.inputs[k] : null;
+function cardInput(stage, step, k, card, flow) {
+  const input = card ? card.inputs[k] : null, parent = step.parents[k];
   const row = element("div", "card-input");
   const head = element("p", "card-to");
-  head.append("to ", strong(input ? input.input : nameOf(data, step.parents[k])), ": ");
+  head.append("to ", strong(calledOf(stage, parent, input ? input.input : nameOf(stage.data, parent))), ": ");
   if (input && input.derivative) {  // `∂(x·3)/∂x = 3`, not `= 3 = 3`
     const known = input.derivative.endsWith(` = ${input.derivative_value}`) || !input.derivative_value;
     head.append(known ? input.derivative : `${input.derivative} = ${input.derivative_value}`);
@@ -101,9 +102,9 @@ function cardInput(data, step, k, card, flow) {
   return row;
 }
 
-function sumLine(data, sum) {
+function sumLine(stage, sum) {
   const p = element("p", "card-sum");
-  p.append(strong(`${nameOf(data, sum.node)}: `), element("span", "card-sum-text", sum.text));
+  p.append(strong(`${calledOf(stage, sum.node, nameOf(stage.data, sum.node))}: `), element("span", "card-sum-text", sum.text));
   const list = element("ul", "card-paths");
   sum.terms.forEach((term) => list.append(element("li", "", `${term.value} ${term.path}`)));
   const wrap = element("div", "card-sum-box");
@@ -121,7 +122,7 @@ export function drawContainer(stage, state) {
   const box = root.querySelector(".stage-container");
   if (!state.container.size) return box.replaceChildren(element("p", "stage-note", "The container is empty."));
   const rows = [...state.container.entries()].sort((a, b) => a[0] - b[0])
-    .map(([node, entry]) => [nameOf(data, node), entry.total_full, entry.shape, entryWords(data, state, node)]);
+    .map(([node, entry]) => [calledOf(stage, node, nameOf(data, node)), entry.total_full, entry.shape, entryWords(data, state, node)]);
   let body = box.querySelector(".grad-body");
   if (!body) {
     const grid = element("div", "grad-table");
