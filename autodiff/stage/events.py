@@ -27,7 +27,7 @@ from autodiff.trace import (
     TensorPreview,
 )
 
-from .format import Exact, TensorNumbers, brief, format_shape, format_values, tensor_range
+from .format import Exact, TensorNumbers, brief, format_shape, format_values, printed_numbers, tensor_range
 from .narration import describe
 
 
@@ -172,4 +172,4 @@ def _checkable(values: np.ndarray | TensorPreview) -> list[float] | None:
     """Every number of a value small enough to predict by hand (an exercise checks answers against it)."""
     if isinstance(values, TensorPreview) or values.size > WHOLE_VALUE:
         return None
-    return np.ravel(values).astype(np.float64).tolist()
+    return printed_numbers(np.asarray(values))

@@ -204,6 +204,15 @@ def _float32_said(value: float) -> tuple[float, bool] | None:
     return said
 
 
+def printed_numbers(values: np.ndarray) -> list[float]:
+    """Every number of `values`, flat, each as the engine prints it (`0.18561745` for a float32, never its double's
+    17 digits): an exercise checks answers against them, and a folded part's sums add them in float32 again."""
+    numbers = values.ravel().tolist()
+    if values.dtype.char != "f":
+        return [float(v) for v in numbers]
+    return [said[0] if (said := _float32_said(v)) is not None else v for v in numbers]
+
+
 def _said(text: str) -> tuple[float, bool]:
     return float(text), _significant(text) > SIGNIFICANT
 

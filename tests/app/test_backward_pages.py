@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from apptest import app, button, node_states, open_link, stage_data, table
 from streamlit.testing.v1 import AppTest
 
+from autodiff.printing import format_float
 from autodiff.trace import GradientRegistered
 from course.programs import PROGRAMS, record_program
 
@@ -145,7 +147,11 @@ def test_traversal_exercise_asks_in_the_stage_with_every_number_to_check():
     run = at.session_state["traversal_run"]
     sent = [e for e in run.recorder.events if isinstance(e, GradientRegistered)]
     shown = [e for e in data["events"] if e["kind"] == "GradientRegistered"]
-    assert [e["numbers"] for e in shown] == [np.ravel(e.value).tolist() for e in sent]
+    # each number the float32 the engine sent, written as the engine prints it (its shortest form, not 17 digits)
+    assert [np.float32(e["numbers"]).tolist() for e in shown] == [np.ravel(e.value).tolist() for e in sent]
+    assert [[json.dumps(n) for n in e["numbers"]] for e in shown] == [
+        [format_float(v) for v in np.ravel(e.value)] for e in sent
+    ]
     to_x = [e["numbers"] for e in shown if e["node"] == int(run.tensors["x"].node_id)]
     assert np.allclose(np.sum(to_x, axis=0), [2 * 1.0 + 3, 2 * 2.0 + 3])  # d(x·x + 3x)/dx, by hand
 

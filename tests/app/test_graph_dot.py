@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from autodiff import Device, Distribution, NodeStatus, Tensor
+from autodiff.printing import format_float
 from autodiff.snapshot import ValueSummary
 from autodiff.stage import PAYLOAD_KEYS, STAGE_JS, StagePayload, graph_dot, replay_payload, static_payload
 from autodiff.stage.bundle import JS
@@ -313,3 +314,9 @@ def test_each_number_sent_beside_a_text_is_the_number_the_text_writes(program):
         sizes.add(16 if size <= 16 else 17)
     # the seed's numbers are all short ([5.0, 7.0]): none is sent, its texts are said as they are
     assert sizes == {"seed": set(), "wide": {1, 16, 17}}.get(program, {1, 16}), sizes
+    # what each step sent, every number (an exercise checks answers, a folded part adds them): printed as the engine
+    # prints it too
+    sent = [n for e in payload["events"] if e["kind"] == "GradientRegistered" and e["numbers"] for n in e["numbers"]]
+    assert sent and all(json.dumps(n) == format_float(n) for n in sent), sent
+    if program != "seed":
+        assert any(len(json.dumps(n)) > 8 for n in sent)  # long numbers among them, each sent as printed

@@ -143,8 +143,9 @@ function inflowsOf(stage) {
     const flow = out.get(element), before = flow.totals.at(-1);
     const adds = e.numbers && (!before || (before.numbers && before.numbers.length === e.numbers.length));
     flow.at.push(k);
-    // added in float32, as the engine adds gradients
-    const numbers = adds ? e.numbers.map((v, j) => Math.fround(v + (before ? before.numbers[j] : 0))) : null;
+    // added in float32, as the engine adds gradients (each number sent as the engine prints it: Math.fround makes it
+    // the float32 again)
+    const numbers = adds ? e.numbers.map((v, j) => Math.fround(Math.fround(v) + (before ? before.numbers[j] : 0))) : null;
     flow.totals.push({ numbers, last: { text: e.value, range: e.value_range } });
   });
   views.set(key, out);
