@@ -160,3 +160,17 @@ test("nested loops: a node says the iterations of each depth where the nodes of 
   assert.deepEqual(said, { 1: "x", 2: "y = tanh(y·2) (epoch = 0, i = 0)", 3: "y = tanh(y·2) (epoch = 0, i = 1)", 4: "y = y + 1 (epoch = 0)",
     12: "y = tanh(y·2) (epoch = 1, i = 0)", 13: "y = tanh(y·2) (epoch = 1, i = 1)", 14: "y = y + 1 (epoch = 1)" });
 });
+
+test("calls: micrograd's nine w[0] say the call that made each, a line part never", () => {
+  // each Neuron's weights are made in a call of its own (`making Neuron 3`), inside a layer's; the statement's line
+  // part is the same in each call and tells nothing
+  const groups = [{ element: "m", name: "making MLP 1", parent: "", kind: "function" },
+    ...[1, 2].map((l) => ({ element: `l${l}`, name: `making Layer ${l}`, parent: "m", kind: "function" })),
+    ...[1, 2, 3].map((n) => ({ element: `n${n}`, name: `making Neuron ${n}`, parent: n < 3 ? "l1" : "l2", kind: "function" })),
+    ...[1, 2, 3].map((n) => ({ element: `s${n}`, name: "line 4", parent: `n${n}`, kind: "line" }))];
+  const nodes = [1, 2, 3].flatMap((n) => [{ id: 10 * n, name: "w[0]", group: `s${n}` }, { id: 10 * n + 1, name: "b", group: `n${n}` }]);
+  const data = { nodes, groups, edges: [] };
+  const stage = { data, tree: programTree(data) };
+  assert.deepEqual(nodes.map((n) => calledOf(stage, n.id, n.name)), ["w[0] (making Neuron 1)", "b (making Neuron 1)",
+    "w[0] (making Neuron 2)", "b (making Neuron 2)", "w[0] (making Neuron 3)", "b (making Neuron 3)"]);
+});

@@ -24,15 +24,18 @@ export function programTree(data) {
   for (const item of items) kids.get(item.parent).push(item);
   let maxDepth = -1;
   depth.forEach((d) => { if (d > maxDepth) maxDepth = d; });
-  return { groups, depth, kids, byId, byElement, maxDepth, iterationOf: iterationsTellingApart(data, groups) };
+  return { groups, depth, kids, byId, byElement, maxDepth, partsOf: partsTellingApart(data, groups) };
 }
 
-function iterationsTellingApart(data, groups) {
-  // a loop makes the same expression once an iteration (the 30-sample loop's thirty `…²`): where a node is named out
-  // of its box (a row of the Gradients container, a card), the iterations it was made in tell it from the others of
-  // its name, at each depth of loops where those nodes differ (`i = 3`; nested: `epoch = 1, i = 0`), as the folded
-  // picture names the iterations. Worked out here, not written into Python's names: a 5,000-node loop's every text
-  // would carry it (its payload 743 -> 986 KiB)
+const REPEATED = new Set(["iteration", "function"]);  // the parts a program makes the same expressions in again
+
+function partsTellingApart(data, groups) {
+  // a loop makes the same expression once an iteration (the 30-sample loop's thirty `…²`), a class's method once a
+  // call (micrograd's nine `w[0]`): where a node is named out of its box (a row of the Gradients container, a card),
+  // the calls and iterations it was made in tell it from the others of its name, as the picture names them: from
+  // the innermost whose name not all of them share, outwards until no other node of that name was made in those parts too
+  // (`i = 3`; nested loops: `epoch = 1, i = 0`; `making Neuron 3`). Worked out here, not written into Python's
+  // names: a 5,000-node loop's every caption and card would carry it (its payload 743 -> 986 KiB)
   const sharing = new Map();
   for (const node of data.nodes) {
     if (!sharing.has(node.name)) sharing.set(node.name, []);
@@ -41,26 +44,43 @@ function iterationsTellingApart(data, groups) {
   const out = new Map();
   for (const same of sharing.values()) {
     if (same.length < 2) continue;
-    const paths = same.map((node) => {
-      const path = [];
-      for (let e = node.group; e; e = groups.get(e).parent) if (groups.get(e).kind === "iteration") path.unshift(groups.get(e));
-      return path;
+    const within = same.map((node) => {  // the names of the calls and iterations around each node, innermost first
+      const names = [];
+      for (let e = node.group; e; e = groups.get(e).parent) if (REPEATED.has(groups.get(e).kind)) names.push(groups.get(e).name);
+      return names;
     });
-    const depth = Math.max(...paths.map((path) => path.length));
-    const differ = [...Array(depth).keys()].filter((d) => new Set(paths.map((path) => (path[d] ? path[d].element : ""))).size > 1);
-    same.forEach((node, k) => {
-      const told = differ.filter((d) => paths[k][d]).map((d) => paths[k][d].name);
-      if (told.length) out.set(node.id, told.join(", "));
+    const holders = new Map();  // a part's name -> the nodes of `same` made in a part of that name
+    within.forEach((names, k) => names.forEach((name) => {
+      if (!holders.has(name)) holders.set(name, new Set());
+      holders.get(name).add(k);
+    }));
+    within.forEach((names, k) => {
+      const told = [];
+      let alike = null;  // the nodes of `same` made in the parts told so far: null, every one of them
+      for (const name of names) {
+        if (alike && alike.size === 1) break;
+        const held = holders.get(name);
+        const fewer = alike ? both(alike, held) : held;
+        if (fewer.size === (alike ? alike.size : same.length)) continue;  // the others left were made in one of this name too
+        told.unshift(name);
+        alike = fewer;
+      }
+      if (told.length) out.set(same[k].id, told.join(", "));
     });
   }
   return out;
 }
 
+function both(a, b) {
+  const [small, large] = a.size < b.size ? [a, b] : [b, a];
+  return new Set([...small].filter((k) => large.has(k)));
+}
+
 export function calledOf(stage, id, name) {
-  // a node's name where it is said out of its box: `name` (the payload's, or a card's), and its iteration when other
-  // iterations made a node of that name too (`…² (i = 3)`)
-  const iteration = stage.tree.iterationOf.get(id);
-  return iteration ? `${name} (${iteration})` : name;
+  // a node's name where it is said out of its box: `name` (the payload's, or a card's), and the parts it was made in
+  // when other parts made a node of that name too (`…² (i = 3)`)
+  const parts = stage.tree.partsOf.get(id);
+  return parts ? `${name} (${parts})` : name;
 }
 
 export function isGroup(stage, element) {
