@@ -35,9 +35,11 @@ SMALLEST_LABEL = """st => {
 SCREEN = """st => {
   const box = (e) => { const r = e.getBoundingClientRect(); return { top: r.top, bottom: r.bottom }; };
   const card = st.querySelector('.stage-middle'), style = getComputedStyle(card);
+  const caption = st.querySelector('.stage-caption');
   return { graph: box(st.querySelector('.stage-svg')), card: box(card), tall: card.scrollHeight,
     shown: card.clientHeight, overflow: style.overflowY, line: parseFloat(style.fontSize) * 1.35,
-    window: innerHeight };
+    window: innerHeight, caption: { tall: caption.scrollHeight, shown: caption.clientHeight },
+    side: st.querySelector('.stage-side').clientHeight, stacked: getComputedStyle(caption).overflowY !== 'auto' };
 }"""
 
 
@@ -84,6 +86,11 @@ def assert_card_on_screen_with_graph(page, what: str) -> None:
     assert card["top"] >= -1 and card["top"] + first_lines <= seen["window"] + 1, (what, "card off screen", seen)
     if seen["tall"] > seen["shown"] + 1:
         assert seen["overflow"] in ("auto", "scroll"), (what, "a taller card is clipped, not scrolled", seen)
+    # the step's sentence above the card is read whole up to three tenths of the panel (a projector showed two of its
+    # four lines)
+    caption = seen["caption"]
+    if not seen["stacked"]:
+        assert caption["shown"] >= min(caption["tall"], 0.3 * seen["side"]) - 2, (what, "the caption is cut", seen)
 
 
 @pytest.mark.parametrize(("width", "height", "presenter"), SCREENS, ids=lambda v: str(v))
