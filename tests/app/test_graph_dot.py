@@ -122,10 +122,14 @@ def test_the_narration_is_sentences_not_raw_fields():
 
 
 def test_a_class_stages_link_is_named_alike_on_both_sides():
-    from autodiff.stage.payload import ClassroomLink
+    from autodiff.stage.payload import ClassroomLink, ClassWords
 
     typedef = re.search(r"@typedef \{\{(role:.*?)\}\} ClassroomLink", CONTRACT_JS, re.S).group(1)
     assert set(re.findall(r"(\w+):", typedef)) == set(ClassroomLink.__annotations__)
+    # what the stage checks a link for before it mounts (contract.mjs checkLink): every key, and every word it says
+    for constant, typed_dict in (("LINK_KEYS", ClassroomLink), ("CLASS_WORDS", ClassWords)):
+        declared = re.search(rf"const {constant} = \[([^\]]*)\]", CONTRACT_JS).group(1)
+        assert set(re.findall(r'"(\w+)"', declared)) == set(typed_dict.__annotations__), constant
 
 
 def test_the_picture_writes_four_significant_digits_never_fewer():

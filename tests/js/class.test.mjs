@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import { fillIn } from "../../autodiff/stage/js/features/class.mjs";
-import { unpack } from "../../autodiff/stage/js/model/contract.mjs";
+import { checkPayload, unpack } from "../../autodiff/stage/js/model/contract.mjs";
 import { placeBoxes, programTree, sentIntoParts } from "../../autodiff/stage/js/model/parts.mjs";
 
 const FOLDER = process.env.STAGE_FIXTURES;
@@ -70,3 +70,16 @@ for (const name of ["loop", "mlp3"]) {
     assert.deepEqual(said(student), said(whole));
   });
 }
+
+test("a class link without the words its stage says (another version's, or forged) is refused in words", async () => {
+  const fixture = JSON.parse(readFileSync(join(FOLDER, "loop.json"), "utf8"));
+  const data = await unpack(fixture.reveals.redacted);
+  const said = { holds: "Reveal the answer first.", room_phases: { vote1: "Vote 1" }, student_phases: { vote1: "Answer it." } };
+  const link = { role: "student", room: "ABCDEF", secret: "", api: "class/api/", join: "", asked: {}, mistakes: {},
+    phase: "", histogram: false, said };
+  checkPayload({ ...data, classroom: link });  // a whole link mounts
+  const { said: _, ...older } = link;
+  assert.throws(() => checkPayload({ ...data, classroom: older }), /class link lacks said: reload the page/);
+  const { student_phases: __, ...fewer } = said;
+  assert.throws(() => checkPayload({ ...data, classroom: { ...link, said: fewer } }), /lacks said\.student_phases:/);
+});

@@ -59,10 +59,24 @@ const EVENT_KINDS = new Set(["TapeBuilt", "StepStarted", "Recomputed", "Gradient
 export function checkPayload(data) {
   const missing = PAYLOAD_KEYS.filter((key) => !(key in data));
   if (missing.length) throw new Error(`This stage's data lacks ${missing.join(", ")}.`);
+  if (data.classroom) checkLink(data.classroom);
   const unknown = data.events.find((e) => !EVENT_KINDS.has(e.kind));
   if (unknown) {
     throw new Error(`This stage cannot replay an event of kind "${unknown.kind}": it knows ${[...EVENT_KINDS].join(", ")}.`);
   }
+}
+
+const LINK_KEYS = ["role", "room", "secret", "api", "join", "asked", "mistakes", "phase", "histogram", "said"];
+const CLASS_WORDS = ["holds", "room_phases", "student_phases"];
+
+function checkLink(link) {
+  // a class link from another version of the app (or forged) is refused in words here, not by a status line that
+  // throws in the middle of a lesson: its words (classroom/words.py) are read at a refusal, a vote, a reveal
+  const missing = LINK_KEYS.filter((key) => !(key in link));
+  const { said } = link;
+  if (said && typeof said === "object") missing.push(...CLASS_WORDS.filter((key) => !(key in said)).map((key) => `said.${key}`));
+  else if (!missing.includes("said")) missing.push("said");
+  if (missing.length) throw new Error(`This stage's class link lacks ${missing.join(", ")}: reload the page to join the class again.`);
 }
 
 export async function unpack(data) {
