@@ -7,6 +7,7 @@ trace's classes agree.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
@@ -169,7 +170,10 @@ def _shape(values: Any) -> tuple[int, ...]:
 
 
 def _checkable(values: np.ndarray | TensorPreview) -> list[float] | None:
-    """Every number of a value small enough to predict by hand (an exercise checks answers against it)."""
+    """Every number of a value small enough to predict by hand (an exercise checks answers against it). None for
+    one with a number that is not finite: JSON has no NaN (the browser's parse refused the whole stage of a program
+    that took log(0)); that step is then not asked, and a folded part says its text as it is."""
     if isinstance(values, TensorPreview) or values.size > WHOLE_VALUE:
         return None
-    return printed_numbers(np.asarray(values))
+    numbers = printed_numbers(np.asarray(values))
+    return numbers if all(map(math.isfinite, numbers)) else None

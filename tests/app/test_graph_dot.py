@@ -2,6 +2,8 @@
 use, the words of a gradient line in one place, and one contract with the browser, the numbers a folded view
 summarises sent as numbers. (The DOT is the stage's: tests/js/dot.test.mjs.)"""
 
+import base64
+import gzip
 import json
 import math
 import re
@@ -12,7 +14,7 @@ import pytest
 from autodiff import Device, Distribution, NodeStatus, Tensor
 from autodiff.printing import format_float
 from autodiff.snapshot import ValueSummary
-from autodiff.stage import PAYLOAD_KEYS, STAGE_JS, StagePayload, graph_dot, replay_payload, static_payload
+from autodiff.stage import PAYLOAD_KEYS, STAGE_JS, StagePayload, graph_dot, replay_payload, static_payload, wire
 from autodiff.stage.bundle import JS
 from autodiff.stage.format import four_digits
 from autodiff.stage.graph_dot import GRAD_LINES, Overlay, held_gradients, picture
@@ -324,3 +326,27 @@ def test_each_number_sent_beside_a_text_is_the_number_the_text_writes(program):
     assert sent and all(json.dumps(n) == format_float(n) for n in sent), sent
     if program != "seed":
         assert any(len(json.dumps(n)) > 8 for n in sent)  # long numbers among them, each sent as printed
+
+
+def test_a_gradient_that_is_not_finite_travels_as_json_the_browser_can_read():
+    """log(0) makes -inf and inf·0 NaN: JSON has neither, and the browser's JSON.parse refused the whole stage
+    ("No number after minus sign in JSON"). Such a step sends no numbers (the exercise does not ask it); the others
+    still do."""
+    ad = Device.numpy().autodiff(keep_values=True)
+    w = Tensor.from_floats([0.0, 1.0, 2.0], ad).require_grad()
+    v = Tensor.from_floats([0.5, 1.5, 2.5], ad).require_grad()
+    loss = (w.log() * w).sum() + (v * v).sum()
+    run = recorded_backward(loss)
+    payload = replay_payload(run.before, run.recorder, node_names({"w": w, "v": v, "loss": loss}))
+
+    def refused(constant: str) -> None:
+        raise AssertionError(f"the browser cannot parse {constant}")
+
+    packed = wire(payload)["packed"]
+    json.loads(gzip.decompress(base64.b64decode(packed)), parse_constant=refused)
+    registered = [e for e in payload["events"] if e["kind"] == "GradientRegistered"]
+    into_w = [e for e in registered if e["node"] == int(w.node_id)]  # w·log(w) sends -inf·0 and log(0)
+    assert [e["total_full"] for e in into_w] == ["[-inf, 0.0, 0.6931472]", "[nan, 1.0, 1.6931472]"]
+    assert [e["numbers"] for e in into_w] == [None, None]
+    into_v = [e["numbers"] for e in registered if e["node"] == int(v.node_id)]
+    assert into_v == [[0.5, 1.5, 2.5]] * 2  # v·v sends v twice: a finite gradient is still checked
