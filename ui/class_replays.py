@@ -22,7 +22,6 @@ import numpy as np
 from autodiff import BackwardRecorder, GraphSnapshot
 from autodiff.snapshot import ValueSummary
 from autodiff.stage import StagePayload, replay_payload, revealed_events
-from autodiff.stage.source_lines import node_lines
 from autodiff.trace import BackwardFinished, StepStarted, SweepFreed
 from classroom.asking import AskedJson, GradedAnswer, RevealJson
 from classroom.errors import InvalidInput, QuestionNotFound
@@ -91,11 +90,7 @@ class ClassReplay:
         return 0 if value is None else int(np.size(value))
 
 
-def _recorded(
-    key: str, title: str, run: BackwardRun, source: str, lines: dict[int, tuple[int, int]] | None
-) -> ClassReplay:
-    if lines is None:  # a Playground program: read from its text, as the stage would read them
-        lines = node_lines(source, run.before.nodes, run.names)
+def _recorded(key: str, title: str, run: BackwardRun, source: str, lines: dict[int, tuple[int, int]]) -> ClassReplay:
     # the questions, the worked answers and the report name each node as the stage does (`2·c` as written, not `c·2`)
     asked = {q.key: q for q in questions(run.before, run.recorder, run.names, source, lines)}
     return ClassReplay(key, title, run.before, run.recorder, run.names, source, lines, asked)
@@ -154,9 +149,12 @@ def _lesson_recorded(key: str, run: ProgramRun, source: str) -> ClassReplay:
     return _recorded(key, PROGRAMS[key].title, backward, source, run.lines)
 
 
-def keep_played(source: str, backward: BackwardRun) -> ClassReplay:
-    """A Playground program's replay, as the teacher just ran it, kept for every student of its classes."""
-    replay = _recorded(play_key(source), "a Playground program", backward, source, None)
+def keep_played(source: str, backward: BackwardRun, lines: dict[int, tuple[int, int]]) -> ClassReplay:
+    """A Playground program's replay, as the teacher just ran it, kept for every student of its classes. `lines`
+    are the ones its run saw make each node (RunResult.lines), as the Playground's stage lights them: read from the
+    text by variable name, a name assigned on several lines (`c += c + 1`) took its last one, and the class named
+    `c + 1` as that line wrote `1 + c`."""
+    replay = _recorded(play_key(source), "a Playground program", backward, source, lines)
     with _LOCK:
         _PLAYED[replay.key] = replay
         _PLAYED.move_to_end(replay.key)
@@ -180,7 +178,7 @@ def played_replay(source: str, client: str) -> ClassReplay:
     if not job.wait(PLAY_LIMITS.seconds * 4 + 10) or job.result is None or job.result.backward is None:
         job.cancel()
         raise InvalidInput("This class's program did not replay on this server; ask your teacher to start it again.")
-    return keep_played(source, job.result.backward)
+    return keep_played(source, job.result.backward, job.result.lines)
 
 
 def class_replay(

@@ -50,10 +50,10 @@ ENDED = "class_ended"  # the code of the class this session just ended, or that 
 STAGE_WORDS: ClassWords = {"holds": OPEN_QUESTION_HOLDS, "room_phases": ROOM_PHASES, "student_phases": STUDENT_PHASES}
 
 
-def teach_playground(source: str, backward: BackwardRun) -> None:
+def teach_playground(source: str, backward: BackwardRun, lines: dict[int, tuple[int, int]]) -> None:
     """The Playground's program, as the teacher just ran it, becomes a class: its replay is kept on this server, its
     source in the store for the other replicas; the Class page opens on it."""
-    replay = keep_played(source, backward)
+    replay = keep_played(source, backward, lines)
     try:
         room = classroom().create_room("playground", replay.events - 1, program=source, **_starter())
     except ClassroomError as refused:  # the server's classes, or this network's, at their limit

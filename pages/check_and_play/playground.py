@@ -128,4 +128,4 @@ if result.backward is not None:  # its graph, once: the replay's last event is t
         "playground_teach",
         help="Start a class on this program: the room follows your steps and predicts each one.",
     ):
-        teach_playground(st.session_state.get("playground_source") or st.session_state[CODE], run)
+        teach_playground(st.session_state.get("playground_source") or st.session_state[CODE], run, result.lines)

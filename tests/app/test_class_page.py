@@ -501,3 +501,34 @@ def test_a_playground_class_names_each_node_as_its_stage_does_in_the_prompt_and_
     worked = follow(route, student)["result"]["worked"]
     assert f"sum({drawn[doubled]})" in worked and "a·a·2" not in worked
     assert list(teacher.table[0].value["Question"]) == [prompt]
+
+
+def test_a_playground_class_draws_the_program_as_the_playground_did_lines_and_names(route):
+    # micrograd's README assigns c on three lines: read from the text by name, each c took the last (line 7, which
+    # writes `1 + c`), so the class lit line 7 for `c = a + b` and drew line 6's `c + 1` as `1 + c`
+    from playground.examples import EXAMPLES
+    from ui import class_replays
+
+    program = EXAMPLES["micrograd's README example"]
+    play = open_link("pages/check_and_play/playground.py")
+    play.session_state["playground_code"] = program
+    play.button(key="playground_run").click().run()
+    played = stage_payload(play)
+    play.button(key="playground_teach").click().run()
+    assert not play.exception and not play.error, [e.value for e in play.error]
+    code, key = play.session_state["class_teacher"]
+    taught = stage_payload(opened(code, "teacher", key))
+
+    def drawn(payload: dict) -> tuple[dict, dict]:
+        spans = {node: list(lines) for node, lines in payload["program"]["spans"].items()}  # as JSON: lists
+        return {node["id"]: node["title"] for node in payload["nodes"]}, spans
+
+    titles, spans = drawn(played)
+    assert "c = c + (c + 1)" in titles.values() and spans[str(_first(titles, "c = a + b"))] == [4, 4]
+    assert drawn(taught) == (titles, spans)
+    class_replays._PLAYED.clear()  # another replica runs the program again, in its worker pool, from the store
+    assert drawn(class_replays.class_replay("playground", code).payload(False)) == (titles, spans)
+
+
+def _first(titles: dict, title: str) -> int:
+    return next(node for node, said in titles.items() if said == title)

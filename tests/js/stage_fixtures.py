@@ -52,7 +52,7 @@ def replays() -> dict[str, ClassReplay]:
         result = run_program(source, Limits(seconds=60))  # the folding is tested, not a busy machine's clock
         if result.error is not None or result.backward is None:
             raise RuntimeError(f"the Playground's {name!r} program did not run: {result.error}")
-        played[name] = keep_played(source, result.backward)
+        played[name] = keep_played(source, result.backward, result.lines)
     return {**{key: lesson_replay(key) for key in LESSONS}, **played}
 
 

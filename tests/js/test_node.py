@@ -1,6 +1,7 @@
 """The stage's DOM-free modules (autodiff/stage/js/model/) run by `node --test` over tests/js/*.test.mjs, without a
-browser: on fixtures written here from real payloads (the seed, a folded loop program, mlp3) and on the answer
-grammar's cases (tests/fixtures/answer_grammar.json), which course/grading.py's parser is tested on too."""
+browser: on fixtures written here from real payloads (the seed, a folded loop program, mlp3, a program of wide
+tensors) and on the answer grammar's cases (tests/fixtures/answer_grammar.json), which course/grading.py's parser is
+tested on too."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ NODE = shutil.which("node")
 def test_the_stage_model_passes_its_node_tests(tmp_path):
     assert NODE, "node is not installed: install Debian's nodejs (.ci/run does)"
     written = write_fixtures(tmp_path)
-    assert sorted(p.name for p in written) == ["loop.json", "mlp3.json", "seed.json"]
+    assert sorted(p.name for p in written) == ["loop.json", "mlp3.json", "seed.json", "wide.json"]
     tests = sorted(HERE.glob("*.test.mjs"))
     assert {t.name for t in tests} >= {
         "steps.test.mjs",
