@@ -7,14 +7,8 @@ trace's classes agree.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
-import numpy as np
-
-from autodiff.printing import format_array
-from autodiff.snapshot import WHOLE_VALUE
 from autodiff.trace import (
     BackwardFinished,
     Event,
@@ -25,10 +19,9 @@ from autodiff.trace import (
     StepStarted,
     SweepFreed,
     TapeBuilt,
-    TensorPreview,
 )
 
-from .format import Exact, TensorNumbers, brief, format_shape, format_values, printed_numbers, tensor_range
+from .format import ArrayTexts, TensorNumbers, brief, format_shape, format_values
 from .narration import describe
 
 
@@ -110,11 +103,12 @@ def stage_event(
     event: Event,
     called: dict[int, str],
     edge: str | None = None,
-    exact: Exact = format_array,
-    numbers: Callable[[object], TensorNumbers | None] = tensor_range,
+    texts: ArrayTexts | None = None,
 ) -> StageEvent:
     """The event as the stage reads it; a GradientRegistered travels along `edge`, which the caller finds in the
-    picture. `exact` writes a small value's numbers, and `numbers` sends them (`ArrayTexts` does both, each once)."""
+    picture. `texts` writes a value's numbers and sends them, each different array once for a whole payload (a new
+    one for this event alone when None)."""
+    exact = texts = texts if texts is not None else ArrayTexts()
     text = describe(event, called, exact)
     if isinstance(event, TapeBuilt):
         nodes = [int(n) for bucket in event.buckets for n in bucket]
@@ -130,10 +124,10 @@ def stage_event(
             rules=list(event.rules),
         )
     if isinstance(event, GradientRegistered):
-        value, value_range = brief(event.value, exact), numbers(event.value)
+        value, value_range = brief(event.value, exact), texts.numbers(event.value)
         total, total_range = value, value_range  # a new entry holds what was sent: written once (4 in 5 of them)
         if event.accumulated:
-            total, total_range = brief(event.total, exact), numbers(event.total)
+            total, total_range = brief(event.total, exact), texts.numbers(event.total)
         # a dict display: the most common event, and a TypedDict called with keywords costs more
         return {
             "kind": "GradientRegistered",
@@ -148,7 +142,7 @@ def stage_event(
             "total_full": format_values(event.total, exact),
             "shape": format_shape(_shape(event.total)),
             "accumulated": event.accumulated,
-            "numbers": _checkable(event.value),
+            "numbers": texts.checkable(event.value),
         }
     if isinstance(event, GradientConsumed):
         return GradientConsumedEvent(kind=event.kind, text=text, node=int(event.node_id), kept=event.kept)
@@ -167,13 +161,3 @@ def stage_event(
 
 def _shape(values: Any) -> tuple[int, ...]:
     return tuple(values.shape)
-
-
-def _checkable(values: np.ndarray | TensorPreview) -> list[float] | None:
-    """Every number of a value small enough to predict by hand (an exercise checks answers against it). None for
-    one with a number that is not finite: JSON has no NaN (the browser's parse refused the whole stage of a program
-    that took log(0)); that step is then not asked, and a folded part says its text as it is."""
-    if isinstance(values, TensorPreview) or values.size > WHOLE_VALUE:
-        return None
-    numbers = printed_numbers(np.asarray(values))
-    return numbers if all(map(math.isfinite, numbers)) else None

@@ -28,14 +28,15 @@ class ArrayTexts:
 
     def __init__(self) -> None:
         self._by_identity: dict[int, tuple[np.ndarray, str]] = {}
-        self._by_contents: dict[tuple[str, tuple[int, ...], bytes], str] = {}
-        self._numbers: dict[tuple[str, tuple[int, ...], bytes], TensorNumbers | None] = {}
+        self._by_contents: dict[tuple[np.dtype, tuple[int, ...], bytes], str] = {}
+        self._numbers: dict[tuple[np.dtype, tuple[int, ...], bytes], TensorNumbers | None] = {}
+        self._checkable: dict[tuple[np.dtype, tuple[int, ...], bytes], list[float] | None] = {}
 
     def __call__(self, array: np.ndarray) -> str:
         known = self._by_identity.get(id(array))
         if known is not None:
             return known[1]
-        contents = (array.dtype.str, array.shape, array.tobytes())
+        contents = (array.dtype, array.shape, array.tobytes())
         text = self._by_contents.get(contents)
         if text is None:
             text = self._by_contents[contents] = format_array(array)
@@ -47,10 +48,20 @@ class ArrayTexts:
         payload's signature pickles a shared one once."""
         if not isinstance(values, np.ndarray) or not 0 < values.size <= WHOLE:  # a large one's bytes cost its min
             return tensor_range(values)
-        contents = (values.dtype.str, values.shape, values.tobytes())
+        contents = (values.dtype, values.shape, values.tobytes())
         if contents not in self._numbers:
             self._numbers[contents] = tensor_range(values)
         return self._numbers[contents]
+
+    def checkable(self, values: np.ndarray | TensorPreview) -> list[float] | None:
+        """`checkable_numbers(values)`, worked out once for each different array of the payload (and shared, as
+        `numbers` is)."""
+        if not isinstance(values, np.ndarray) or values.size > WHOLE:
+            return None
+        contents = (values.dtype, values.shape, values.tobytes())
+        if contents not in self._checkable:
+            self._checkable[contents] = checkable_numbers(values)
+        return self._checkable[contents]
 
 
 def format_number(value: float) -> str:
@@ -211,6 +222,17 @@ def printed_numbers(values: np.ndarray) -> list[float]:
     if values.dtype.char != "f":
         return [float(v) for v in numbers]
     return [said[0] if (said := _float32_said(v)) is not None else v for v in numbers]
+
+
+def checkable_numbers(values: np.ndarray | TensorPreview) -> list[float] | None:
+    """Every number of a value small enough to predict by hand (an exercise checks answers against them), as
+    `printed_numbers` says them. None for a larger one, or one with a number that is not finite: JSON has no NaN (the
+    browser's parse refused the whole stage of a program that took log(0)); that step is then not asked, and a folded
+    part says its text as it is."""
+    if isinstance(values, TensorPreview) or values.size > WHOLE:
+        return None
+    numbers = printed_numbers(np.asarray(values))
+    return numbers if all(map(math.isfinite, numbers)) else None
 
 
 def _said(text: str) -> tuple[float, bool]:

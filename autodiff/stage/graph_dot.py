@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from autodiff import GraphSnapshot, NodeSnapshot, NodeStatus, Requirement
 from autodiff.stage.naming import labels
 
-from .format import TensorNumbers, brief, compact, format_bytes, tensor_range
+from .format import ArrayTexts, TensorNumbers, brief, compact, format_bytes, tensor_range
 
 SIZES = {False: (17, 15, 12), True: (24, 21, 17)}  # (title, value and gradient, detail) in points, by presenter
 
@@ -137,9 +137,12 @@ def picture(
     names: dict[int, str],
     overlay: Overlay | None = None,
     titles: Mapping[int, str] | None = None,
+    texts: ArrayTexts | None = None,
 ) -> Picture:
-    """What each node and edge of `snapshot` shows; `titles` are its nodes' `labels` when the caller has them."""
+    """What each node and edge of `snapshot` shows; `titles` are its nodes' `labels` when the caller has them, and
+    `texts` the payload's writer of numbers (each different array written and sent once)."""
     overlay = overlay or Overlay()
+    texts = texts if texts is not None else ArrayTexts()
     titles = titles if titles is not None else labels(snapshot.nodes, names)
     nodes = []
     for node in snapshot.nodes:
@@ -154,7 +157,7 @@ def picture(
                 node_element(int(node.id)),
                 titles[int(node.id)],
                 f"value {brief(node.value)}",
-                tensor_range(node.value),
+                texts.numbers(node.value),
                 grad.text,
                 grad.range,
                 detail,

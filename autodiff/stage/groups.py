@@ -27,10 +27,9 @@ from typing import Literal, TypedDict
 import numpy as np
 
 from autodiff import BackwardRecorder, NodeSnapshot, Requirement
-from autodiff.printing import format_array
 from autodiff.trace import BackwardFinished, GradientConsumed, GradientRegistered, StepStarted, SweepFreed
 
-from .format import Exact, TensorNumbers, compact, tensor_range
+from .format import ArrayTexts, TensorNumbers, compact
 from .naming import name_or_id, op_kind
 
 SMALL_GRAPH = 8  # a graph this small is drawn whole: groups appear where they help (an explicit scope still shows)
@@ -382,10 +381,12 @@ def group_runs(
     node_group: Mapping[int, str],
     recorder: BackwardRecorder,
     called: Mapping[int, str],
-    exact: Exact = format_array,
+    texts: ArrayTexts | None = None,
 ) -> None:
     """Fill each group's `runs`: the steps the tape runs one after another inside it, with what came in and went
-    out, added up from the engine's own values (`exact` writes a small sum's numbers)."""
+    out, added up from the engine's own values (`texts` writes a sum's numbers and sends them, each different one
+    once)."""
+    texts = texts if texts is not None else ArrayTexts()
     parent = {g["element"]: g["parent"] for g in groups}
     index = {g["element"]: g for g in groups}
 
@@ -456,19 +457,19 @@ def group_runs(
                     first=first,
                     last=last,
                     steps=len(steps),
-                    came_in=[_flow(n, called, values, exact) for n, values in came.items()],
-                    sent=[_flow(n, called, values, exact) for n, values in sent.items()],
+                    came_in=[_flow(n, called, values, texts) for n, values in came.items()],
+                    sent=[_flow(n, called, values, texts) for n, values in sent.items()],
                 )
             )
 
 
-def _flow(node_id: int, called: Mapping[int, str], values: list[object], exact: Exact) -> GroupFlow:
+def _flow(node_id: int, called: Mapping[int, str], values: list[object], texts: ArrayTexts) -> GroupFlow:
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if len(arrays) == len(values):
         total = arrays[0]  # each sum is a new array: the recorded one is read, never changed
         for array in arrays[1:]:
             total = total + array
-        text, numbers = compact(total, exact), tensor_range(total)
+        text, numbers = compact(total, texts), texts.numbers(total)
     else:  # a large value that came back from a worker as a preview: only its parts can be shown
-        text, numbers = " + ".join(compact(v, exact) for v in values), None  # type: ignore[arg-type]
+        text, numbers = " + ".join(compact(v, texts) for v in values), None  # type: ignore[arg-type]
     return GroupFlow(node=node_id, name=name_or_id(called, node_id), value=text, value_range=numbers)

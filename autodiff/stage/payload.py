@@ -195,7 +195,7 @@ def replay_payload(
     named = graph_names(before.nodes, names, constants_first(before.nodes, source, lines))
     called = named.called
     exact = ArrayTexts()  # every recorded gradient's numbers written once, wherever the payload shows them
-    pic = picture(before, names, titles=named.titles)
+    pic = picture(before, names, titles=named.titles, texts=exact)
     element_of = {node.id: node.element for node in pic.nodes}
     kind_of = {int(node.id): _grad_kind(node) for node in before.nodes}
     edges_left: dict[tuple[int, int], list[str]] = {}
@@ -215,7 +215,7 @@ def replay_payload(
             used[pair] = k + 1
             elements = edges_left.get(pair, [])
             along = elements[k] if k < len(elements) else None
-        record = stage_event(event, called, along, exact, exact.numbers)
+        record = stage_event(event, called, along, exact)
         if record["kind"] == "GradientRegistered":
             if along:
                 label = edge_labels.get(along)

@@ -24,6 +24,21 @@ for (const { value, text } of FIXTURE.float32) {
   });
 }
 
+test("a number written again, after every other, reads as it did the first time (each is written once, 0 and -0 apart)", () => {
+  // the stage remembers each number's words: a replay says the same values again and again
+  for (const [write, cases] of [[fourDigits, CASES], [float32Text, FIXTURE.float32]]) {
+    const first = cases.map(({ value }) => write(value));
+    assert.deepEqual([...cases].reverse().map(({ value }) => write(value)), first.reverse());
+  }
+});
+
+test("a number four digits cannot tell from a tie at seventeen is rounded from its exact value, as Python rounds", () => {
+  // 123.45 is 123.4500000000000028… (17 digits: 1.2345000000000000e+2, a tie to look at): up; 10.125 is a tie: even
+  assert.equal(fourDigits(123.45), "123.5");
+  assert.equal(fourDigits(10.125), "10.12");
+  assert.equal(fourDigits(1.2345), "1.234");  // 1.2344999999999999…: down, without the exact digits
+});
+
 test("a summary says its range with four significant digits, from the numbers sent beside the text", () => {
   const five = (v) => `[${Array(5).fill(v).join(", ")}]`;
   const all = (v) => ({ shape: [5], low: v, high: v });

@@ -4,14 +4,31 @@
 const SIGNIFICANT = 4;
 export const BRIEF_ABOVE = 4;  // a value with more numbers is said to four significant digits each (format.py's BRIEF_ABOVE)
 
-export function fourDigits(value) {
+function remembered(write) {
+  // `write`, each different number written once: a replay says its values again and again (a 5,000-node one has
+  // some 11,000 gradients of about 1,000 different values), and a number's words cost microseconds. Zero is written
+  // each time: a Map takes -0 for 0, which are written apart
+  const said = new Map();
+  return (value) => {
+    if (value === 0) return write(value);
+    let text = said.get(value);
+    if (text === undefined) {
+      if (said.size >= 65_536) said.clear();  // a bound: a long session's numbers do not pile up
+      text = write(value);
+      said.set(value, text);
+    }
+    return text;
+  };
+}
+
+export const fourDigits = remembered((value) => {
   // `value` as Python's `format(value, ".4g")`, but `11.00` for 10.996227, never `11`, which reads as a whole number
   // print would not show: trailing zeros go only where the value is that number (in float32)
   if (Number.isNaN(value)) return "nan";
   if (!Number.isFinite(value)) return value > 0 ? "inf" : "-inf";
   const text = pythonGeneral(value, false);
   return Math.fround(Number(text)) === Math.fround(value) ? text : pythonGeneral(value, true);
-}
+});
 
 function pythonGeneral(value, keepZeros) {
   // Python's "g" format to four digits ("#" when `keepZeros`): fixed from 1e-4 up to 1e4, else an exponent of at
@@ -34,7 +51,10 @@ function roundedDigits(magnitude) {
   // value as Python rounds (`toPrecision` rounds a tie up: 10.125 would read 10.13, Python says 10.12). A double's
   // exact value is long, but one that is not a tie is told from it well within 100 digits
   if (magnitude === 0) return ["0".repeat(SIGNIFICANT), 0];
-  const [mantissa, power] = magnitude.toExponential(99).split("e");
+  // seventeen digits, correctly rounded, tell every number but a near tie (`5` then zeros past the fourth digit)
+  // from its rounding; only those need the exact value's digits, which cost a long conversion
+  let [mantissa, power] = magnitude.toExponential(16).split("e");
+  if (/^\d\.\d{3}50*$/.test(mantissa)) [mantissa, power] = magnitude.toExponential(99).split("e");
   const all = mantissa.replace(".", "");
   let digits = all.slice(0, SIGNIFICANT), exponent = Number(power);
   const rest = all.slice(SIGNIFICANT);
@@ -46,7 +66,7 @@ function roundedDigits(magnitude) {
   return [digits, exponent];
 }
 
-export function float32Text(value) {
+export const float32Text = remembered((value) => {
   // a float32 as the engine prints it (numpy's shortest round-trip digits, autodiff/printing.py's format_float):
   // positional from 1e-4 up to 1e6 with a decimal always (`5.0`, `166.60059`), else with an exponent (`1.306e-05`)
   const f = Math.fround(value);
@@ -63,7 +83,7 @@ export function float32Text(value) {
   }
   const power10 = `${exponent < 0 ? "-" : "+"}${String(Math.abs(exponent)).padStart(2, "0")}`;
   return `${sign}${digits[0]}${digits.length > 1 ? `.${digits.slice(1)}` : ""}e${power10}`;
-}
+});
 
 export function float32Number(value) {
   // a float32 as the number the engine prints (`0.18561745`, not its double's 0.18561745196580887), as Python sends
