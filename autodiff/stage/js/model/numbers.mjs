@@ -73,9 +73,8 @@ export const float32Text = remembered((value) => {
   if (Number.isNaN(f)) return "nan";
   if (!Number.isFinite(f)) return f > 0 ? "inf" : "-inf";
   if (f === 0) return Object.is(f, -0) ? "-0.0" : "0.0";
-  const precision = shortestDigits(f);
-  const [mantissa, power] = Math.abs(f).toExponential(precision - 1).split("e");
-  const digits = mantissa.replace(".", "").replace(/0+$/, "") || "0", exponent = Number(power);
+  const [shortest, exponent] = shortestForm(f);
+  const digits = shortest.replace(/0+$/, "") || "0";
   const sign = f < 0 ? "-" : "";
   if (1e-4 <= Math.abs(f) && Math.abs(f) < 1e6) {
     if (exponent < 0) return `${sign}0.${"0".repeat(-exponent - 1)}${digits}`;
@@ -89,7 +88,26 @@ export function float32Number(value) {
   // a float32 as the number the engine prints (`0.18561745`, not its double's 0.18561745196580887), as Python sends
   // numbers beside a text (format.py's tensor_range): what its text reads back as
   const f = Math.fround(value);
-  return Number.isFinite(f) && f !== 0 ? Number(f.toPrecision(shortestDigits(f))) : f;
+  if (!Number.isFinite(f) || f === 0) return f;
+  const [digits, exponent] = shortestForm(f);
+  return Math.sign(f) * Number(`${digits}e${exponent - digits.length + 1}`);
+}
+
+function shortestForm(f) {
+  // the float32 `f` (finite, not zero) in the fewest significant digits that read back as it, and the exponent of
+  // the first, as numpy prints it: where two such are as near, the even one (498200.125 prints 498200.12), where
+  // `toExponential` takes the larger. A float32's exact value differs from a tie within its first ten digits or so,
+  // so twenty-five correctly rounded digits tell one
+  const magnitude = Math.abs(f), precision = shortestDigits(f);
+  const [mantissa, power] = magnitude.toExponential(precision - 1).split("e");
+  const [longer, longerPower] = magnitude.toExponential(precision + 16).split("e");
+  const exact = longer.replace(".", "");
+  const even = exact.slice(0, precision);
+  if (/^50*$/.test(exact.slice(precision)) && Number(even.at(-1)) % 2 === 0 &&
+      Math.fround(Number(`${even}e${Number(longerPower) - precision + 1}`)) === magnitude) {
+    return [even, Number(longerPower)];
+  }
+  return [mantissa.replace(".", ""), Number(power)];
 }
 
 function shortestDigits(f) {
