@@ -4,11 +4,12 @@ The stage is ES modules in `js/`, each with one job: `model/` (DOM-free: the con
 parts, the DOT of a view, the answer grammar), `view/`, `features/`, one `controller.mjs`, and an entry file per host
 in `hosts/` (Streamlit's component, the exported HTML page, the notebook's anywidget). A host takes its code as one
 module, a string: `bundle(host)` puts the modules its entry needs in dependency order (read from their `import`
-lines), drops those lines and the `export` keywords, so they share one scope, and the lines that are only a comment
-(for the source's reader; a JSDoc block stays); the entry's own `export default` stays (Streamlit and anywidget mount
-through it). It is made when first asked, once per process (about 10 ms a host on a busy two-core machine), from the
-files the package ships: nothing generated is committed, so nothing can be stale. Without its comment lines the stage
-travels smaller than the single file it was cut from did, though it does more now.
+lines), drops those lines and the `export` keywords, so they share one scope, and the comments (for the source's
+reader: a line that is only a comment, or one after code where it is sure to be one; a JSDoc block stays); the
+entry's own `export default` stays (Streamlit and anywidget mount through it). It is made when first asked, once per
+process (about 10 ms a host on a busy two-core machine), from the files the package ships: nothing generated is
+committed, so nothing can be stale. Without its comments the stage travels smaller than the single file it was cut
+from did, though it does more now.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ COMMENT_LINE = re.compile(r"^[ \t]*//.*\n", re.M)
 # the lexer's tokens: in code (a comment or a string is one token), in a `${}` within a template, in its text
 CODE_TOKEN = re.compile(r"""//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)|"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|`""")
 EXPRESSION_TOKEN = re.compile(CODE_TOKEN.pattern + r"|[{}]")
+STRING_TOKEN = re.compile(r""""(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?""")
 TEMPLATE_TOKEN = re.compile(r"\\[\s\S]|\$\{|`")
 
 
@@ -105,8 +107,24 @@ def _without_comment_lines(source: str) -> str:
         elif in_block or text.lstrip().startswith("/*"):
             in_block = not text.rstrip().endswith("*/")
         elif not COMMENT_LINE.fullmatch(text):
-            kept.append(text.lstrip(" \t"))  # indentation is for the reader (a template's text keeps its own)
+            kept.append(_without_trailing_comment(text.lstrip(" \t")))  # indentation is for the reader too
     return "".join(kept)
+
+
+def _without_trailing_comment(line: str) -> str:
+    """`line` without a `// comment` after its code, where that is sure to be one: the code before it has no `/`
+    (a regex literal or a division, which the lexer does not read) and opens no template; a `//` in a string stays."""
+    pos = 0
+    while token := CODE_TOKEN.search(line, pos):
+        if token.group().startswith("//"):
+            code = line[: token.start()]
+            if "/" in STRING_TOKEN.sub("", code):
+                return line
+            return code.rstrip(" \t") + "\n"
+        if token.group() == "`":
+            return line
+        pos = token.end()
+    return line
 
 
 def module_order(entry: Path) -> list[Path]:

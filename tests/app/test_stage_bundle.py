@@ -186,3 +186,17 @@ def test_the_bundle_drops_comment_lines_blocks_and_indentation_but_never_a_templ
         },
     )
     assert bundled(entry) == 'export default 1;\nif (1) {\nconst s = "// a string";\n}\n' + template
+
+
+def test_the_bundle_drops_a_comment_after_code_only_where_it_is_sure_to_be_one(tmp_path):
+    kept = [
+        "const re = /\\/\\//g;  // a regex: the lexer does not read it, so the line stays whole\n",
+        "const half = a / 2;  // a division: the same\n",
+        "const t = `text // of a template`;\n",
+        "const u = \"http://x\" + '//';\n",
+    ]
+    entry = write(
+        tmp_path,
+        {"entry.mjs": 'export default 1;  // the entry\nconst s = "// a string", n = 2;  // two\n' + "".join(kept)},
+    )
+    assert bundled(entry) == 'export default 1;\nconst s = "// a string", n = 2;\n' + "".join(kept)
