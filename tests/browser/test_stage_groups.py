@@ -146,6 +146,33 @@ def test_every_size_opens_whole_and_readable_on_every_screen(browser, programs, 
     context.close()
 
 
+# each picture Graphviz lays out, as the stage reads it: how many boxes it draws
+COUNT_LAYOUTS = """
+window.laidOut = [];
+const parse = DOMParser.prototype.parseFromString;
+DOMParser.prototype.parseFromString = function (text, type) {
+  if (type === "image/svg+xml") window.laidOut.push((text.match(/class="node"/g) || []).length);
+  return parse.call(this, text, type);
+};
+"""
+
+
+def test_a_view_is_laid_out_only_when_every_view_above_it_reads(browser, programs):
+    # the Playground's 30-sample loop at 1440x900 opens folded to its 4 top parts: the stage laid out its every part
+    # open (39 boxes) four ways, 180 ms each, and its iterations open (24) four ways before it (its first frame 1.2 s);
+    # now the levels are tried from the top, and the first that does not read ends the search
+    made, tmp = programs
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context.add_init_script(COUNT_LAYOUTS)
+    page = context.new_page()
+    load(page, tmp, "playground-250", made["playground-250"])
+    assert_whole_and_readable(page, False, "the 30-sample loop")
+    laid, drawn = page.evaluate("window.laidOut"), page.locator(".stage-svg svg g.node").count()
+    views = sorted(set(laid))  # each view laid out, by its boxes: the one drawn, and the next level, which does not read
+    assert views[0] == drawn and len(views) == 2, (laid, drawn)
+    context.close()
+
+
 def test_the_31_sample_program_plays_by_its_parts_and_nothing_moves(laptop, samples31, tmp_path):
     run, payload = samples31
     page = laptop
