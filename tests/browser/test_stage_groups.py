@@ -168,7 +168,7 @@ def test_a_view_is_laid_out_only_when_every_view_above_it_reads(browser, program
     load(page, tmp, "playground-250", made["playground-250"])
     assert_whole_and_readable(page, False, "the 30-sample loop")
     laid, drawn = page.evaluate("window.laidOut"), page.locator(".stage-svg svg g.node").count()
-    views = sorted(set(laid))  # each view laid out, by its boxes: the one drawn, and the next level, which does not read
+    views = sorted(set(laid))  # each view laid out, by its boxes: the one drawn, and the next level (it does not read)
     assert views[0] == drawn and len(views) == 2, (laid, drawn)
     context.close()
 
