@@ -39,7 +39,9 @@ SCREEN = """st => {
   return { graph: box(st.querySelector('.stage-svg')), card: box(card), tall: card.scrollHeight,
     shown: card.clientHeight, overflow: style.overflowY, line: parseFloat(style.fontSize) * 1.35,
     window: innerHeight, caption: { tall: caption.scrollHeight, shown: caption.clientHeight },
-    side: st.querySelector('.stage-side').clientHeight, stacked: getComputedStyle(caption).overflowY !== 'auto' };
+    side: st.querySelector('.stage-side').clientHeight, stacked: getComputedStyle(caption).overflowY !== 'auto',
+    panel: box(st.querySelector('.stage-side')), code: box(st.querySelector('.stage-code')),
+    lit: st.querySelector('.stage-code .line.running') && box(st.querySelector('.stage-code .line.running')) };
 }"""
 
 
@@ -73,7 +75,7 @@ def step_into_a_card(page, presses: int = 3) -> None:
     page.locator(".stage-step .stage-note").first.wait_for()
 
 
-def assert_card_on_screen_with_graph(page, what: str) -> None:
+def assert_card_on_screen_with_graph(page, what: str, lit_whole: bool = False) -> None:
     # the stage brought to the top of the window as a reader scrolls to it; then the graph's box and the card's
     # first lines are both on screen, and a card taller than its box scrolls itself
     stage = page.locator(".stage").first
@@ -91,6 +93,14 @@ def assert_card_on_screen_with_graph(page, what: str) -> None:
     caption = seen["caption"]
     if not seen["stacked"]:
         assert caption["shown"] >= min(caption["tall"], 0.3 * seen["side"]) - 2, (what, "the caption is cut", seen)
+    if lit_whole and not seen["stacked"]:
+        # and the program's lit line is read whole at its foot: the code spilled under the panel, which cut it (the
+        # loop presenting showed none of it, at 1024x768 half)
+        lit, panel, code = seen["lit"], seen["panel"], seen["code"]
+        assert lit, (what, "no line of the program is lit", seen)
+        assert lit["top"] >= max(panel["top"], code["top"]) - 1, (what, "the lit line is cut", seen)
+        foot = min(panel["bottom"], code["bottom"], seen["window"])
+        assert lit["bottom"] <= foot + 1, (what, "the lit line is cut", seen)
 
 
 @pytest.mark.parametrize(("width", "height", "presenter"), SCREENS, ids=lambda v: str(v))
@@ -102,7 +112,7 @@ def test_the_card_and_the_graph_share_one_screen_in_an_exported_replay(browser, 
             page.goto(exported(files, name, presenter))
             drawn(page)
             step_into_a_card(page)
-            assert_card_on_screen_with_graph(page, f"{name} at {width}x{height}")
+            assert_card_on_screen_with_graph(page, f"{name} at {width}x{height}", lit_whole=True)
     finally:
         context.close()
 

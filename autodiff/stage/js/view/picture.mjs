@@ -129,7 +129,8 @@ export function lightLines(stage, state) {
     const pre = lit.closest(".stage-code");
     if (pre.scrollHeight > pre.clientHeight + 1) {
       const r = lit.getBoundingClientRect(), b = pre.getBoundingClientRect();
-      if (r.top < b.top || r.bottom > b.bottom) pre.scrollTop += r.top - b.top - b.height / 3;
+      // a third of the box above it, or less where the line would not fit whole (a wrapped line in a short box)
+      if (r.top < b.top || r.bottom > b.bottom) pre.scrollTop += r.top - b.top - Math.max(0, Math.min(b.height / 3, b.height - r.height));
     }
   }
 }
