@@ -17,6 +17,7 @@
  */
 
 import { fourDigits } from "../autodiff/stage/js/model/numbers.mjs";
+import { newestOnly } from "../autodiff/stage/js/hosts/mounts.mjs";
 import { element, svgElement } from "../autodiff/stage/js/view/dom.mjs";
 import { followTheme } from "../autodiff/stage/js/view/theme.mjs";
 
@@ -457,6 +458,7 @@ function fit(s) {
 
 export default function (component) {
   const { data, parentElement, setStateValue } = component;
+  const cleanupOfNewest = newestOnly(parentElement);
   let s = states.get(parentElement);
   if (!s || s.data.signature !== data.signature) {
     if (s) { release(s); s.root.remove(); }
@@ -467,7 +469,7 @@ export default function (component) {
     if (data.playing && data.canPlay) { s.playing = true; start(s); }  // a remount while playing plays on
   }
   s.setStateValue = setStateValue;
-  const unmount = () => { release(s); states.delete(parentElement); };
+  const unmount = cleanupOfNewest(() => { release(s); s.root.remove(); states.delete(parentElement); });
   // a picture the server drew before it applied this stage's last command (a chunk asked for before a pause, late
   // on a busy machine) would take the stage back to where it was then: only a newer one is taken
   if (data.answered < s.awaiting) return unmount;

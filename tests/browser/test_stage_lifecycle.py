@@ -112,6 +112,22 @@ def test_fifty_mounts_and_unmounts_leave_nothing_behind(page, stage_site):
     assert end["heap"] - start["heap"] < HEAP_SLACK, (start, end)
 
 
+def test_a_mount_overtaken_by_a_newer_one_leaves_the_newer_stage_when_its_cleanup_runs_late(page, stage_site):
+    """Streamlit runs the cleanup of a mount that a newer one overtook (the rerun's data changed while the module
+    loaded) when that mount resolves, after the newer mount kept the stage: the cleanup took the student's stage
+    away, leaving the page blank until the next rerun."""
+    page.goto(stage_site)
+    page.wait_for_function("window.ready === true")
+    page.evaluate("() => { window.overtaken = mountOnce(payload); window.newest = mountOnce(payload); }")
+    page.locator(".stage svg g.node").first.wait_for()
+    page.evaluate("overtaken()")
+    page.keyboard.press("ArrowRight")  # the kept stage still answers
+    page.locator(".stage-caption", has_text="Step 1 of").wait_for()
+    assert page.locator(".stage").count() == 1
+    page.evaluate("newest()")  # the newest mount's cleanup is the one that takes it away
+    assert page.locator(".stage").count() == 0
+
+
 def test_an_unknown_event_kind_is_refused_in_words(page, stage_site):
     page.goto(stage_site)
     page.wait_for_function("window.ready === true")

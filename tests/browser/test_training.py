@@ -211,6 +211,24 @@ def test_a_picture_drawn_before_a_pause_does_not_take_the_paused_stage_back(page
     assert page.locator(".tl-play").inner_text() == "Play"
 
 
+@pytest.mark.parametrize("late", [True, False])
+def test_a_mount_overtaken_by_a_newer_one_leaves_one_stage_when_its_cleanup_runs(page, late):
+    """Streamlit runs the cleanup of a mount a newer one overtook (the rerun's data changed while the module loaded)
+    when that mount resolves, before or after the newer mount: the cleanup stopped the stage but left its elements,
+    and the next mount drew a second stage under the first (seen in CI: two details, one blank)."""
+    data = LiveTraining(Training(), signature="alone").payload(presenter=False)
+    page.goto("about:blank")
+    page.evaluate(ALONE, [TRAINING_JS, TRAINING_CSS])
+    if late:
+        page.evaluate("data => { window.overtaken = mountWith(data); mountWith(data); overtaken(); }", data)
+    else:
+        page.evaluate("data => { mountWith(data)(); mountWith(data); }", data)
+    page.evaluate("data => mountWith(data)", data)  # the next run's render
+    assert page.locator(".tl").count() == 1 and page.locator(".tl-detail").count() == 1
+    page.get_by_role("button", name="One iteration").click()  # the stage on the page still answers
+    assert page.evaluate("() => window.sent.at(-1).action") == "step"
+
+
 def test_a_click_on_the_plane_while_playing_adds_the_point_and_play_goes_on(page, app_url):
     """The click used to stop the server's play while the stage played on, waiting for chunks no one computed: the
     count froze (20 s and more, 3 times of 3) until Pause and Play."""

@@ -2,14 +2,16 @@
 
 import { mountStage } from "../controller.mjs";
 import { loadGraphvizFrom, loadGraphFont } from "./assets.mjs";
+import { newestOnly } from "./mounts.mjs";
 
 export default function (component) {
   // Streamlit's components v2 mount: returns the stage's cleanup, run when the component leaves the page
+  const cleanupOfNewest = newestOnly(component.parentElement);
   const url = new URL(component.data.graphviz_url, document.baseURI).href;
   const font = loadGraphFont(component.data.graph_fonts);
   const stopped = component.data.link ? linkTo(component.data.link) : null;
-  return mountStage({ ...component, stopped },
-                    () => Promise.all([loadGraphvizFrom(url), font]).then(([graphviz]) => graphviz));
+  return cleanupOfNewest(mountStage({ ...component, stopped },
+                                    () => Promise.all([loadGraphvizFrom(url), font]).then(([graphviz]) => graphviz)));
 }
 
 function linkTo(parameter) {
