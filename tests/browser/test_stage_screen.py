@@ -15,7 +15,7 @@ from playground.examples import EXAMPLES
 from playground.sandbox import run_program
 
 from .conftest import screenshot
-from .test_playground_load import press_run
+from .test_playground_load import commit, press_run
 
 pytestmark = pytest.mark.browser
 
@@ -96,11 +96,26 @@ def assert_card_on_screen_with_graph(page, what: str, lit_whole: bool = False) -
     if lit_whole and not seen["stacked"]:
         # and the program's lit line is read whole at its foot: the code spilled under the panel, which cut it (the
         # loop presenting showed none of it, at 1024x768 half)
-        lit, panel, code = seen["lit"], seen["panel"], seen["code"]
-        assert lit, (what, "no line of the program is lit", seen)
-        assert lit["top"] >= max(panel["top"], code["top"]) - 1, (what, "the lit line is cut", seen)
-        foot = min(panel["bottom"], code["bottom"], seen["window"])
-        assert lit["bottom"] <= foot + 1, (what, "the lit line is cut", seen)
+        assert_lit_line_whole(seen, what)
+
+
+def assert_lit_line_whole(seen: dict, what: str) -> None:
+    lit, panel, code = seen["lit"], seen["panel"], seen["code"]
+    assert lit, (what, "no line of the program is lit", seen)
+    assert lit["top"] >= max(panel["top"], code["top"]) - 1, (what, "the lit line is cut", seen)
+    foot = min(panel["bottom"], code["bottom"], seen["window"])
+    assert lit["bottom"] <= foot + 1, (what, "the lit line is cut", seen)
+
+
+def assert_lit_line_reachable(page, what: str) -> None:
+    """Beside the graph, a panel shorter than its caption's, card's and program's least heights (presenting at
+    1280x720 under Streamlit's bar) scrolls to the program at its foot: it was cut there, lit line and all, out of
+    reach."""
+    stage = page.locator(".stage").first
+    if stage.evaluate(SCREEN)["stacked"]:
+        return
+    stage.locator(".stage-side").evaluate("side => side.scrollTo(0, side.scrollHeight)")
+    assert_lit_line_whole(stage.evaluate(SCREEN), what)
 
 
 @pytest.mark.parametrize(("width", "height", "presenter"), SCREENS, ids=lambda v: str(v))
@@ -138,9 +153,7 @@ def test_a_phone_reads_the_whole_card_below_the_graph(browser, files):
 def playground_run(page, url: str, name: str, presenter: bool = False) -> None:
     page.goto(f"{url}/play" + ("?present=1" if presenter else ""))
     page.get_by_role("heading", name="Playground").wait_for()
-    editor = page.get_by_label("Program")
-    editor.fill(EXAMPLES[PROGRAMS[name]])
-    editor.press("Control+Enter")  # commit the text area
+    commit(page, EXAMPLES[PROGRAMS[name]])
     press_run(page)
     drawn(page)
 
@@ -157,6 +170,7 @@ def test_the_card_and_the_graph_share_one_screen_in_the_playground(browser, app_
             playground_run(page, app_url, name, presenter)
             step_into_a_card(page)
             assert_card_on_screen_with_graph(page, f"Playground {name} at {width}x{height}")
+            assert_lit_line_reachable(page, f"Playground {name} at {width}x{height}")
         screenshot(page, f"playground_mlp3_{width}x{height}{'_presenter' if presenter else ''}")
     finally:
         context.close()

@@ -55,6 +55,7 @@ function newStage(data, parent, root, setStateValue, stopped) {
     roomAsked: "",  // the room's question and phase a teacher's stage last asked its page to draw the controls of
     controlsStep: data.index,  // the step a teacher's page drew its controls for (it reran with this stage's index)
     badgeView: null,  // the graph's own viewBox, before a badge beside a node made room for itself
+    litLine: 0,  // the tallest line of the program lit so far, in px: the code's box holds it whole
     tree: programTree(data),  // the program's parts: each group's children, depth and nodes (groups.py made them)
     open: new Set(),  // the groups drawn unfolded, in place; the others are one box each
     boxOf: new Map(),  // NodeId -> the element that shows it now: its own box, or its folded group's

@@ -127,6 +127,12 @@ export function lightLines(stage, state) {
   });
   if (lit) {  // a long program keeps its running line in view, without moving the page
     const pre = lit.closest(".stage-code");
+    // the code's box holds the tallest line lit so far whole (a long line wraps to three on a projector): stage.css
+    // gives the box and the program that least height. It only grows, so the card above never jumps back and forth
+    if (lit.offsetHeight > stage.litLine) {
+      stage.litLine = lit.offsetHeight;
+      pre.parentElement.style.setProperty("--lit-line", `${lit.offsetHeight}px`);
+    }
     if (pre.scrollHeight > pre.clientHeight + 1) {
       const r = lit.getBoundingClientRect(), b = pre.getBoundingClientRect();
       // a third of the box above it, or less where the line would not fit whole (a wrapped line in a short box)
