@@ -4,7 +4,8 @@ stepped).
 
 Run: python docs/screenshots.py [ADDRESS ...]   -> docs/screenshots/<lesson>-<setup>.png (every lesson, or those named
 by their address, e.g. `training`; needs /usr/bin/chromium and playwright). `samples` is the Playground's per-sample
-loop over 31 samples (249 nodes): a big graph folded into the program's parts, its loop run by one press.
+loop over 31 samples (249 nodes): a big graph folded into the program's parts, its loop run by one press. `readme` is
+README's own picture, docs/screenshot.png.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ SETUPS = {  # name: (width, height, query, colour scheme)
     "dark": (1440, 900, "", "dark"),
 }
 OUT = ROOT / "docs" / "screenshots"
+README_SHOT = ROOT / "docs" / "screenshot.png"
 
 
 def teach(page) -> None:
@@ -132,7 +134,25 @@ def main() -> None:
                 page.screenshot(path=str(OUT / name), full_page=True)
                 print(name)
                 context.close()
+        if not wanted or "readme" in wanted:
+            readme_shot(browser, url)
         browser.close()
+
+
+def readme_shot(browser, url: str) -> None:
+    """README's picture: Backward traversal on the two-layer MLP after its backward, on a laptop, as the stage draws
+    it now: every step consumed, the Gradients container holding the leaves' gradients."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(f"{url}/traversal?program=mlp")
+    page.locator(".stage svg g.node").first.wait_for()
+    page.locator(".stage-caption").first.wait_for()
+    page.keyboard.press("End")
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(README_SHOT))
+    print(README_SHOT.name)
+    context.close()
 
 
 if __name__ == "__main__":
