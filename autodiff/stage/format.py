@@ -17,6 +17,7 @@ MAX_VALUES = 16  # a value with more numbers is written as its first ones and ho
 WHOLE = WHOLE_VALUE  # a value with at most this many numbers is written whole (a student can check it by hand)
 
 Exact = Callable[[np.ndarray], str]  # an array's every number, as `format_array` writes them
+Contents = tuple[np.dtype, tuple[int, ...], bytes]  # what tells two arrays apart: equal ones are written once
 _FLOAT32 = np.dtype(np.float32)
 
 
@@ -28,15 +29,15 @@ class ArrayTexts:
 
     def __init__(self) -> None:
         self._by_identity: dict[int, tuple[np.ndarray, str]] = {}
-        self._by_contents: dict[tuple[np.dtype, tuple[int, ...], bytes], str] = {}
-        self._numbers: dict[tuple[np.dtype, tuple[int, ...], bytes], TensorNumbers | None] = {}
-        self._checkable: dict[tuple[np.dtype, tuple[int, ...], bytes], list[float] | None] = {}
+        self._by_contents: dict[Contents, str] = {}
+        self._numbers: dict[Contents, TensorNumbers | None] = {}
+        self._checkable: dict[Contents, list[float] | None] = {}
 
     def __call__(self, array: np.ndarray) -> str:
         known = self._by_identity.get(id(array))
         if known is not None:
             return known[1]
-        contents = (array.dtype, array.shape, array.tobytes())
+        contents = _contents(array)
         text = self._by_contents.get(contents)
         if text is None:
             text = self._by_contents[contents] = format_array(array)
@@ -48,7 +49,7 @@ class ArrayTexts:
         payload's signature pickles a shared one once."""
         if not isinstance(values, np.ndarray) or not 0 < values.size <= WHOLE:  # a large one's bytes cost its min
             return tensor_range(values)
-        contents = (values.dtype, values.shape, values.tobytes())
+        contents = _contents(values)
         if contents not in self._numbers:
             self._numbers[contents] = tensor_range(values)
         return self._numbers[contents]
@@ -58,10 +59,14 @@ class ArrayTexts:
         `numbers` is)."""
         if not isinstance(values, np.ndarray) or values.size > WHOLE:
             return None
-        contents = (values.dtype, values.shape, values.tobytes())
+        contents = _contents(values)
         if contents not in self._checkable:
             self._checkable[contents] = checkable_numbers(values)
         return self._checkable[contents]
+
+
+def _contents(array: np.ndarray) -> Contents:
+    return (array.dtype, array.shape, array.tobytes())
 
 
 def format_number(value: float) -> str:
